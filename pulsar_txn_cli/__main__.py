@@ -1,0 +1,3 @@
+from pulsar_txn_cli.cli.main import main
+
+main()

@@ -1,0 +1,37 @@
+"""Wires the command groups and the global options; nothing else lives here."""
+from __future__ import annotations
+
+import typer
+
+from pulsar_txn_cli import __version__
+from pulsar_txn_cli.cli import analyze, batchlog, buffer, common, decode, demo, downgrade, engine, transactions
+
+app = typer.Typer(
+    name="pulsar-txn",
+    help=(
+        "Operate Apache Pulsar transactions and PIP-160 batched transaction logs, on a real cluster "
+        "(--admin-url) or on the embedded engine (the default target)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"pulsar-txn {__version__}")
+        raise typer.Exit()
+
+
+def root(
+    version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Global options given before the subcommand apply to it."""
+
+
+common.root_callback(app, root)
+
+for group in (decode, batchlog, transactions, downgrade, analyze, buffer, engine, demo):
+    group.register(app)

@@ -1,0 +1,113 @@
+"""Global options, declared once and accepted both before and after the subcommand.
+
+`command(app, ...)` registers a function as a subcommand and appends the output options
+(and, with target=True, the connection options) to its signature, so `pulsar-txn -o json X`
+and `pulsar-txn X -o json` both work without every command redeclaring them.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli import env as env_module
+
+OUTPUT_PANEL = "Output options"
+TARGET_PANEL = "Target options"
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def _opt(*names, help, panel, **kw):
+    return typer.Option(*names, help=help, rich_help_panel=panel, show_default=False, **kw)
+
+
+OUTPUT_OPTIONS = [
+    ("output", Optional[OutputFormat], _opt("-o", "--output", help="Output format: table (default), json or jsonl.", panel=OUTPUT_PANEL)),
+    ("no_color", Optional[bool], _opt("--no-color", help="No colour (also NO_COLOR=1).", panel=OUTPUT_PANEL)),
+    ("quiet", Optional[bool], _opt("-q", "--quiet", help="Only data on stdout; no messages on stderr.", panel=OUTPUT_PANEL)),
+    ("debug", Optional[bool], _opt("--debug", help="Show tracebacks and HTTP requests (Authorization redacted).", panel=OUTPUT_PANEL)),
+]
+
+TARGET_OPTIONS = [
+    ("admin_url", Optional[str], _opt("--admin-url", help="Pulsar admin URL (webServiceUrl), e.g. http://broker:8080.", panel=TARGET_PANEL)),
+    ("engine_dir", Optional[str], _opt("--engine-dir", help="Embedded engine directory (default: the user data directory).", panel=TARGET_PANEL)),
+    ("context", Optional[str], _opt("--context", help="A pulsarctl context from ~/.config/pulsar/config.", panel=TARGET_PANEL)),
+    ("auth_plugin", Optional[str], _opt("--auth-plugin", help="Authentication plugin class, as in client.conf.", panel=TARGET_PANEL)),
+    ("auth_params", Optional[str], _opt("--auth-params", help="Authentication parameters, e.g. token:XXX or file:///path.", panel=TARGET_PANEL)),
+    ("token", Optional[str], _opt("--token", help="Bearer token (prefer --token-file).", panel=TARGET_PANEL)),
+    ("token_file", Optional[str], _opt("--token-file", help="File that holds the bearer token.", panel=TARGET_PANEL)),
+    ("tls_trust_cert_path", Optional[str], _opt("--tls-trust-cert-path", help="CA bundle that signs the broker's certificate.", panel=TARGET_PANEL)),
+    ("tls_allow_insecure", Optional[bool], _opt("--tls-allow-insecure", help="Accept any broker certificate (unsafe).", panel=TARGET_PANEL)),
+    ("tls_enable_hostname_verification", Optional[bool], _opt("--tls-enable-hostname-verification/--no-tls-enable-hostname-verification", help="Check the certificate's host name (default on).", panel=TARGET_PANEL)),
+    ("tls_cert_file", Optional[str], _opt("--tls-cert-file", help="Client certificate for mutual TLS.", panel=TARGET_PANEL)),
+    ("tls_key_file", Optional[str], _opt("--tls-key-file", help="Client key for mutual TLS.", panel=TARGET_PANEL)),
+    ("request_timeout", Optional[float], _opt("--request-timeout", help="Seconds to wait for each HTTP request (default 30).", panel=TARGET_PANEL)),
+]
+
+OUTPUT_NAMES = [name for name, _, _ in OUTPUT_OPTIONS]
+TARGET_NAMES = [name for name, _, _ in TARGET_OPTIONS]
+
+
+def apply(values: dict) -> None:
+    """Fold explicitly given option values into the current Env (later calls win)."""
+    env = env_module.current()
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name == "output":
+            env.output = value.value if isinstance(value, OutputFormat) else str(value)
+        elif name in OUTPUT_NAMES:
+            setattr(env, name, bool(value) or getattr(env, name))
+        else:
+            setattr(env.target, name, value)
+
+
+def _parameters(options):
+    return [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[kind, info])
+        for name, kind, info in options
+    ]
+
+
+def with_global_options(fn, *, target: bool):
+    """Wrap fn so it also accepts the global options, which are applied to the Env first."""
+    options = OUTPUT_OPTIONS + (TARGET_OPTIONS if target else [])
+    names = [name for name, _, _ in options]
+    hints = typing.get_type_hints(fn, include_extras=True)  # resolve `from __future__` strings
+    signature = inspect.signature(fn)
+    own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        apply({name: kwargs.pop(name, None) for name in names})
+        return fn(*args, **kwargs)
+
+    parameters = [*own, *_parameters(options)]
+    wrapper.__signature__ = signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty)
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
+
+
+def command(app: typer.Typer, name: str | None = None, *, target: bool = False, **kwargs):
+    """Register fn as a subcommand of app with the global options appended."""
+
+    def decorate(fn):
+        app.command(name, **kwargs)(with_global_options(fn, target=target))
+        return fn
+
+    return decorate
+
+
+def root_callback(app: typer.Typer, fn):
+    """Register the root callback so the global options also work before the subcommand."""
+    app.callback()(with_global_options(fn, target=True))
+    return fn

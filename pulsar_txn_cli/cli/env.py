@@ -1,0 +1,111 @@
+"""The environment every command runs in (after httpie's Environment).
+
+It carries the streams, the global options (output format, colour, verbosity) and the target
+flags, and hands out the admin client. Tests build their own Env to swap streams and tty-ness.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class TargetFlags:
+    """Connection flags exactly as given on the command line (None = not given)."""
+
+    admin_url: str | None = None
+    engine_dir: str | None = None
+    context: str | None = None
+    auth_plugin: str | None = None
+    auth_params: str | None = None
+    token: str | None = None
+    token_file: str | None = None
+    tls_trust_cert_path: str | None = None
+    tls_allow_insecure: bool | None = None
+    tls_enable_hostname_verification: bool | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    request_timeout: float | None = None
+
+
+@dataclass
+class Env:
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    output: str = "table"
+    no_color: bool = False
+    quiet: bool = False
+    debug: bool = False
+    target: TargetFlags = field(default_factory=TargetFlags)
+    _admin: object = None
+
+    @property
+    def stdout_isatty(self) -> bool:
+        return _isatty(self.stdout)
+
+    @property
+    def stderr_isatty(self) -> bool:
+        return _isatty(self.stderr)
+
+    @property
+    def color(self) -> bool:
+        """Colour only on a terminal, never with NO_COLOR, --no-color or TERM=dumb."""
+        if self.no_color or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+            return False
+        return self.stdout_isatty
+
+    def info(self, message: str) -> None:
+        """A message for the human (stderr), silenced by --quiet."""
+        if not self.quiet:
+            print(message, file=self.stderr)
+
+    def warn(self, message: str) -> None:
+        print(f"warning: {message}", file=self.stderr)
+
+    def progress(self, total: int | None, label: str):
+        from pulsar_txn_cli.output.progress import Progress
+
+        return Progress(self, total, label)
+
+    def admin(self):
+        """The admin client for the chosen target (a real cluster or the embedded engine)."""
+        if self._admin is None:
+            from pulsar_txn_cli.admin import connect
+
+            self._admin = connect(self.target, log=self.debug_log if self.debug else None)
+            self.info(f"target: {self._admin.target.describe()}")
+        return self._admin
+
+    def debug_log(self, message: str) -> None:
+        if self.debug:
+            print(f"debug: {message}", file=self.stderr)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            close = getattr(self._admin, "close", None)
+            if close:
+                close()
+            self._admin = None
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+ENV = Env()
+
+
+def current() -> Env:
+    return ENV
+
+
+def reset(env: Env | None = None) -> Env:
+    """Install a fresh Env (each main() call and each test gets its own)."""
+    global ENV
+    ENV = env or Env()
+    return ENV

@@ -1,0 +1,89 @@
+"""Every error the library raises, each carrying its documented exit code.
+
+This is the one place where failures meet exit codes; cli/main.py turns any of these into one
+line on stderr and that code. Messages are full sentences naming what is wrong and where, and
+never contain credentials (admin/redact.py scrubs anything that came from a server).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    DATA = 3
+    CONNECTION = 4
+    NOT_YET = 5  # WAIT / INCOMPLETE verdicts
+    BLOCKED = 6
+    INTERRUPTED = 130
+
+
+class PulsarTxnError(Exception):
+    """Base class: `str(err)` is the message shown to the user."""
+
+    exit_code = ExitCode.UNEXPECTED
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+class UsageError(PulsarTxnError):
+    """Bad flags or arguments, contradictory settings, unknown names."""
+
+    exit_code = ExitCode.USAGE
+
+
+class DataError(PulsarTxnError):
+    """Input that cannot be read or decoded."""
+
+    exit_code = ExitCode.DATA
+
+
+class DecodeError(DataError):
+    """One entry that cannot be decoded. `where` names it (ledger:entry or input index)."""
+
+    def __init__(self, message: str, *, where: str | None = None, offset: int | None = None):
+        super().__init__(message)
+        self.reason = message
+        self.where = where
+        self.offset = offset
+
+    def located(self, where: str) -> "DecodeError":
+        return DecodeError(self.reason, where=where, offset=self.offset)
+
+    def __str__(self) -> str:
+        text = self.reason
+        if self.offset is not None:
+            text = f"{text} (at byte {self.offset})"
+        return f"entry {self.where}: {text}" if self.where else text
+
+
+class ConnectionFailed(PulsarTxnError):
+    """The target could not be reached or answered with an HTTP error."""
+
+    exit_code = ExitCode.CONNECTION
+
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+class EngineError(PulsarTxnError):
+    """The embedded engine refused an operation (bad state, locked directory...)."""
+
+    exit_code = ExitCode.DATA
+
+
+class EngineBusy(EngineError):
+    """Another process holds the engine directory."""
+
+
+class Verdict(PulsarTxnError):
+    """Raised by the CLI after printing a WAIT/INCOMPLETE or BLOCKED verdict, to set the exit code."""
+
+    def __init__(self, message: str, exit_code: ExitCode):
+        super().__init__(message)
+        self.exit_code = exit_code

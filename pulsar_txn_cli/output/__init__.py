@@ -1,0 +1,103 @@
+"""The one output layer: every command returns a Result and this renders it.
+
+- json: the Result's data, pretty-printed (streams arrays given as iterators).
+- jsonl: one compact JSON document per line (the Result's records).
+- table: rich on a terminal with colour, plain aligned text (tabulate) otherwise.
+Data goes to stdout only; messages and progress go to stderr through the Env.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import orjson
+
+_JSON_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+@dataclass
+class Table:
+    columns: list[tuple[str, str]]  # (key in the row dict, header)
+    rows: Iterable[dict]
+    title: str | None = None
+
+
+@dataclass
+class Result:
+    """What a command produced.
+
+    data:    the JSON form (-o json); may be an iterator, rendered as a streamed array.
+    records: the -o jsonl lines; default: data's items when it is a list/iterator, else [data].
+    tables:  the -o table form; a callable is called lazily (only in table mode).
+    lines:   extra human lines printed after the tables in table mode (a verdict, a hint).
+    """
+
+    data: Any
+    records: Iterable[dict] | None = None
+    tables: list[Table] | Callable[[], list[Table]] | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def dumps(value: Any, indent: bool = False) -> str:
+    return orjson.dumps(value, option=_JSON_OPTS | (orjson.OPT_INDENT_2 if indent else 0)).decode()
+
+
+def emit(result: Result, env) -> None:
+    out = env.stdout
+    if env.output == "json":
+        _write_json(result.data, out)
+    elif env.output == "jsonl":
+        records = result.records
+        if records is None:
+            records = result.data if _is_sequence(result.data) else [result.data]
+        write = out.write
+        for record in records:
+            write(dumps(record))
+            write("\n")
+    else:
+        tables = result.tables() if callable(result.tables) else result.tables
+        if tables is None:
+            tables = [auto_table(result.data)]
+        from pulsar_txn_cli.output.table import render_tables
+
+        render_tables(tables, env)
+        for line in result.lines:
+            print(line, file=out)
+    out.flush()
+
+
+def _is_sequence(value) -> bool:
+    return not isinstance(value, (dict, str, bytes)) and isinstance(value, Iterable)
+
+
+def _write_json(data, out) -> None:
+    if isinstance(data, (list, tuple)) or not _is_sequence(data):
+        out.write(dumps(data, indent=True))
+        out.write("\n")
+        return
+    # A streamed array: the same text as the list form, without holding every item.
+    out.write("[")
+    first = True
+    for item in data:
+        out.write("\n  " if first else ",\n  ")
+        out.write(dumps(item, indent=True).replace("\n", "\n  "))
+        first = False
+    out.write("\n]\n" if not first else "]\n")
+
+
+def auto_table(data) -> Table:
+    """A reasonable table for plain data: a list of dicts, or a dict as key/value rows."""
+    if isinstance(data, dict):
+        if data and all(isinstance(v, dict) for v in data.values()):
+            rows = [{"key": k, **v} for k, v in data.items()]
+            keys = ["key"] + sorted({k for v in data.values() for k in v})
+            return Table([(k, k) for k in keys], rows)
+        return Table([("key", "KEY"), ("value", "VALUE")], [{"key": k, "value": v} for k, v in data.items()])
+    rows = list(data) if _is_sequence(data) else [{"value": data}]
+    keys: list[str] = []
+    for row in rows:
+        for key in row if isinstance(row, dict) else ["value"]:
+            if key not in keys:
+                keys.append(key)
+    rows = [row if isinstance(row, dict) else {"value": row} for row in rows]
+    return Table([(k, k) for k in keys], rows)
