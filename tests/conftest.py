@@ -1,0 +1,40 @@
+"""Shared fixtures. `cli` runs the real entry point in process with captured streams."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from typer.testing import CliRunner
+
+from pulsar_txn_cli.cli.main import run
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def jsonl(self):
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+
+def run_cli(args: list[str], input: str | bytes | None = None, env: dict | None = None) -> CliResult:
+    """Run `pulsar-txn ARGS` through main.run(), the same path as the console script."""
+    runner = CliRunner()
+    with runner.isolation(input=input, env=env) as (out, err, _):
+        code = run([str(a) for a in args])
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return CliResult(int(code), out.getvalue().decode(), err.getvalue().decode())
+
+
+@pytest.fixture
+def cli():
+    return run_cli
