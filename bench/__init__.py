@@ -1,0 +1,1 @@
+"""Benchmarks: `./dev bench [NAME]` runs bench/bench_NAME.py (all of them without NAME)."""

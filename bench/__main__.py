@@ -1,0 +1,23 @@
+"""Run benchmarks: python -m bench [NAME ...]. Each bench/bench_NAME.py has a main(argv)."""
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    here = Path(__file__).parent
+    available = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    names = [a for a in argv if not a.startswith("-")] or available
+    extra = [a for a in argv if a.startswith("-")]
+    for name in names:
+        if name not in available:
+            print(f"unknown benchmark {name!r}; available: {', '.join(available)}", file=sys.stderr)
+            return 2
+        print(f"== bench {name}", flush=True)
+        importlib.import_module(f"bench.bench_{name}").main(extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
