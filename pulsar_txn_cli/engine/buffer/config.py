@@ -1,0 +1,35 @@
+"""The broker settings the transaction buffer reads (pulsar-facts §8; none is dynamic)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# name -> default, as in ServiceConfiguration
+DEFAULTS = {
+    "transactionBufferSegmentedSnapshotEnabled": False,
+    "transactionBufferSnapshotSegmentSize": 262144,
+    "transactionBufferSnapshotMaxTransactionCount": 1000,
+    "transactionBufferSnapshotMinTimeInMillis": 5000,
+}
+
+
+@dataclass(frozen=True)
+class BufferConfig:
+    segmented: bool = False
+    segment_size: int = 262144
+    max_transaction_count: int = 1000
+    min_time_ms: int = 5000
+
+    @classmethod
+    def from_settings(cls, get) -> "BufferConfig":
+        """From any lookup `get(name, default)` (a dict's .get, or the engine's config)."""
+        value = {name: get(name, default) for name, default in DEFAULTS.items()}
+        return cls(
+            segmented=_bool(value["transactionBufferSegmentedSnapshotEnabled"]),
+            segment_size=int(value["transactionBufferSnapshotSegmentSize"]),
+            max_transaction_count=int(value["transactionBufferSnapshotMaxTransactionCount"]),
+            min_time_ms=int(value["transactionBufferSnapshotMinTimeInMillis"]),
+        )
+
+
+def _bool(value) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
