@@ -1,0 +1,200 @@
+"""PulsarAdmin: typed calls on Pulsar's admin REST API, identical for a cluster and the engine.
+
+Every method builds Pulsar's own path and returns the parsed JSON exactly as Pulsar returns it;
+any HTTP error status becomes one ConnectionFailed sentence (http_errors.py).
+"""
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+import orjson
+
+from pulsar_txn_cli.admin.http_errors import http_failure
+from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+
+TXN = "/admin/v3/transactions"
+TC_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
+TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
+PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
+
+
+class TopicName:
+    """A persistent topic name, split the way Pulsar's REST paths need it."""
+
+    def __init__(self, name: str):
+        text = name.strip()
+        domain = "persistent"
+        if "://" in text:
+            domain, _, text = text.partition("://")
+        parts = text.split("/")
+        if len(parts) == 1:
+            parts = ["public", "default", parts[0]]
+        if len(parts) != 3 or not all(parts):
+            raise UsageError(f"topic {name!r} is not a topic name (persistent://tenant/namespace/topic, tenant/namespace/topic or topic)")
+        if domain != "persistent":
+            raise UsageError(f"topic {name!r} is {domain}; transactions exist only on persistent topics")
+        self.tenant, self.namespace, self.local = parts
+
+    @property
+    def full(self) -> str:
+        return f"persistent://{self.tenant}/{self.namespace}/{self.local}"
+
+    @property
+    def rest(self) -> str:
+        return f"{self.tenant}/{self.namespace}/{quote(self.local, safe='')}"
+
+    def __str__(self) -> str:
+        return self.full
+
+
+def _seg(value) -> str:
+    return quote(str(value), safe="")
+
+
+class PulsarAdmin:
+    def __init__(self, transport, target):
+        self.transport = transport
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"PulsarAdmin({self.target.describe()!r})"
+
+    def close(self) -> None:
+        close = getattr(self.transport, "close", None)
+        if close:
+            close()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def call(self, method: str, path: str, params: dict | None = None, body=None, *, text: bool = False):
+        status, headers, raw = self.transport.request(method, path, params, body)
+        if status >= 300:
+            where = self.target.describe()
+            if path.startswith(("http://", "https://")):  # a call to one given broker
+                parts = urlsplit(path)
+                path, where = parts.path, f"{where} (broker {parts.scheme}://{parts.netloc})"
+            raise http_failure(status, method, path, where, raw)
+        if text:
+            return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        if not raw:
+            return None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ConnectionFailed(
+                f"{method} {path} on {self.target.describe()} did not answer JSON; check that the URL is Pulsar's admin web service") from None
+
+    def get(self, path: str, **params):
+        return self.call("GET", path, params or None)
+
+    # --- transactions (/admin/v3/transactions) ----------------------------------------------
+
+    def coordinator_stats(self, coordinator_id: int | None = None):
+        return self.get(f"{TXN}/coordinatorStats", coordinatorId=coordinator_id)
+
+    def coordinator_internal_stats(self, coordinator_id: int, metadata: bool = False):
+        return self.get(f"{TXN}/coordinatorInternalStats/{int(coordinator_id)}", metadata=metadata)
+
+    def pending_ack_stats(self, topic: str, subscription: str, low_water_marks: bool = False):
+        return self.get(f"{TXN}/pendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}", lowWaterMarks=low_water_marks)
+
+    def pending_ack_internal_stats(self, topic: str, subscription: str, metadata: bool = False):
+        return self.get(f"{TXN}/pendingAckInternalStats/{TopicName(topic).rest}/{_seg(subscription)}", metadata=metadata)
+
+    def transaction_metadata(self, most: int, least: int):
+        return self.get(f"{TXN}/transactionMetadata/{int(most)}/{int(least)}")
+
+    def slow_transactions(self, timeout_ms: int, coordinator_id: int | None = None):
+        return self.get(f"{TXN}/slowTransactions/{int(timeout_ms)}", coordinatorId=coordinator_id)
+
+    def transaction_buffer_stats(self, topic: str, low_water_marks: bool = False, segment_stats: bool = False):
+        return self.get(f"{TXN}/transactionBufferStats/{TopicName(topic).rest}",
+                        lowWaterMarks=low_water_marks, segmentStats=segment_stats or None)
+
+    def transaction_buffer_internal_stats(self, topic: str, metadata: bool = False):
+        return self.get(f"{TXN}/transactionBufferInternalStats/{TopicName(topic).rest}", metadata=metadata)
+
+    def abort_transaction(self, most: int, least: int):
+        return self.call("POST", f"{TXN}/abortTransaction/{int(most)}/{int(least)}")
+
+    # --- coordinators, lookup, topics ---------------------------------------------------------
+
+    def tc_partitions(self) -> int:
+        meta = self.get("/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions",
+                        checkAllowAutoCreation=False)
+        return int((meta or {}).get("partitions", 0))
+
+    def lookup(self, topic: str):
+        name = TopicName(topic)
+        return self.get(f"/lookup/v2/topic/persistent/{name.rest}")
+
+    def tenants(self) -> list[str]:
+        return self.get("/admin/v2/tenants")
+
+    def namespaces(self, tenant: str) -> list[str]:
+        return self.get(f"/admin/v2/namespaces/{_seg(tenant)}")
+
+    def namespace_topics(self, namespace: str, include_system: bool = True) -> list[str]:
+        tenant, _, ns = namespace.partition("/")
+        return self.get(f"/admin/v2/namespaces/{_seg(tenant)}/{_seg(ns)}/topics", includeSystemTopic=include_system)
+
+    def topic_subscriptions(self, topic: str) -> list[str]:
+        return self.get(f"/admin/v2/persistent/{TopicName(topic).rest}/subscriptions")
+
+    def unload_topic(self, topic: str):
+        return self.call("PUT", f"/admin/v2/persistent/{TopicName(topic).rest}/unload")
+
+    # --- brokers, clusters, config, metrics ----------------------------------------------------
+
+    def dynamic_config_names(self) -> list[str]:
+        return self.get("/admin/v2/brokers/configuration")
+
+    def dynamic_config_values(self) -> dict:
+        return self.get("/admin/v2/brokers/configuration/values")
+
+    def update_dynamic_config(self, name: str, value) -> None:
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        self.call("POST", f"/admin/v2/brokers/configuration/{_seg(name)}/{_seg(text)}")
+
+    def delete_dynamic_config(self, name: str) -> None:
+        self.call("DELETE", f"/admin/v2/brokers/configuration/{_seg(name)}")
+
+    def runtime_config(self, broker_url: str | None = None) -> dict:
+        return self.get(_at(broker_url, "/admin/v2/brokers/configuration/runtime"))
+
+    def clusters(self) -> list[str]:
+        return self.get("/admin/v2/clusters")
+
+    def brokers(self, cluster: str) -> list[str]:
+        return self.get(f"/admin/v2/brokers/{_seg(cluster)}")
+
+    def version(self) -> str:
+        return self.call("GET", "/admin/v2/brokers/version", text=True).strip().strip('"')
+
+    def metrics_text(self, broker_url: str | None = None) -> str:
+        return self.call("GET", _at(broker_url, "/metrics/"), text=True)
+
+    # --- compositions used by several commands ------------------------------------------------
+
+    def coordinators(self) -> list[dict]:
+        """Pulsar's TransactionCoordinatorInfo list ({id, brokerServiceUrl}) plus the owner's web URL."""
+        result = []
+        for tc_id in range(self.tc_partitions()):
+            data = self.lookup(f"{TC_ASSIGN}-partition-{tc_id}") or {}
+            web = data.get("httpUrlTls") if self.target.kind == "cluster" and str(self.target.url).startswith("https") else None
+            result.append({"id": tc_id, "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
+                           "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls")})
+        return result
+
+    def broker_web_urls(self) -> list[str]:
+        """Every active broker's web service URL, with the admin URL's scheme."""
+        scheme = "https" if str(self.target.url or "").startswith("https") else "http"
+        urls = []
+        for cluster in self.clusters():
+            for address in self.brokers(cluster):
+                urls.append(address if "://" in address else f"{scheme}://{address}")
+        return sorted(set(urls))
+
+
+def _at(broker_url: str | None, path: str) -> str:
+    return broker_url.rstrip("/") + path if broker_url else path

@@ -1,0 +1,77 @@
+"""The in-process transport: the embedded engine's REST router, without a socket.
+
+Answers go through JSON bytes exactly like the HTTP server's, so both backends hand PulsarAdmin
+identical data. Calls addressed to one broker (an absolute URL) reach the engine's only broker.
+"""
+from __future__ import annotations
+
+import threading
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+
+
+def open_engine(engine_dir: str):
+    """The engine of this directory (created on first use, as the default target must just work)."""
+    from pulsar_txn_cli import engine as engine_pkg
+
+    return engine_pkg.open_engine(engine_dir)
+
+
+def encode_answer(answer) -> tuple[int, dict, bytes]:
+    """(status, headers, body bytes) for a router answer (status, JSON value or text)."""
+    status, value = answer
+    if value is None:
+        return status, {}, b""
+    if isinstance(value, (bytes, bytearray)):
+        return status, {"content-type": "application/octet-stream"}, bytes(value)
+    if isinstance(value, str):
+        return status, {"content-type": "text/plain; charset=utf-8"}, value.encode()
+    return status, {"content-type": "application/json"}, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
+def split_path(path: str) -> tuple[str, dict[str, str]]:
+    """(path, query dict) from a path or absolute URL with a query string."""
+    parts = urlsplit(path)
+    return parts.path or "/", dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+class EngineTransport:
+    def __init__(self, target, engine=None, *, log=None):
+        self.target = target
+        self.log = log
+        self._engine = engine
+        self._owned = engine is None
+        self._lock = threading.Lock()  # the engine is single-threaded; discovery may call from a pool
+
+    def __repr__(self) -> str:
+        return f"EngineTransport({self.target.engine_dir!r})"
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            self._engine = open_engine(self.target.engine_dir)
+        return self._engine
+
+    def request(self, method: str, path: str, params: dict | None = None, body=None):
+        from pulsar_txn_cli.engine import rest
+
+        route, query = split_path(path)
+        for key, value in (params or {}).items():
+            if value is not None:
+                query[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        if body is not None:
+            body = orjson.loads(orjson.dumps(body))
+        with self._lock:
+            answer = rest.handle(self.engine, method, route, query, body)
+        status, headers, raw = encode_answer(answer)
+        if self.log:
+            self.log(f"engine {method} {route} {query or ''} -> {status} ({len(raw)} bytes)")
+        return status, headers, raw
+
+    def close(self) -> None:
+        if self._owned and self._engine is not None:
+            close = getattr(self._engine, "close", None)
+            if close:
+                close()
+            self._engine = None

@@ -1,0 +1,58 @@
+"""HTTP error answers -> one ConnectionFailed sentence that names what to check."""
+from __future__ import annotations
+
+import json
+
+from pulsar_txn_cli.admin.redact import redact
+from pulsar_txn_cli.errors import ConnectionFailed
+
+
+def reason_of(body: bytes | str | None) -> str:
+    """Pulsar's `{"reason": ...}` text, or the start of a plain body, scrubbed of secrets."""
+    if body is None:
+        return ""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    try:
+        doc = json.loads(text)
+        if isinstance(doc, dict) and doc.get("reason"):
+            text = str(doc["reason"])
+    except ValueError:
+        pass
+    text = " ".join(text.split())
+    if text.lstrip().startswith("<"):  # an HTML error page: nothing useful to quote
+        return ""
+    return redact(text[:300])
+
+
+def http_failure(status: int, method: str, path: str, where: str, body=None) -> ConnectionFailed:
+    reason = reason_of(body)
+    said = f": {reason}" if reason else ""
+    what = f"{method} {path} on {where}"
+    lowered = reason.lower()
+    if status == 401:
+        msg = f"{what} was refused as unauthenticated (401){said}; check the token (--token, --token-file, --auth-params) and the auth plugin"
+    elif status == 403:
+        msg = f"{what} was forbidden (403){said}; the token's role lacks permission (broker dynamic config and transaction stats need a super-user role)"
+    elif status == 404:
+        msg = f"{what} found nothing (404){said}; check the coordinator id, topic, subscription or configuration name"
+    elif status == 405 and "managedledger" in lowered.replace(" ", ""):
+        msg = f"{what} is not available (405){said}; internal stats exist only for managed-ledger stores (MLTransactionMetadataStore / MLPendingAckStore)"
+    elif status == 405:
+        msg = f"{what} is not allowed (405){said}; the broker may be too old for this endpoint"
+    elif status == 409:
+        msg = f"{what} conflicted with the broker's state (409){said}; retry once the operation in progress has finished"
+    elif status == 412:
+        msg = f"{what} was rejected (412){said}; check the configuration name and value (only dynamic settings can be updated)"
+    elif status == 503 and "transactioncoordinatorenabled" in lowered:
+        msg = f"{what}: transactions are not enabled (503){said}; set transactionCoordinatorEnabled=true in broker.conf and restart the brokers"
+    elif status in (502, 503, 504):
+        msg = f"{what} failed: the broker is unavailable ({status}){said}; check that the brokers are up and the topic is loaded"
+    elif status == 429:
+        msg = f"{what} was rate limited (429) and retries ran out{said}; try again later"
+    elif status == 400:
+        msg = f"{what} was a bad request (400){said}; check the names and values given"
+    elif 300 <= status < 400:
+        msg = f"{what} answered a redirect ({status}) without a usable Location header"
+    else:
+        msg = f"{what} failed with HTTP {status}{said}"
+    return ConnectionFailed(msg, status=status)

@@ -1,0 +1,205 @@
+"""The REST transport: Pulsar's admin API over httpx.
+
+- Redirects are followed by hand: Pulsar answers 307 to the broker that owns a topic, and
+  generic clients drop `Authorization` when the host changes. The header is kept, the hop count
+  bounded, loops detected, and a token is never sent over plain HTTP after an https start.
+- Retries with exponential backoff and jitter: connection failures (the request never left) for
+  every method; dropped connections, timeouts, 429 (Retry-After honoured) and 502/503/504 only
+  for idempotent methods.
+- Transport failures become one ConnectionFailed sentence; HTTP error statuses are returned to
+  the caller (PulsarAdmin), which turns them into sentences for both backends alike.
+"""
+from __future__ import annotations
+
+import email.utils
+import random
+import ssl
+import time
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from pulsar_txn_cli.admin.redact import redact, redact_headers
+from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_RETRY_AFTER = 60.0
+
+
+class RestTransport:
+    def __init__(self, target, *, log=None, retries: int = 3, backoff: float = 0.2, max_backoff: float = 5.0,
+                 max_hops: int = 5, sleep=time.sleep):
+        self.target = target
+        self.base = target.url.rstrip("/")
+        self.log = log
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_hops = max_hops
+        self.sleep = sleep
+        self.headers = {"Accept": "application/json", "User-Agent": "pulsar-txn"}
+        if target.token:
+            self.headers["Authorization"] = f"Bearer {target.token}"
+        self.client = httpx.Client(verify=_ssl_context(target), timeout=target.request_timeout,
+                                   follow_redirects=False, trust_env=False)
+
+    def __repr__(self) -> str:
+        return f"RestTransport({self.base!r})"
+
+    def close(self) -> None:
+        self.client.close()
+
+    def url_for(self, path: str) -> str:
+        return path if path.startswith(("http://", "https://")) else self.base + path
+
+    def request(self, method: str, path: str, params: dict | None = None, body=None):
+        """(status, headers, body bytes) after redirects and retries."""
+        url = self.url_for(path)
+        if params:
+            url = str(httpx.URL(url, params={k: _param(v) for k, v in params.items() if v is not None}))
+        content, headers = None, dict(self.headers)
+        if body is not None:
+            import orjson
+
+            content = orjson.dumps(body)
+            headers["Content-Type"] = "application/json"
+        seen = {url}
+        for _hop in range(self.max_hops + 1):
+            response = self._with_retries(method, url, content, headers)
+            if response.status_code not in REDIRECTS:
+                return response.status_code, response.headers, response.content
+            location = response.headers.get("location")
+            if not location:
+                return response.status_code, response.headers, response.content
+            next_url = urljoin(url, location)
+            if urlsplit(url).scheme == "https" and urlsplit(next_url).scheme == "http" and "Authorization" in headers:
+                raise ConnectionFailed(
+                    f"{method} {path} on {self.target.describe()} was redirected from https to plain http "
+                    f"({_origin(next_url)}); refusing to send the token unencrypted — check the brokers' advertised web addresses",
+                    status=response.status_code)
+            if next_url in seen:
+                raise ConnectionFailed(
+                    f"{method} {path} on {self.target.describe()} ran into a redirect loop at {_origin(next_url)}; "
+                    "check the brokers' advertised addresses and topic ownership", status=response.status_code)
+            seen.add(next_url)
+            if response.status_code == 303:
+                method, content = "GET", None
+            self._log(f"redirect {response.status_code} -> {redact(next_url)} (Authorization kept)")
+            url = next_url
+        raise ConnectionFailed(
+            f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
+            "check the brokers' advertised addresses and topic ownership", status=307)
+
+    def _with_retries(self, method: str, url: str, content, headers) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                response = self._send(method, url, content, headers)
+            except httpx.HTTPError as exc:
+                if attempt < self.retries and _retriable_error(exc, method):
+                    delay = self._delay(attempt)
+                    self._log(f"{type(exc).__name__}; retry {attempt + 1}/{self.retries} in {delay:.2f}s")
+                    self.sleep(delay)
+                    attempt += 1
+                    continue
+                raise self._transport_failure(exc, method, url) from None
+            if response.status_code in RETRY_STATUSES and method in IDEMPOTENT and attempt < self.retries:
+                delay = self._retry_after(response) if response.status_code in (429, 503) else None
+                if delay is None:
+                    delay = self._delay(attempt)
+                if delay > MAX_RETRY_AFTER:
+                    return response
+                self._log(f"HTTP {response.status_code}; retry {attempt + 1}/{self.retries} in {delay:.2f}s")
+                self.sleep(delay)
+                attempt += 1
+                continue
+            return response
+
+    def _send(self, method: str, url: str, content, headers) -> httpx.Response:
+        if self.log:
+            self._log(f"> {method} {redact(url)}")
+            for key, value in redact_headers(headers).items():
+                self._log(f"> {key}: {value}")
+        started = time.monotonic()
+        response = self.client.request(method, url, content=content, headers=headers)
+        if self.log:
+            self._log(f"< {response.status_code} {response.reason_phrase} ({(time.monotonic() - started) * 1000:.0f} ms, {len(response.content)} bytes)")
+        return response
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with full jitter around the nominal delay."""
+        nominal = min(self.max_backoff, self.backoff * (2 ** attempt))
+        return nominal * random.uniform(0.5, 1.5)
+
+    @staticmethod
+    def _retry_after(response) -> float | None:
+        value = response.headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value) if value else None
+            return None if when is None else max(0.0, when.timestamp() - time.time())
+
+    def _transport_failure(self, exc: httpx.HTTPError, method: str, url: str) -> ConnectionFailed:
+        where = f"{self.target.describe()} ({_origin(url)})"
+        text = redact(str(exc)) or type(exc).__name__
+        if isinstance(exc, httpx.ConnectError) and ("SSL" in text or "certificate" in text.lower()):
+            msg = (f"TLS handshake with {where} failed ({text}); check --tls-trust-cert-path, the certificate's host name "
+                   "(--no-tls-enable-hostname-verification) or, only for testing, --tls-allow-insecure")
+        elif isinstance(exc, httpx.ConnectTimeout):
+            msg = f"connecting to {where} timed out; check the URL, the port and the network"
+        elif isinstance(exc, httpx.ConnectError):
+            msg = f"cannot connect to {where} ({text}); check the URL and that the broker's web service is up"
+        elif isinstance(exc, httpx.TimeoutException):
+            msg = (f"{method} {urlsplit(url).path} on {where} got no answer within {self.target.request_timeout:g}s; "
+                   "raise --request-timeout or check the broker's load")
+        elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
+        else:
+            msg = f"{method} {urlsplit(url).path} on {where} failed ({text})"
+        return ConnectionFailed(msg)
+
+    def _log(self, message: str) -> None:
+        if self.log:
+            self.log(redact(message))
+
+
+def _retriable_error(exc: httpx.HTTPError, method: str) -> bool:
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+        text = str(exc)
+        return not ("SSL" in text or "certificate" in text.lower())  # a TLS error does not heal
+    return method in IDEMPOTENT and isinstance(exc, (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError))
+
+
+def _ssl_context(target):
+    if not target.url.startswith("https://"):
+        return True
+    if target.tls_allow_insecure:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        try:
+            context = ssl.create_default_context(cafile=target.tls_trust_cert_path)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}") from None
+        context.check_hostname = bool(target.tls_enable_hostname_verification)
+    if target.tls_cert_file:
+        try:
+            context.load_cert_chain(target.tls_cert_file, target.tls_key_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}") from None
+    return context
+
+
+def _param(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port}" if parts.port else f"{parts.scheme}://{parts.hostname}"

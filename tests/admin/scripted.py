@@ -1,0 +1,90 @@
+"""A real local HTTP server that answers from a script, to misbehave on purpose.
+
+`ScriptedServer(handler)` calls handler(request) for every request; the handler returns
+(status, headers, body) or one of the actions DROP (close the socket without answering) and
+("sleep", seconds, answer). Every request is recorded with its headers.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DROP = "drop"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+
+
+class ScriptedServer:
+    def __init__(self, handler, *, ssl_context=None):
+        self.handler = handler
+        self.requests: list[Request] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                request = Request(self.command, self.path, dict(self.headers), self.rfile.read(length) if length else b"")
+                owner.requests.append(request)
+                answer = owner.handler(request)
+                if isinstance(answer, tuple) and answer and answer[0] == "sleep":
+                    time.sleep(answer[1])
+                    answer = answer[2]
+                if answer == DROP:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, headers, body = answer
+                if not isinstance(body, (bytes, str)):
+                    body = json.dumps(body)
+                    headers = {"Content-Type": "application/json", **headers}
+                data = body.encode() if isinstance(body, str) else body
+                try:
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_PUT = do_DELETE = _any
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        scheme = "http"
+        if ssl_context is not None:
+            self.httpd.socket = ssl_context.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def json_answer(value, status=200, headers=None):
+    return status, dict(headers or {}), value

@@ -1,0 +1,185 @@
+"""The REST transport against real local servers that misbehave on purpose."""
+import ssl
+
+import pytest
+
+from pulsar_txn_cli.errors import ConnectionFailed
+from tests.admin.conftest import TOKEN, Sleeps, rest_admin
+from tests.admin.scripted import DROP, ScriptedServer, json_answer
+
+TENANTS = ["public", "pulsar"]
+
+
+def always(answer):
+    return lambda request: answer
+
+
+def sequence(*answers):
+    """Answer with each in turn, then repeat the last one."""
+    remaining = list(answers)
+    return lambda request: remaining.pop(0) if len(remaining) > 1 else remaining[0]
+
+
+def test_307_to_another_port_keeps_authorization():
+    with ScriptedServer(always(json_answer(TENANTS))) as owner:
+        with ScriptedServer(lambda r: (307, {"Location": owner.url + r.path}, b"")) as first:
+            admin = rest_admin(first.url)
+            assert admin.tenants() == TENANTS
+    assert first.requests[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert owner.requests[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert owner.requests[0].path == "/admin/v2/tenants"
+
+
+def test_307_keeps_method_and_body_of_a_post():
+    with ScriptedServer(always((204, {}, b""))) as owner:
+        with ScriptedServer(lambda r: (307, {"Location": owner.url + r.path}, b"")) as first:
+            rest_admin(first.url).update_dynamic_config("transactionLogBatchedWriteEnabled", True)
+    assert owner.requests[0].method == "POST"
+    assert owner.requests[0].path == "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true"
+
+
+def test_redirect_chain_within_the_hop_limit_is_followed():
+    hops = {"n": 0}
+
+    def chain(request):
+        hops["n"] += 1
+        if hops["n"] <= 4:
+            return 307, {"Location": f"/admin/v2/tenants?hop={hops['n']}"}, b""
+        return json_answer(TENANTS)
+
+    with ScriptedServer(chain) as server:
+        assert rest_admin(server.url).tenants() == TENANTS
+    assert len(server.requests) == 5
+    assert all(r.headers.get("Authorization") == f"Bearer {TOKEN}" for r in server.requests)
+
+
+def test_redirect_loop_is_one_clear_error():
+    with ScriptedServer(lambda r: (307, {"Location": "/admin/v2/tenants"}, b"")) as server:
+        with pytest.raises(ConnectionFailed, match="redirect loop"):
+            rest_admin(server.url).tenants()
+    assert len(server.requests) == 1
+
+
+def test_endless_redirects_stop_at_the_hop_limit():
+    counter = {"n": 0}
+
+    def endless(request):
+        counter["n"] += 1
+        return 307, {"Location": f"/next/{counter['n']}"}, b""
+
+    with ScriptedServer(endless) as server:
+        with pytest.raises(ConnectionFailed, match="redirected more than 5 times"):
+            rest_admin(server.url).tenants()
+    assert len(server.requests) == 6
+
+
+def test_429_honours_retry_after_then_succeeds():
+    sleeps = Sleeps()
+    answers = sequence((429, {"Retry-After": "2"}, "slow down"), (429, {"Retry-After": "1"}, ""), json_answer(TENANTS))
+    with ScriptedServer(answers) as server:
+        assert rest_admin(server.url, sleeps=sleeps).tenants() == TENANTS
+    assert sleeps == [2.0, 1.0]
+    assert len(server.requests) == 3
+
+
+def test_5xx_then_success_for_get_with_backoff():
+    sleeps = Sleeps()
+    answers = sequence((502, {}, "bad gateway"), (503, {}, "unavailable"), (504, {}, ""), json_answer(TENANTS))
+    with ScriptedServer(answers) as server:
+        assert rest_admin(server.url, sleeps=sleeps).tenants() == TENANTS
+    assert len(sleeps) == 3
+    # exponential backoff with jitter: each nominal delay doubles, jitter keeps it within 0.5x..1.5x
+    for attempt, delay in enumerate(sleeps):
+        nominal = 0.2 * 2 ** attempt
+        assert 0.5 * nominal <= delay <= 1.5 * nominal
+
+
+def test_5xx_is_not_retried_for_a_post():
+    with ScriptedServer(always((503, {}, {"reason": "busy"}))) as server:
+        with pytest.raises(ConnectionFailed, match="unavailable"):
+            rest_admin(server.url).update_dynamic_config("transactionLogBatchedWriteEnabled", True)
+    assert len(server.requests) == 1
+
+
+def test_retries_run_out_on_a_persistent_503():
+    with ScriptedServer(always((503, {}, {"reason": "Service unavailable"}))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, retries=2).tenants()
+    assert info.value.status == 503
+    assert len(server.requests) == 3
+
+
+def test_slow_response_times_out_with_a_hint():
+    with ScriptedServer(always(("sleep", 1.0, json_answer(TENANTS)))) as server:
+        with pytest.raises(ConnectionFailed, match="--request-timeout"):
+            rest_admin(server.url, timeout=0.2, retries=0).tenants()
+
+
+def test_dropped_connection_then_success():
+    with ScriptedServer(sequence(DROP, json_answer(TENANTS))) as server:
+        assert rest_admin(server.url).tenants() == TENANTS
+    assert len(server.requests) == 2
+
+
+def test_dropped_connections_become_one_sentence():
+    with ScriptedServer(always(DROP)) as server:
+        with pytest.raises(ConnectionFailed, match="dropped the connection"):
+            rest_admin(server.url, retries=1).tenants()
+
+
+def test_connection_refused_names_the_target():
+    with ScriptedServer(always(json_answer(TENANTS))) as server:
+        url = server.url
+    with pytest.raises(ConnectionFailed, match=r"cannot connect to cluster http://127\.0\.0\.1"):
+        rest_admin(url, retries=1).tenants()
+
+
+def test_not_json_is_reported():
+    with ScriptedServer(always((200, {"Content-Type": "text/html"}, "<html>hello</html>"))) as server:
+        with pytest.raises(ConnectionFailed, match="did not answer JSON"):
+            rest_admin(server.url).tenants()
+
+
+@pytest.mark.parametrize("status, reason, expected", [
+    (401, "Authentication required", "unauthenticated (401)"),
+    (403, "Don't have permission to administrate resources on this tenant", "permission"),
+    (404, "Subscription not found", "check the coordinator id, topic, subscription"),
+    (405, "Pending ack handle don't use managedLedger!", "managed-ledger stores"),
+    (409, "Concurrent modification", "conflicted"),
+    (412, "Can't update non-dynamic configuration", "only dynamic settings"),
+    (503, "This Broker is not configured with transactionCoordinatorEnabled=true.", "transactionCoordinatorEnabled=true in broker.conf"),
+])
+def test_http_errors_become_sentences(status, reason, expected):
+    with ScriptedServer(always((status, {}, {"reason": reason}))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, retries=0).coordinator_stats()
+    message = str(info.value)
+    assert expected in message
+    assert reason in message
+    assert "GET /admin/v3/transactions/coordinatorStats" in message
+    assert TOKEN not in message
+
+
+def tls_server_context(cert, key):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+def test_untrusted_certificate_is_a_tls_error(self_signed):
+    cert, key = self_signed
+    with ScriptedServer(always(json_answer(TENANTS)), ssl_context=tls_server_context(cert, key)) as server:
+        with pytest.raises(ConnectionFailed, match="TLS handshake .* --tls-trust-cert-path"):
+            rest_admin(server.url).tenants()
+        assert rest_admin(server.url, tls_trust_cert_path=str(cert)).tenants() == TENANTS
+        assert rest_admin(server.url, tls_allow_insecure=True).tenants() == TENANTS
+
+
+def test_https_to_http_redirect_keeps_no_token(self_signed):
+    cert, key = self_signed
+    with ScriptedServer(always(json_answer(TENANTS))) as plain:
+        redirect = lambda r: (307, {"Location": plain.url + r.path}, b"")
+        with ScriptedServer(redirect, ssl_context=tls_server_context(cert, key)) as secure:
+            with pytest.raises(ConnectionFailed, match="refusing to send the token unencrypted"):
+                rest_admin(secure.url, tls_trust_cert_path=str(cert)).tenants()
+    assert plain.requests == []
