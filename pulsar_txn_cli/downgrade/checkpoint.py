@@ -1,0 +1,180 @@
+"""The downgrade checkpoint: per target, the last ledger of each log that may hold batched entries.
+
+The PIP asks the operator to "remember" these ledger ids across hours; this file remembers them.
+It is JSON, written atomically (temp file, fsync, rename) so a crash or Ctrl-C never leaves half a
+file, and it names its target so a check against another cluster refuses to use it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pulsar_txn_cli.errors import DataError
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    last_batched_ledger_id: int
+    recorded_at: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    target: str
+    created_at: str
+    coordinators: dict = field(default_factory=dict)  # coordinator id -> Record
+    subscriptions: dict = field(default_factory=dict)  # (topic, subscription) -> Record
+
+    def record_for(self, key: tuple) -> Record | None:
+        if key[0] == "coordinator":
+            return self.coordinators.get(key[1])
+        return self.subscriptions.get((key[1], key[2]))
+
+    def with_records(self, new: dict) -> "Checkpoint":
+        """A copy with more records ({item key: Record}); existing records are never replaced."""
+        coordinators = dict(self.coordinators)
+        subscriptions = dict(self.subscriptions)
+        for key, record in new.items():
+            if key[0] == "coordinator":
+                coordinators.setdefault(key[1], record)
+            else:
+                subscriptions.setdefault((key[1], key[2]), record)
+        return replace(self, coordinators=coordinators, subscriptions=subscriptions)
+
+    def without_records(self) -> "Checkpoint":
+        return replace(self, coordinators={}, subscriptions={})
+
+    @property
+    def size(self) -> int:
+        return len(self.coordinators) + len(self.subscriptions)
+
+
+class CheckpointError(DataError):
+    """The checkpoint file exists but cannot be used."""
+
+
+def default_path(target: str) -> Path:
+    """<user state dir>/downgrade/<readable slug>-<hash>.json, one file per target."""
+    import platformdirs
+
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", target).strip("_")[-60:] or "target"
+    digest = hashlib.sha256(target.encode()).hexdigest()[:12]
+    return Path(platformdirs.user_state_dir("pulsar-txn")) / "downgrade" / f"{slug}-{digest}.json"
+
+
+def to_json(checkpoint: Checkpoint) -> dict:
+    return {
+        "format": FORMAT,
+        "target": checkpoint.target,
+        "createdAt": checkpoint.created_at,
+        "coordinators": [
+            {"coordinatorId": cid, "lastBatchedLedgerId": r.last_batched_ledger_id, "recordedAt": r.recorded_at}
+            for cid, r in sorted(checkpoint.coordinators.items())
+        ],
+        "subscriptions": [
+            {"topic": t, "subscription": s, "lastBatchedLedgerId": r.last_batched_ledger_id, "recordedAt": r.recorded_at}
+            for (t, s), r in sorted(checkpoint.subscriptions.items())
+        ],
+    }
+
+
+def from_json(data, where: str) -> Checkpoint:
+    """Parse and validate; every defect is a CheckpointError naming the file."""
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"checkpoint {where} is not usable: {why}",
+                               hint="fix or remove it with `pulsar-txn downgrade reset`")
+
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise bad(f"expected a JSON object with \"format\": {FORMAT}")
+    target, created = data.get("target"), data.get("createdAt")
+    if not isinstance(target, str) or not isinstance(created, str):
+        raise bad("\"target\" and \"createdAt\" must be strings")
+    coordinators, subscriptions = {}, {}
+    for row in _rows(data, "coordinators", bad):
+        cid = row.get("coordinatorId")
+        if not isinstance(cid, int) or isinstance(cid, bool) or cid in coordinators:
+            raise bad(f"bad or repeated coordinatorId {cid!r}")
+        coordinators[cid] = _record(row, bad)
+    for row in _rows(data, "subscriptions", bad):
+        key = (row.get("topic"), row.get("subscription"))
+        if not all(isinstance(k, str) and k for k in key) or key in subscriptions:
+            raise bad(f"bad or repeated subscription {key!r}")
+        subscriptions[key] = _record(row, bad)
+    return Checkpoint(target, created, coordinators, subscriptions)
+
+
+def _rows(data: dict, name: str, bad):
+    rows = data.get(name, [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise bad(f"\"{name}\" must be a list of objects")
+    return rows
+
+
+def _record(row: dict, bad) -> Record:
+    ledger, at = row.get("lastBatchedLedgerId"), row.get("recordedAt")
+    if not isinstance(ledger, int) or isinstance(ledger, bool) or ledger < 0 or not isinstance(at, str):
+        raise bad(f"bad record {row!r}")
+    return Record(ledger, at)
+
+
+def load(path: Path) -> Checkpoint | None:
+    """The checkpoint at path, or None when there is none yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint {path} is not valid JSON: {exc}",
+                              hint="fix or remove it with `pulsar-txn downgrade reset`") from None
+    return from_json(data, str(path))
+
+
+def save(path: Path, checkpoint: Checkpoint) -> None:
+    """Write atomically: a reader sees the old file or the new one, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_json(checkpoint), indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable (POSIX); harmless where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove(path: Path) -> bool:
+    """Forget the checkpoint; True when there was one."""
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,98 @@
+"""What a check saw on the target: plain dataclasses, filled by the runner, read by the verdicts.
+
+Every field that could not be observed is None and, where a call failed, `error` says why; the
+verdicts treat both as "not known", never as "fine".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
+PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
+BATCH_KEYS = (TC_BATCH_KEY, PENDING_ACK_BATCH_KEY)
+BATCH_INDEX_KEY = "acknowledgmentAtBatchIndexLevelEnabled"
+
+COORDINATOR = "coordinator"
+SUBSCRIPTION = "subscription"
+
+TC_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
+
+
+@dataclass(frozen=True)
+class BrokerObservation:
+    """One broker: its runtime configuration (GET /admin/v2/brokers/configuration/runtime)."""
+
+    broker: str
+    runtime: Mapping[str, str] | None = None
+    version: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class LogObservation:
+    """One transaction log: a coordinator's TC log or a subscription's pending-ack log."""
+
+    kind: str  # COORDINATOR or SUBSCRIPTION
+    coordinator_id: int | None = None
+    topic: str | None = None
+    subscription: str | None = None
+    ledgers: tuple[int, ...] | None = None  # ids of the ledgers that still exist
+    last_confirmed: str | None = None  # "ledgerId:entryId"
+    mark_delete: str | None = None  # the log's cursor
+    effective_batching: bool | None = None  # None: not known
+    effective_reason: str | None = None  # why the admin layer thinks so
+    ongoing_txns: int | None = None
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        if self.kind == COORDINATOR:
+            return (COORDINATOR, self.coordinator_id)
+        return (SUBSCRIPTION, self.topic, self.subscription)
+
+    @property
+    def label(self) -> str:
+        if self.kind == COORDINATOR:
+            return f"coordinator {self.coordinator_id}"
+        return f"subscription {self.subscription!r} on {self.topic}"
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Everything one check gathered. `problems` are failures that are not tied to one item
+    (a namespace that could not be listed, say): items may be missing, so never SAFE."""
+
+    target: str
+    taken_at: str  # ISO 8601 UTC
+    dynamic_config: Mapping[str, str] | None = None
+    dynamic_error: str | None = None
+    brokers: tuple[BrokerObservation, ...] = ()
+    brokers_error: str | None = None
+    coordinators: tuple[LogObservation, ...] = ()
+    subscriptions: tuple[LogObservation, ...] = ()
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def logs(self) -> tuple[LogObservation, ...]:
+        return self.coordinators + self.subscriptions
+
+
+def parse_position(text) -> tuple[int, int] | None:
+    """'12:34' -> (12, 34); anything else -> None."""
+    if not isinstance(text, str) or ":" not in text:
+        return None
+    ledger, _, entry = text.partition(":")
+    try:
+        return int(ledger), int(entry)
+    except ValueError:
+        return None
+
+
+def config_flag(value) -> bool | None:
+    """A config value as a boolean: 'true'/'false' (any case), or None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None

@@ -1,0 +1,313 @@
+"""The downgrade and upgrade verdicts, as pure functions: every rule, one case each."""
+from __future__ import annotations
+
+import pytest
+
+from pulsar_txn_cli.downgrade import verdict as v
+from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, BATCH_KEYS, TC_BATCH_KEY
+from tests.downgrade.builders import T1, TARGET, broker, checkpoint, obs, sub, tc
+
+
+# -- step 2: recording and clearing ------------------------------------------------------------
+
+def test_first_check_records_the_newest_ledgers_and_waits():
+    result = v.downgrade_verdict(obs([tc(0, (3, 4)), tc(1, (7,))], [sub(ledgers=(10, 12))]), None)
+    assert result.verdict == v.WAIT
+    assert result.newly_recorded == 3
+    cp = result.checkpoint
+    assert cp.target == TARGET
+    assert {cid: r.last_batched_ledger_id for cid, r in cp.coordinators.items()} == {0: 4, 1: 7}
+    assert cp.subscriptions[("persistent://public/default/t", "s")].last_batched_ledger_id == 12
+    assert all(r.recorded_at == T1 for r in cp.coordinators.values())
+    assert [i.clear for i in result.items] == [False, False, False]
+
+
+def test_all_oldest_ledgers_past_the_records_is_safe():
+    cp = checkpoint({0: 4, 1: 7}, {("persistent://public/default/t", "s"): 12})
+    result = v.downgrade_verdict(obs([tc(0, (5, 6)), tc(1, (8,))], [sub(ledgers=(13,))]), cp)
+    assert result.verdict == v.SAFE, result.problems
+    assert result.problems == [] and result.fixes == []
+    assert all(i.clear for i in result.items)
+    assert result.coordinators[0].reason == "oldest ledger 5 > last batched ledger 4"
+
+
+def test_oldest_equal_to_the_record_is_not_clear():
+    result = v.downgrade_verdict(obs([tc(0, (4, 5)), tc(1, (8,))]), checkpoint({0: 4, 1: 7}))
+    assert result.verdict == v.WAIT
+    assert [i.clear for i in result.coordinators] == [False, True]
+
+
+def test_records_are_never_replaced():
+    cp = checkpoint({0: 4})
+    result = v.downgrade_verdict(obs([tc(0, (4, 9))]), cp)
+    assert result.checkpoint.coordinators[0].last_batched_ledger_id == 4
+    assert result.newly_recorded == 0
+
+
+def test_a_subscription_first_seen_later_is_recorded_then_and_holds_the_verdict():
+    cp = checkpoint({0: 4})
+    result = v.downgrade_verdict(obs([tc(0, (5,))], [sub(name="late", ledgers=(20, 21))]), cp)
+    assert result.verdict == v.WAIT
+    assert result.newly_recorded == 1
+    assert result.checkpoint.subscriptions[("persistent://public/default/t", "late")].recorded_at == T1
+    assert result.coordinators[0].clear and not result.subscriptions[0].clear
+
+
+def test_a_recorded_item_not_found_now_is_not_clear():
+    cp = checkpoint({0: 4, 1: 5})
+    result = v.downgrade_verdict(obs([tc(0, (6,))]), cp)
+    assert result.verdict == v.WAIT
+    missing = result.coordinators[1]
+    assert missing.observation.coordinator_id == 1 and not missing.clear and missing.cause == v.CAUSE_MISSING
+
+
+def test_a_recorded_ledger_newer_than_the_log_is_an_inconsistent_checkpoint():
+    result = v.downgrade_verdict(obs([tc(0, (3, 4))]), checkpoint({0: 99}))
+    assert result.verdict == v.BLOCKED
+    assert result.coordinators[0].cause == v.CAUSE_INCONSISTENT
+
+
+# -- failing closed ------------------------------------------------------------------------------
+
+def test_an_item_that_could_not_be_read_waits():
+    result = v.downgrade_verdict(obs([tc(0, (6,)), tc(1, None, error="HTTP 500")]), checkpoint({0: 4, 1: 4}))
+    assert result.verdict == v.WAIT
+    assert "HTTP 500" in result.coordinators[1].reason
+
+
+def test_an_empty_ledger_list_waits():
+    result = v.downgrade_verdict(obs([tc(0, ())]), checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+
+
+def test_a_broker_whose_runtime_config_failed_waits_and_records_nothing():
+    result = v.downgrade_verdict(obs([tc(0, (3,))], brokers=[broker(), broker("b2:8080", error="timed out")]), None)
+    assert result.verdict == v.WAIT
+    assert result.newly_recorded == 0
+    assert any("b2:8080" in p and "timed out" in p for p in result.problems)
+
+
+def test_an_unreadable_dynamic_config_waits():
+    o = obs([tc(0, (6,))], dynamic=None, dynamic_error="HTTP 403")
+    o = o.__class__(**{**o.__dict__, "dynamic_config": None})
+    result = v.downgrade_verdict(o, checkpoint({0: 4}))
+    assert result.verdict == v.WAIT and any("HTTP 403" in p for p in result.problems)
+
+
+def test_an_unlisted_broker_set_waits():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], brokers=[], brokers_error="HTTP 500"), checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+
+
+def test_no_broker_at_all_waits():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], brokers=[]), checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+
+
+def test_a_discovery_problem_waits_even_when_every_seen_item_is_clear():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], problems=("namespace public/x could not be listed",)),
+                                 checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+    assert result.problems == ["namespace public/x could not be listed"]
+
+
+def test_no_coordinator_is_blocked():
+    assert v.downgrade_verdict(obs([]), None).verdict == v.BLOCKED
+
+
+def test_a_checkpoint_of_another_target_is_blocked_and_left_alone():
+    result = v.downgrade_verdict(obs([tc(0, (6,))]), checkpoint({0: 4}, target="http://other:8080"))
+    assert result.verdict == v.BLOCKED
+    assert result.checkpoint is None
+    assert "http://other:8080" in result.problems[0]
+
+
+def test_an_unreadable_checkpoint_is_blocked_and_left_alone():
+    result = v.downgrade_verdict(obs([tc(0, (6,))]), None, checkpoint_error="checkpoint x is not valid JSON")
+    assert result.verdict == v.BLOCKED and result.checkpoint is None
+
+
+# -- step 1 --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", BATCH_KEYS)
+def test_batching_on_in_the_dynamic_config_is_blocked_with_the_fix(key):
+    result = v.downgrade_verdict(obs([tc(0, (3,))], dynamic={key: "true"}), None)
+    assert result.verdict == v.BLOCKED
+    assert result.fixes == [f"pulsar-admin brokers update-dynamic-config --config {key} --value false"]
+    assert result.newly_recorded == 0
+
+
+def test_batching_on_in_one_brokers_runtime_is_blocked():
+    result = v.downgrade_verdict(obs([tc(0, (3,))], brokers=[broker(), broker("b2:8080", batching=True)]), None)
+    assert result.verdict == v.BLOCKED
+    assert any("b2:8080" in p for p in result.problems)
+    assert len(result.fixes) == 2
+
+
+@pytest.mark.parametrize("value", [None, "yes", ""])
+def test_a_runtime_value_that_is_not_a_boolean_is_blocked(value):
+    runtime = {TC_BATCH_KEY: value, BATCH_KEYS[1]: "false"}
+    if value is None:
+        del runtime[TC_BATCH_KEY]
+    b = broker().__class__("b1:8080", runtime, "4.0.4")
+    assert v.downgrade_verdict(obs([tc(0, (3,))], brokers=[b]), None).verdict == v.BLOCKED
+
+
+def test_a_dynamic_value_that_is_not_a_boolean_is_blocked():
+    assert v.downgrade_verdict(obs([tc(0, (3,))], dynamic={TC_BATCH_KEY: "maybe"}), None).verdict == v.BLOCKED
+
+
+def test_a_dynamic_override_to_false_is_fine():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], dynamic={k: "false" for k in BATCH_KEYS}), checkpoint({0: 4}))
+    assert result.verdict == v.SAFE
+
+
+def test_a_coordinator_still_batching_is_blocked_with_its_reload_command():
+    result = v.downgrade_verdict(obs([tc(0, (3,)), tc(1, (3,), effective=True)]), None)
+    assert result.verdict == v.BLOCKED
+    assert result.fixes == ["pulsar-admin topics unload "
+                            "persistent://pulsar/system/transaction_coordinator_assign-partition-1"]
+    assert result.newly_recorded == 0
+
+
+def test_a_subscription_still_batching_is_blocked_with_its_reload_command():
+    result = v.downgrade_verdict(obs([tc(0, (3,))], [sub(effective=True)]), None)
+    assert result.verdict == v.BLOCKED
+    assert result.fixes == ["pulsar-admin topics unload persistent://public/default/t"]
+
+
+def test_an_unknown_effective_state_is_blocked():
+    result = v.downgrade_verdict(obs([tc(0, (3,), effective=None, effective_reason="no stats")]), None)
+    assert result.verdict == v.BLOCKED
+    assert "no stats" in result.problems[0]
+
+
+def test_batching_on_again_drops_the_records():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], dynamic={TC_BATCH_KEY: "true"}), checkpoint({0: 4}))
+    assert result.verdict == v.BLOCKED
+    assert result.checkpoint.size == 0
+    assert any("records were dropped" in p for p in result.problems)
+
+
+def test_a_failed_observation_alone_does_not_drop_the_records():
+    result = v.downgrade_verdict(obs([tc(0, (6,))], brokers=[broker(error="boom")]), checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+    assert result.checkpoint.coordinators[0].last_batched_ledger_id == 4
+
+
+# -- likely causes -------------------------------------------------------------------------------
+
+def _cause(log, recorded=4, brokers=None):
+    result = v.downgrade_verdict(obs([log] if log.kind == "coordinator" else [tc(0, (9,))],
+                                     [] if log.kind == "coordinator" else [log], brokers=brokers),
+                                 checkpoint({0: recorded}, {(log.topic, log.subscription): recorded}
+                                            if log.kind != "coordinator" else None))
+    item = result.coordinators[0] if log.kind == "coordinator" else result.subscriptions[0]
+    assert not item.clear and result.verdict == v.WAIT
+    return item
+
+
+def test_cause_ledger_not_rolled():
+    item = _cause(tc(0, (4,), mark="4:1", lac="4:9"))
+    assert item.cause == v.CAUSE_NOT_ROLLED and "unload" in item.advice
+
+
+def test_cause_trim_pending_when_the_cursor_consumed_everything():
+    assert _cause(tc(0, (4, 5), mark="5:3", lac="5:3")).cause == v.CAUSE_TRIM_PENDING
+
+
+def test_cause_open_transaction():
+    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=2))
+    assert item.cause == v.CAUSE_OPEN_TXN and "slow-transactions" in item.advice
+    assert "2 open transaction(s)" in item.reason
+
+
+def test_cause_batch_index_caveat_on_a_tc_log_without_batch_index_acks():
+    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=False)])
+    assert item.cause == v.CAUSE_BATCH_INDEX
+    assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice
+
+
+def test_cause_cursor_stuck_on_a_tc_log_with_batch_index_acks():
+    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=True)])
+    assert item.cause == v.CAUSE_CURSOR_STUCK
+
+
+def test_cause_pending_ack_cursor_stuck_points_at_the_subscription():
+    item = _cause(sub(ledgers=(4, 5), mark="4:0", lac="5:3", ongoing_txns=0))
+    assert item.cause == v.CAUSE_CURSOR_STUCK and "topics stats persistent://public/default/t" in item.advice
+
+
+# -- JSON shape ----------------------------------------------------------------------------------
+
+def test_json_shape():
+    data = v.downgrade_verdict(obs([tc(0, (5,))], [sub(ledgers=(13,))]),
+                               checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12})).to_json()
+    assert data["verdict"] == "SAFE" and data["target"] == TARGET and data["problems"] == []
+    assert {"coordinatorId", "oldestLedgerId", "lastBatchedLedgerId", "clear", "reason"} <= set(data["coordinators"][0])
+    assert {"topic", "subscription", "oldestLedgerId", "lastBatchedLedgerId", "clear", "reason"} <= set(
+        data["subscriptions"][0])
+    assert data["coordinators"][0]["oldestLedgerId"] == 5 and data["coordinators"][0]["lastBatchedLedgerId"] == 4
+
+
+# -- upgrade -------------------------------------------------------------------------------------
+
+def _up(**kw):
+    defaults = dict(coordinators=[tc(0, effective=True)], subscriptions=[sub(effective=True)],
+                    brokers=[broker(batching=True), broker("b2:8080", batching=True)])
+    return v.upgrade_verdict(obs(**{**defaults, **kw}))
+
+
+def test_upgrade_complete():
+    result = _up()
+    assert result.verdict == v.COMPLETE and result.problems == []
+
+
+def test_upgrade_mixed_versions_without_batching_is_incomplete():
+    result = _up(brokers=[broker(), broker("b2:8080", version="3.0.0")],
+                 coordinators=[tc(0, effective=False)], subscriptions=[])
+    assert result.verdict == v.INCOMPLETE
+    assert any("2 versions" in p for p in result.problems)
+
+
+def test_upgrade_mixed_versions_with_batching_on_is_blocked():
+    result = _up(brokers=[broker(batching=True), broker("b2:8080", version="3.0.0", batching=True)])
+    assert result.verdict == v.BLOCKED
+    assert v.disable_command(TC_BATCH_KEY) in result.fixes
+
+
+def test_upgrade_batching_off_on_a_broker_is_incomplete_with_the_enable_command():
+    result = _up(brokers=[broker(batching=True), broker("b2:8080", batching=False)])
+    assert result.verdict == v.INCOMPLETE
+    assert v.enable_command(TC_BATCH_KEY) in result.fixes
+
+
+def test_upgrade_not_yet_effective_is_incomplete_with_the_reload_command():
+    result = _up(coordinators=[tc(0, effective=False)])
+    assert result.verdict == v.INCOMPLETE
+    assert any("unload" in f for f in result.fixes)
+
+
+@pytest.mark.parametrize("change", [
+    dict(brokers=[broker(batching=True, error="HTTP 500")]),
+    dict(brokers=[broker(batching=True, version=None)]),
+    dict(brokers=[]),
+    dict(coordinators=[]),
+    dict(coordinators=[tc(0, effective=None)]),
+    dict(coordinators=[tc(0, effective=True, error="HTTP 404")]),
+    dict(problems=("namespace x could not be listed",)),
+])
+def test_upgrade_fails_closed(change):
+    assert _up(**change).verdict in (v.INCOMPLETE, v.BLOCKED)
+
+
+def test_upgrade_json_shape():
+    data = _up().to_json()
+    assert data["verdict"] == "COMPLETE" and data["target"] == TARGET
+    assert data["brokers"][0]["version"] == "4.0.4"
+    assert data["coordinators"][0]["effectiveBatching"] is True
+
+
+def test_batch_index_flag_read_from_runtime():
+    b = broker(batch_index=True)
+    assert b.runtime[BATCH_INDEX_KEY] == "true"
