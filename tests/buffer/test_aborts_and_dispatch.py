@@ -31,7 +31,7 @@ def test_dispatch_after_a_cursor_position():
 
 @pytest.mark.parametrize("segmented", [False, True])
 def test_aborted_ids_are_pruned_when_their_marker_ledger_is_trimmed(segmented):
-    world = World(segmented=segmented, segment_size=len("persistent://public/default/orders") + 24 + 32, ledger_size=3)
+    world = World(segmented=segmented, segment_size=len("persistent://public/default/orders") + 8 + 6, ledger_size=3)
     buffer = world.buffer()
     for least in range(1, 7):  # each abort: one message and one marker
         buffer.publish(b"x", txn(least))

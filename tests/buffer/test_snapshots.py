@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 from pulsar_txn_cli.engine.buffer.log import MemoryLog
 from pulsar_txn_cli.engine.buffer.positions import Position
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore, segment_key
+from pulsar_txn_cli.errors import EngineError
 
 from tests.buffer.helpers import TOPIC, World, state, txn, visible
 
-SEGMENT_OF_2 = len(TOPIC) + 24 + 32  # room for two aborted ids per segment
+SEGMENT_OF_2 = len(TOPIC) + 8 + 6  # room for two aborted ids per segment (Pulsar's formula)
 
 
 def _values(log):
@@ -89,7 +90,7 @@ def test_segments_are_sealed_at_capacity_and_listed_in_the_index():
     index = SystemTopicStore(world.topics.indexes).latest(TOPIC)
     assert [str(a) for a in index.snapshot.aborts] == ["(0,5)"]  # the unsealed id
     assert Position(index.snapshot.maxReadPositionLedgerId, index.snapshot.maxReadPositionEntryId) == buffer.max_read_position
-    assert buffer.aborts.snapshot_stats() == {"segmentsSize": 2, "unsealedAbortTxnIDs": ["(0,5)"]}
+    assert buffer.aborts.snapshot_stats() == {"segmentsSize": 2, "unsealedAbortTxnIDs": 1}
 
 
 class Crash(Exception):
@@ -156,7 +157,8 @@ def test_interrupted_write_before_any_segment_of_a_batch():
     assert state(recovered) == state(world.replayed())
 
 
-def test_index_pointing_at_a_missing_segment_falls_back_to_a_full_replay():
+def test_index_pointing_at_a_missing_segment_fails_recovery_like_the_broker():
+    """A segment lost while its abort markers can still be read: Pulsar fails the topic load."""
     world = World(segmented=True, segment_size=SEGMENT_OF_2, max_count=1000)
     buffer = world.buffer()
     for n in range(1, 5):
@@ -164,11 +166,21 @@ def test_index_pointing_at_a_missing_segment_falls_back_to_a_full_replay():
         buffer.abort(txn(n))
     buffer.take_snapshot()
     first_segment = next(SystemTopicStore(world.topics.segments).entries())[0]
-    world.topics.segments.drop(first_segment)  # lost, though its aborted messages are still stored
+    world.topics.segments.drop(first_segment)
+    with pytest.raises(EngineError, match=rf"snapshot segment {first_segment} \(sequence 0\) listed in the index is missing"):
+        world.buffer()
+
+
+def test_switching_to_segments_recovers_from_the_single_snapshot():
+    world = World(max_count=1)
+    buffer = world.buffer()
+    buffer.publish(b"m", txn(1))
+    buffer.abort(txn(1))
+    buffer.publish(b"open", txn(2))
+    world.config = type(world.config)(True, SEGMENT_OF_2, 1, 5000)
     recovered = world.buffer()
-    assert "missing" in recovered.recovery_note
-    assert all(recovered.is_aborted(txn(n)) for n in range(1, 5))
-    assert visible(recovered) == []
+    assert recovered.recovery_note == "recovered from a single (v1) snapshot"
+    assert recovered.is_aborted(txn(1)) and txn(2) in recovered.ongoing
     assert state(recovered) == state(world.replayed())
 
 
@@ -185,8 +197,9 @@ def test_index_pointing_at_a_segment_of_trimmed_ledgers_is_simply_dropped():
     index = SystemTopicStore(world.topics.indexes).latest(TOPIC).indexList[0]
     world.log.trim_before(index.abortedMarkLedgerID + 1)  # the segment's markers are gone too
     recovered = world.buffer()
-    assert recovered.recovery_note is None
+    assert recovered.recovery_note == "dropped index entries of pruned segments"
     assert not recovered.is_aborted(txn(1)) and recovered.is_aborted(txn(3))
+    assert [i.sequenceID for i in SystemTopicStore(world.topics.indexes).latest(TOPIC).indexList] == [1]
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["pub", "txn", "commit", "abort", "snap", "trim"]), st.integers(1, 5)), max_size=40)

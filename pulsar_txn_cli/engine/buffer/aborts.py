@@ -22,15 +22,15 @@ from pulsar_txn_cli.engine.buffer.snapshots import (
     segment_key,
     txn_data,
 )
+from pulsar_txn_cli.errors import EngineError
 
 SINGLE = "Single"
 SEGMENT = "Segment"
-_LONG = 8
 
 
 def segment_capacity(segment_size: int, topic_name: str) -> int:
-    """Aborted ids per segment: the segment's bytes less its fixed fields, 16 bytes per id [I]."""
-    return max(1, (segment_size - len(topic_name) - 3 * _LONG) // (2 * _LONG))
+    """Aborted ids per segment, computed as SnapshotSegmentAbortedTxnProcessorImpl does."""
+    return max(1, (segment_size - 8 - len(topic_name)) // 3)
 
 
 @dataclass
@@ -91,8 +91,10 @@ class SingleAbortedTxns:
 class SegmentedAbortedTxns:
     kind = SEGMENT
 
-    def __init__(self, topic_name: str, segments: SystemTopicStore, indexes: SystemTopicStore, segment_size: int):
+    def __init__(self, topic_name: str, segments: SystemTopicStore, indexes: SystemTopicStore, segment_size: int,
+                 single_store: SystemTopicStore | None = None):
         self.topic_name = topic_name
+        self.single_store = single_store
         self.segments = segments
         self.indexes_store = indexes
         self.capacity = segment_capacity(segment_size, topic_name)
@@ -148,8 +150,8 @@ class SegmentedAbortedTxns:
                 self.sealed.pop(txn, None)
                 removed += 1
             del self.indexes[sequence]
+            self.segments.write(segment_key(self.topic_name, sequence), None)  # delete, then re-index
             self._write_indexes(self.last_metadata)
-            self.segments.write(segment_key(self.topic_name, sequence), None)
         return removed
 
     def take_snapshot(self, max_read: Position) -> None:
@@ -159,30 +161,49 @@ class SegmentedAbortedTxns:
     def recover(self, ledger_exists) -> Recovered:
         indexes = self.indexes_store.latest(self.topic_name)
         if indexes is None:
-            return Recovered(None)
-        lost = []
+            return self._recover_old_snapshot()
+        dropped = False
         for index in sorted(indexes.indexList, key=lambda i: (i.abortedMarkLedgerID, i.abortedMarkEntryID)):
             self.next_sequence = max(self.next_sequence, index.sequenceID + 1)
-            found = self.segments.read(Position(index.segmentLedgerID, index.segmentEntryID))
+            where = Position(index.segmentLedgerID, index.segmentEntryID)
+            found = self.segments.read(where)
             segment = found[1] if found else None
             if segment is None or segment.sequenceId != index.sequenceID or segment.topicName != self.topic_name:
                 if ledger_exists(index.abortedMarkLedgerID):
-                    lost.append(index.sequenceID)
-                continue  # else: pruned, its aborted messages are trimmed too
+                    # Its aborted messages can still be read but nothing says which they are:
+                    # Pulsar fails the recovery (and the topic load) here, and so does the engine.
+                    raise EngineError(
+                        f"transaction buffer recovery of {self.topic_name} failed: snapshot segment {where} "
+                        f"(sequence {index.sequenceID}) listed in the index is missing, and ledger "
+                        f"{index.abortedMarkLedgerID} holding its abort markers still exists")
+                dropped = True  # pruned: its abort markers' ledger is trimmed, nothing left to filter
+                continue
             self._add_segment(index, [TxnID(a.mostSigBits, a.leastSigBits) for a in segment.aborts])
-        metadata = indexes.snapshot
-        if lost:
-            self.reset()
-            return Recovered(None, full_replay=True, note=f"segments {lost} listed in the index are missing; replaying the whole topic")
-        if metadata is None:  # segments written, no regular snapshot yet: rebuild the rest by replay
-            return Recovered(None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic")
+        metadata = indexes.snapshot or TransactionBufferSnapshotIndexesMetadata(-1, -1, [])
         self.last_metadata = metadata
         self.unsealed = [t for t in (TxnID(a.mostSigBits, a.leastSigBits) for a in metadata.aborts) if t not in self.sealed]
-        return Recovered(Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId))
+        if dropped:
+            self._write_indexes(metadata)  # like Pulsar: rewrite the index without the invalid entries
+        if indexes.snapshot is None:
+            return Recovered(None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic")
+        return Recovered(Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId),
+                         note="dropped index entries of pruned segments" if dropped else None)
+
+    def _recover_old_snapshot(self) -> Recovered:
+        """No index yet: start from a v1 single snapshot if there is one (enabling segments later)."""
+        if self.single_store is None:
+            return Recovered(None)
+        snapshot = self.single_store.latest(self.topic_name)
+        if snapshot is None:
+            return Recovered(None)
+        self.unsealed = [TxnID(a.txnIdMostBits, a.txnIdLeastBits) for a in snapshot.aborts]
+        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId),
+                         note="recovered from a single (v1) snapshot")
 
     def reset(self) -> None:
         """Forget everything but the sequence counter (new segments must not reuse a key)."""
         self.unsealed, self.sealed, self.indexes, self.segment_txns = [], {}, {}, {}
 
     def snapshot_stats(self) -> dict:
-        return {"segmentsSize": len(self.indexes), "unsealedAbortTxnIDs": [str(t) for t in self.unsealed]}
+        """TransactionBufferStats.SnapshotStats: both are counts."""
+        return {"segmentsSize": len(self.indexes), "unsealedAbortTxnIDs": len(self.unsealed)}

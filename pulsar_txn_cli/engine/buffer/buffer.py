@@ -51,7 +51,8 @@ class TransactionBuffer:
         self.snapshot_topics = snapshot_topics
         if self.config.segmented:
             self.aborts = SegmentedAbortedTxns(topic, SystemTopicStore(snapshot_topics.segments),
-                                               SystemTopicStore(snapshot_topics.indexes), self.config.segment_size)
+                                               SystemTopicStore(snapshot_topics.indexes), self.config.segment_size,
+                                               SystemTopicStore(snapshot_topics.single))
         else:
             self.aborts = SingleAbortedTxns(topic, SystemTopicStore(snapshot_topics.single))
         self.state = INITIALIZING
@@ -206,6 +207,7 @@ class TransactionBuffer:
         return False
 
     def take_snapshot(self) -> None:
+        self.aborts.trim(self.log.ledger_exists)  # never persist ids whose messages are gone
         self.changes = 0
         self.aborts.take_snapshot(self.max_read_position)
         self.last_snapshot_timestamp = self.clock()
