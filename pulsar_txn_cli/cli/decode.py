@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,9 +10,22 @@ import typer
 
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
-from pulsar_txn_cli.errors import DataError, ExitCode, UsageError
+from pulsar_txn_cli.errors import DataError, UsageError
 
-LOG_CHOICES = ("auto", "tc", "pending-ack")
+
+class InputFormat(str, Enum):
+    auto = "auto"
+    raw = "raw"
+    hex = "hex"
+    base64 = "base64"
+    readledger = "readledger"
+    jsonl = "jsonl"
+
+
+class LogChoice(str, Enum):
+    auto = "auto"
+    tc = "tc"
+    pending_ack = "pending-ack"
 
 
 def register(app: typer.Typer) -> None:
@@ -19,70 +33,79 @@ def register(app: typer.Typer) -> None:
 
 
 def decode(
-    inputs: Annotated[Optional[list[str]], typer.Argument(metavar="[FILE]...", help="Dump files, or - for stdin.", show_default=False)] = None,
-    hex_: Annotated[Optional[str], typer.Option("--hex", help="One entry as hexadecimal.", show_default=False)] = None,
-    base64_: Annotated[Optional[str], typer.Option("--base64", help="One entry as base64.", show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: auto, raw, hex, base64, readledger (readledger -m -ef hex output) or jsonl (the project's dump format).")] = "auto",
-    log: Annotated[str, typer.Option("--log", help="Which log the bytes come from: tc, pending-ack, or auto (from the managed-ledger name in the input).")] = "auto",
+    inputs: Annotated[Optional[list[str]], typer.Argument(metavar="[FILE]...", help="Dump files, or - for stdin (the default when stdin is not a terminal).", show_default=False)] = None,
+    hex_: Annotated[Optional[list[str]], typer.Option("--hex", help="One entry as hexadecimal (repeatable).", show_default=False)] = None,
+    base64_: Annotated[Optional[list[str]], typer.Option("--base64", help="One entry as base64 (repeatable).", show_default=False)] = None,
+    fmt: Annotated[InputFormat, typer.Option("--format", "-f", help="Format of the files: auto (detect), raw (one entry's bytes), hex or base64 (one entry a line), readledger (`bookkeeper shell readledger -m -ef hex` output) or jsonl (the project's dump format).")] = InputFormat.auto,
+    log: Annotated[LogChoice, typer.Option("--log", help="Which log the bytes come from: tc, pending-ack, or auto (from the managed-ledger name of JSONL dumps).")] = LogChoice.auto,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first entry that cannot be decoded.")] = False,
 ) -> None:
-    """Decode transaction-log entries (batched 0x0E01 entries and single records).
+    """Decode transaction-log entries: PIP-160 batched entries (0x0E01) and single records.
 
-    Every bad entry is reported on stderr with its position; the others are still decoded and
-    the exit code is 3 when any entry failed.
+    Every bad entry is reported on stderr with its position and byte offset; the other entries
+    are still decoded, and the exit code is 3 when any entry failed.
     """
-    from pulsar_txn_cli.codec import decoding, dumps
+    from pulsar_txn_cli.codec import decoding
     from pulsar_txn_cli.output import Result, emit
 
     env = current()
-    if log not in LOG_CHOICES:
-        raise UsageError(f"--log must be one of {', '.join(LOG_CHOICES)}, not {log!r}")
-    dumps.require_format(fmt)
-    sources = _sources(inputs or [], hex_, base64_, fmt)
+    sources = _sources(inputs or [], hex_ or [], base64_ or [], fmt.value)
+    if log is LogChoice.auto and all(source.format in ("hex", "base64", "raw", "readledger") for source in sources):
+        raise UsageError(
+            "cannot tell which log the entries come from: only JSONL dumps name their managed ledger; "
+            "pass --log tc or --log pending-ack"
+        )
     report = decoding.DecodeReport()
 
     def on_error(error) -> None:
-        env.warn(str(error))
-        if strict:
-            raise DataError(f"stopped at the first bad entry (--strict): {error}")
+        print(f"error: {error}", file=env.stderr)
 
-    stream = decoding.decode_sources(sources, log, report, on_error=on_error)
+    stream = decoding.decode_sources(sources, log.value, report, on_error=on_error, on_warning=env.warn, strict=strict)
     if env.output == "table":
         emit(Result(data=None, tables=lambda: [decoding.record_table(stream)]), env)
     else:
         from pulsar_txn_cli.codec import entry_to_json
 
-        jsons = (entry_to_json(entry) for entry in stream)
-        if env.output == "jsonl":
-            emit(Result(data=None, records=jsons), env)
-        else:
-            emit(Result(data=jsons), env)
-    for warning in report.warnings:
-        env.warn(warning)
+        jsons = map(entry_to_json, stream)
+        emit(Result(data=None, records=jsons) if env.output == "jsonl" else Result(data=jsons), env)
+    _finish(report, strict, env)
+
+
+def _finish(report, strict: bool, env) -> None:
+    if isinstance(report.stopped, UsageError):
+        raise report.stopped
+    if report.stopped is not None and strict:
+        raise DataError(f"stopped at the first entry that could not be decoded (--strict), after {report.total - 1} good entries")
     if report.failed:
-        env.info(f"{report.failed} of {report.total} entries could not be decoded")
-        raise typer.Exit(int(ExitCode.DATA))
+        good = report.total - report.failed
+        rest = f"; the other {good} were decoded" if good else ""
+        raise DataError(f"{report.failed} of {report.total} entries could not be decoded{rest}")
+    if report.total == 0:
+        env.warn("the input holds no entries")
+    else:
+        env.info(f"decoded {report.total} entries, {report.records} records")
 
 
-def _sources(inputs: list[str], hex_: str | None, base64_: str | None, fmt: str):
-    """(label, binary stream, format) for every input, in the order given."""
+def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):
+    """The inputs in the order given on the command line (options first)."""
     import io
 
-    sources = []
-    if hex_ is not None:
-        sources.append(("--hex", io.BytesIO(hex_.encode()), "hex"))
-    if base64_ is not None:
-        sources.append(("--base64", io.BytesIO(base64_.encode()), "base64"))
+    from pulsar_txn_cli.codec.decoding import Source
+
+    sources = [Source("--hex", io.BytesIO(value.encode()), "hex") for value in hex_]
+    sources += [Source("--base64", io.BytesIO(value.encode()), "base64") for value in base64_]
     for name in inputs:
         if name == "-":
-            sources.append(("stdin", sys.stdin.buffer, fmt))
+            sources.append(Source("stdin", sys.stdin.buffer, fmt))
             continue
         path = Path(name)
-        if not path.is_file():
+        if not path.exists():
             raise UsageError(f"cannot read {name}: no such file")
-        sources.append((name, path, fmt))
+        if path.is_dir():
+            raise UsageError(f"cannot read {name}: it is a directory")
+        sources.append(Source(name, path, fmt))
     if not sources:
         if sys.stdin.isatty():
             raise UsageError("nothing to decode: give files, - for stdin, --hex or --base64")
-        sources.append(("stdin", sys.stdin.buffer, fmt))
+        sources.append(Source("stdin", sys.stdin.buffer, fmt))
     return sources

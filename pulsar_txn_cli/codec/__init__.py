@@ -36,6 +36,7 @@ PendingAckPosition = pa_pb2.PendingAckMetadata
 _RECORD = {TC_LOG: tc_pb2.TransactionMetadataEntry, PENDING_ACK_LOG: pa_pb2.PendingAckMetadataEntry}
 _BATCH = {TC_LOG: tc_pb2.BatchedTransactionMetadataEntry, PENDING_ACK_LOG: pa_pb2.BatchedPendingAckMetadataEntry}
 _BATCH_FIELD = {TC_LOG: "transaction_logs", PENDING_ACK_LOG: "pending_ack_logs"}
+_KIND = {TC_LOG: "TC log", PENDING_ACK_LOG: "pending-ack"}
 
 TC_LOG_MARKER = "__transaction_log_"
 PENDING_ACK_MARKER = "__transaction_pending_ack"
@@ -54,6 +55,7 @@ class DecodedEntry:
     ledger_id: int | None = None
     entry_id: int | None = None
     managed_ledger: str | None = None
+    where: str | None = None  # how messages name it: "ledger:entry" or "source #n"
 
 
 def log_of_managed_ledger(name: str | None) -> str | None:
@@ -72,42 +74,93 @@ def is_batched(data: bytes) -> bool:
 
 
 def decode_entry(data: bytes, log: str) -> DecodedEntry:
-    """Decode one entry. Raises DecodeError (with a byte offset where one is known)."""
+    """Decode one entry. Raises DecodeError (with a byte offset where one is known).
+
+    Like Pulsar's readers, only the magic decides: an unknown version is decoded with the
+    version-1 layout and reported in the entry's warnings.
+    """
     size = len(data)
     if size == 0:
-        raise DecodeError("the entry is empty (0 bytes)", offset=0)
-    if data[0] == 0x0E and (size < 2 or data[1] == 0x01):
-        if size < PREFIX_LEN:
-            raise DecodeError(
-                f"the entry starts with the batch magic 0x0E01 but is only {size} byte(s) long; "
-                "a batched entry needs a 4-byte prefix",
-                offset=0,
-            )
-        version = int.from_bytes(data[2:4], "big")
-        container = _BATCH[log]()
-        _parse(container, data, PREFIX_LEN, "batched container")
-        records = list(getattr(container, _BATCH_FIELD[log]))
-        warnings = []
-        if version != VERSION:
-            warnings.append(f"unknown batch version {version}; decoded with the version-1 layout")
-        if not records:
-            warnings.append("the batched entry holds no records")
-        return DecodedEntry(log, True, version, size, records, warnings)
+        raise DecodeError("the entry is empty (0 bytes)")
+    if data[0] == 0x0E:
+        return _decode_batched(data, log)
     record = _RECORD[log]()
-    _parse(record, data, 0, "record")
+    _parse(record, data, 0, f"the {_KIND[log]} record")
     return DecodedEntry(log, False, None, size, [record], [])
+
+
+def _decode_batched(data: bytes, log: str) -> DecodedEntry:
+    size = len(data)
+    if size < 2 or data[1] != 0x01:
+        if size < 2:
+            raise DecodeError("the entry is the single byte 0x0E: a truncated batch prefix")
+        # 0x0E is field 1 with wire type 6, so no valid record starts with it either.
+        raise DecodeError(
+            f"the entry starts with 0x0E{data[1]:02X}, neither the batch magic 0x0E01 nor a protobuf record", offset=0
+        )
+    if size < PREFIX_LEN:
+        raise DecodeError(
+            f"the entry starts with the batch magic 0x0E01 but is only {size} bytes long; "
+            f"a batched entry needs a {PREFIX_LEN}-byte prefix (magic and version)",
+            offset=size,
+        )
+    version = (data[2] << 8) | data[3]
+    container = _BATCH[log]()
+    _parse(container, data, PREFIX_LEN, f"the batched {_KIND[log]} entry")
+    records = list(getattr(container, _BATCH_FIELD[log]))
+    warnings = []
+    if version != VERSION:
+        warnings.append(f"unknown batch version {version}; decoded with the version-1 layout")
+    if not records:
+        warnings.append("the batched entry holds no records")
+    return DecodedEntry(log, True, version, size, records, warnings)
 
 
 def _parse(message, data: bytes, start: int, what: str) -> None:
     try:
         message.ParseFromString(data[start:] if start else data)
-    except _ProtoDecodeError as exc:
-        raise DecodeError(f"the {what} is truncated or not valid protobuf ({exc})", offset=start) from None
-    except Exception as exc:  # upb raises a few other types on hostile input
-        raise DecodeError(f"the {what} is not valid protobuf ({exc})", offset=start) from None
+    except Exception:  # noqa: BLE001 - upb raises DecodeError and, on hostile input, a few others
+        raise _parse_error(message.DESCRIPTOR, data, start, what) from None
     if not message.IsInitialized():
-        missing = ", ".join(message.FindInitializationErrors())
-        raise DecodeError(f"the {what} lacks required field(s): {missing}", offset=start)
+        raise _missing_fields_error(message, data, start, what)
+
+
+def _parse_error(descriptor, data: bytes, start: int, what: str) -> DecodeError:
+    from pulsar_txn_cli.codec import wire
+
+    problem = wire.diagnose(data, start, len(data), descriptor)
+    if problem is None:
+        return DecodeError(f"{what} is not valid protobuf", offset=start)
+    verdict = "is truncated" if problem.kind == "truncated" else "is not valid protobuf"
+    context = _batch_context(descriptor, data, start, problem.offset)
+    return DecodeError(f"{what} {verdict}: {context}{problem.detail}", offset=problem.offset)
+
+
+def _missing_fields_error(message, data: bytes, start: int, what: str) -> DecodeError:
+    missing = message.FindInitializationErrors()
+    first, offset = missing[0], None
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    head, _, rest = first.partition(".")
+    if rest and head.endswith("]") and message.DESCRIPTOR.name.startswith("Batched"):
+        # "pending_ack_logs[3].pending_ack_metadata[0].ledgerId": name the record of the batch.
+        from pulsar_txn_cli.codec import wire
+
+        index = int(head[head.index("[") + 1 : -1])
+        spans = wire.element_spans(data, start, len(data), 1)
+        offset = spans[index][0] if index < len(spans) else None
+        return DecodeError(f"{what}: record {index} of the batch lacks required field {rest}{more}", offset=offset)
+    return DecodeError(f"{what} lacks required field {first}{more}", offset=offset)
+
+
+def _batch_context(descriptor, data: bytes, start: int, offset: int) -> str:
+    """'record N of the batch: ' when the problem sits inside a batched container's record."""
+    if not descriptor.name.startswith("Batched"):
+        return ""
+    from pulsar_txn_cli.codec import wire
+
+    spans = wire.element_spans(data, start, len(data), 1)
+    index = sum(1 for _, _, value_end in spans if value_end <= offset)
+    return f"record {index} of the batch, "
 
 
 # ---------------------------------------------------------------- encoding
@@ -145,33 +198,41 @@ def _varint(value: int) -> bytes:
 # ---------------------------------------------------------------- JSON shape
 
 
+def _text(value) -> str:
+    # upb hands back bytes for a proto2 string that is not valid UTF-8; show it, lossy, as text.
+    return value if type(value) is str else value.decode("utf-8", "replace")
+
+
 def _converter(descriptor):
     """A fast message -> dict function for one message type (proto field names, enum names).
 
-    The plan is keyed by field descriptor so the hot loop does one dict lookup per set field.
+    The hot loop does one dict lookup per set field; only enums, strings, repeated and nested
+    fields get a conversion function, plain numbers are stored as they are.
     """
-    plan = {}
+    names, special = {}, {}
     for fd in descriptor.fields:
+        names[fd] = fd.name
         if fd.enum_type is not None:
-            kind, extra = "enum", {v.number: v.name for v in fd.enum_type.values}
+            labels = {v.number: v.name for v in fd.enum_type.values}
+            one = labels.__getitem__  # closed proto2 enums: upb keeps unknown numbers out
         elif fd.message_type is not None:
-            kind, extra = "message", fd.message_type
+            one = _converter(fd.message_type)
+        elif fd.type == fd.TYPE_STRING:
+            one = _text
         else:
-            kind, extra = "scalar", None
-        plan[fd] = (fd.name, kind, extra, fd.is_repeated)
-    nested: dict = {}
+            one = None
+        if fd.is_repeated:
+            special[fd] = list if one is None else (lambda values, one=one: [one(v) for v in values])
+        elif one is not None:
+            special[fd] = one
+    find = special.get
 
-    def convert(message) -> dict:
-        out = {}
+    def convert(message, out=None) -> dict:
+        if out is None:
+            out = {}
         for fd, value in message.ListFields():
-            name, kind, extra, repeated = plan[fd]
-            if kind == "scalar":
-                out[name] = list(value) if repeated else value
-            elif kind == "enum":
-                out[name] = [extra.get(v, v) for v in value] if repeated else extra.get(value, value)
-            else:
-                conv = nested.get(name) or nested.setdefault(name, _converter(extra))
-                out[name] = [conv(v) for v in value] if repeated else conv(value)
+            fn = find(fd)
+            out[names[fd]] = value if fn is None else fn(value)
         return out
 
     return convert
@@ -184,33 +245,41 @@ _TO_DICT = {
 
 
 def txn_id(record) -> str:
+    """Pulsar's TxnID text: "(most,least)"."""
     return f"({record.txnid_most_bits},{record.txnid_least_bits})"
 
 
 def record_to_dict(record, log: str, batch_index: int | None = None) -> dict:
-    out: dict = {}
-    if batch_index is not None:
-        out["batchIndex"] = batch_index
-    out["txnId"] = txn_id(record)
-    out.update(_TO_DICT[log](record))
+    """One record in the documented JSON shape (batchIndex only for records of a batch)."""
+    out: dict = {"batchIndex": batch_index, "txnId": None} if batch_index is not None else {"txnId": None}
+    _TO_DICT[log](record, out)
+    out["txnId"] = f"({out.get('txnid_most_bits', 0)},{out.get('txnid_least_bits', 0)})"
     return out
+
+
+def records_to_dicts(records, log: str, batched: bool) -> list[dict]:
+    """record_to_dict over an entry's records, with the per-record overhead hoisted out."""
+    convert = _TO_DICT[log]
+    result = []
+    append = result.append
+    for index, record in enumerate(records):
+        out = {"batchIndex": index, "txnId": None} if batched else {"txnId": None}
+        convert(record, out)
+        out["txnId"] = f"({out.get('txnid_most_bits', 0)},{out.get('txnid_least_bits', 0)})"
+        append(out)
+    return result
 
 
 def entry_to_json(entry: DecodedEntry) -> dict:
     """The documented JSON object of one entry."""
-    log = entry.log
-    if entry.batched:
-        records = [record_to_dict(r, log, i) for i, r in enumerate(entry.records)]
-    else:
-        records = [record_to_dict(r, log) for r in entry.records]
     out = {
         "ledgerId": entry.ledger_id,
         "entryId": entry.entry_id,
-        "log": log,
+        "log": entry.log,
         "batched": entry.batched,
         "version": entry.version,
         "size": entry.size,
-        "records": records,
+        "records": records_to_dicts(entry.records, entry.log, entry.batched),
     }
     if entry.managed_ledger is not None:
         out["managedLedger"] = entry.managed_ledger
@@ -220,21 +289,33 @@ def entry_to_json(entry: DecodedEntry) -> dict:
 
 
 def record_from_dict(data: dict, log: str):
-    """Inverse of record_to_dict (ignores txnId and batchIndex); used by tests and the engine."""
-    record = _RECORD[log]()
+    """Inverse of record_to_dict (ignores txnId and batchIndex); enums by name or number."""
+    return _from_dict(_RECORD[log](), data)
+
+
+def _from_dict(message, data: dict):
+    fields = message.DESCRIPTOR.fields_by_name
     for key, value in data.items():
-        if key in ("txnId", "batchIndex"):
-            continue
-        fd = record.DESCRIPTOR.fields_by_name[key]
+        fd = fields.get(key)
+        if fd is None:
+            if key in ("txnId", "batchIndex"):
+                continue
+            raise ValueError(f"{message.DESCRIPTOR.name} has no field {key!r}")
         if fd.message_type is not None:
-            container = getattr(record, key)
-            for item in value:
-                container.add(**item)
-        elif fd.is_repeated:
-            getattr(record, key).extend(value)
+            container = getattr(message, key)
+            for item in value if fd.is_repeated else [value]:
+                _from_dict(container.add() if fd.is_repeated else container, item)
+            continue
+        if fd.enum_type is not None:
+            numbers = fd.enum_type.values_by_name
+            def to_number(v, numbers=numbers):
+                return numbers[v].number if isinstance(v, str) else v
+            value = [to_number(v) for v in value] if fd.is_repeated else to_number(value)
+        if fd.is_repeated:
+            getattr(message, key).extend(value)
         else:
-            setattr(record, key, value)
-    return record
+            setattr(message, key, value)
+    return message
 
 
 def summarize(record, log: str) -> str:
@@ -242,11 +323,11 @@ def summarize(record, log: str) -> str:
     if log == TC_LOG:
         op = TcRecord.TransactionMetadataOp.Name(record.metadata_op)
         if op == "NEW":
-            return f"timeout {record.timeout_ms} ms" + (f", owner {record.owner}" if record.owner else "")
+            return f"timeout {record.timeout_ms} ms" + (f", owner {_text(record.owner)}" if record.owner else "")
         if op == "ADD_PARTITION":
-            return ", ".join(record.partitions)
+            return ", ".join(map(_text, record.partitions))
         if op == "ADD_SUBSCRIPTION":
-            return ", ".join(f"{s.topic} / {s.subscription}" for s in record.subscriptions)
+            return ", ".join(f"{_text(s.topic)} / {_text(s.subscription)}" for s in record.subscriptions)
         return f"{tc_pb2.TxnStatus.Name(record.expected_status)} -> {tc_pb2.TxnStatus.Name(record.new_status)}"
     positions = ", ".join(f"{p.ledgerId}:{p.entryId}" for p in record.pending_ack_metadata[:4])
     more = len(record.pending_ack_metadata) - 4

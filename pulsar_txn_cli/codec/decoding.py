@@ -1,4 +1,9 @@
-"""Decode whole inputs: dump sources -> DecodedEntry stream, errors reported, never raised."""
+"""Decode whole inputs: dump sources -> DecodedEntry stream; bad entries are reported, not raised.
+
+The stream never stops because of one bad entry: each failure goes to `on_error` and the next
+entry is decoded. With `strict`, or when the log of an entry cannot be told, the stream ends
+cleanly and `report.stopped` says why, so a caller can still close its JSON array.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,14 +12,23 @@ from typing import Callable, Iterator
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps
-from pulsar_txn_cli.errors import DecodeError, UsageError
+from pulsar_txn_cli.errors import DecodeError, PulsarTxnError, UsageError
 
 
 @dataclass
 class DecodeReport:
-    total: int = 0
+    total: int = 0  # entries met
     failed: int = 0
+    records: int = 0
     warnings: list[str] = field(default_factory=list)
+    stopped: PulsarTxnError | None = None  # why the stream ended early, if it did
+
+
+@dataclass
+class Source:
+    label: str  # how messages name it: a path, "stdin", "--hex"
+    input: object  # a Path or a binary stream
+    format: str = "auto"
 
 
 def resolve_log(log: str, managed_ledger: str | None, where: str) -> str:
@@ -22,10 +36,14 @@ def resolve_log(log: str, managed_ledger: str | None, where: str) -> str:
         return log
     found = codec.log_of_managed_ledger(managed_ledger)
     if found is None:
-        raise UsageError(
-            f"cannot tell which log entry {where} comes from (no managed-ledger name in the input); "
-            "pass --log tc or --log pending-ack"
-        )
+        if managed_ledger:
+            reason = (
+                f"its managed ledger {managed_ledger!r} is neither a TC log (…/__transaction_log_N) "
+                "nor a pending-ack log (…__transaction_pending_ack)"
+            )
+        else:
+            reason = "the input names no managed ledger (only the JSONL dump format does)"
+        raise UsageError(f"cannot tell which log entry {where} comes from: {reason}; pass --log tc or --log pending-ack")
     return found
 
 
@@ -38,56 +56,79 @@ def decode_raw(raw: dumps.RawEntry, log: str) -> codec.DecodedEntry:
     except DecodeError as exc:
         raise exc.located(raw.where) from None
     entry.ledger_id, entry.entry_id, entry.managed_ledger = raw.ledger_id, raw.entry_id, raw.managed_ledger
+    entry.where = raw.where
+    if raw.warnings:
+        entry.warnings[:0] = raw.warnings
     return entry
 
 
 def decode_sources(
-    sources, log: str, report: DecodeReport, on_error: Callable[[DecodeError], None]
+    sources: list[Source],
+    log: str,
+    report: DecodeReport,
+    on_error: Callable[[DecodeError], None],
+    on_warning: Callable[[str], None] | None = None,
+    strict: bool = False,
 ) -> Iterator[codec.DecodedEntry]:
-    """Decode (label, path-or-stream, format) sources in order, streaming."""
-    for label, src, fmt in sources:
-        if isinstance(src, Path):
-            with src.open("rb") as stream:
-                yield from _decode_stream(stream, fmt, label, log, report, on_error)
-        else:
-            yield from _decode_stream(src, fmt, label, log, report, on_error)
-
-
-def _decode_stream(stream, fmt, label, log, report, on_error):
-    import io
-
-    if not hasattr(stream, "peek"):
-        stream = io.BufferedReader(stream) if hasattr(stream, "readinto") else stream
-    for raw in dumps.read_entries(stream, fmt, source=label):
-        report.total += 1
+    """Decode sources in order, streaming; see the module docstring for the error rules."""
+    for source in sources:
         try:
-            entry = decode_raw(raw, resolve_log(log, raw.managed_ledger, raw.where))
-        except DecodeError as exc:
+            stream = source.input.open("rb") if isinstance(source.input, Path) else source.input
+        except OSError as exc:
+            error = DecodeError(f"cannot read {source.label}: {exc.strerror or exc}")
+            report.total += 1
             report.failed += 1
-            on_error(exc)
+            on_error(error)
+            if strict:
+                report.stopped = error
+                return
             continue
-        for warning in entry.warnings:
-            report.warnings.append(f"entry {raw.where}: {warning}")
-        yield entry
+        try:
+            for raw in dumps.read_entries(stream, source.format, source=source.label):
+                report.total += 1
+                try:
+                    entry = decode_raw(raw, resolve_log(log, raw.managed_ledger, raw.where))
+                except UsageError as exc:
+                    report.stopped = exc
+                    return
+                except DecodeError as exc:
+                    report.failed += 1
+                    on_error(exc)
+                    if strict:
+                        report.stopped = exc
+                        return
+                    continue
+                report.records += len(entry.records)
+                for warning in entry.warnings:
+                    message = f"entry {raw.where}: {warning}"
+                    report.warnings.append(message)
+                    if on_warning is not None:
+                        on_warning(message)
+                yield entry
+        finally:
+            if stream is not source.input:
+                stream.close()
+
+
+def record_rows(entries) -> Iterator[dict]:
+    """One table row per record: position, batch index, txn id, op, summary."""
+    for entry in entries:
+        position = entry.where or "-"
+        count = len(entry.records)
+        for index, record in enumerate(entry.records):
+            yield {
+                "position": position,
+                "batch": f"{index}/{count}" if entry.batched else "-",
+                "txn": codec.txn_id(record),
+                "op": codec.op_name(record, entry.log),
+                "summary": codec.summarize(record, entry.log),
+            }
 
 
 def record_table(entries):
-    """One row per record: position, batch index, txn id, op, summary."""
     from pulsar_txn_cli.output import Table
-
-    def rows():
-        for entry in entries:
-            position = f"{entry.ledger_id}:{entry.entry_id}" if entry.ledger_id is not None else "-"
-            for index, record in enumerate(entry.records):
-                yield {
-                    "position": position,
-                    "batch": f"{index}/{len(entry.records)}" if entry.batched else "-",
-                    "txn": codec.txn_id(record),
-                    "op": codec.op_name(record, entry.log),
-                    "summary": codec.summarize(record, entry.log),
-                }
 
     return Table(
         [("position", "position"), ("batch", "batch"), ("txn", "txn id"), ("op", "op"), ("summary", "summary")],
-        rows(),
+        record_rows(entries),
     )

@@ -2,20 +2,19 @@
 
 - raw:        a file that is one entry's bytes.
 - hex/base64: one entry per non-empty line.
-- readledger: the text of `bookkeeper shell readledger -m -ef hex` (headers may carry a log
-              prefix; other log lines may be interleaved).
+- readledger: the text of `bookkeeper shell readledger -m -ef hex` (see readledger.py).
 - jsonl:      the project's dump format, one entry a line:
               {"managedLedger": "...", "ledgerId": L, "entryId": E, "data": "<base64>"}
 
 Readers yield RawEntry objects; an entry that cannot be read carries its error instead of
-data, so one bad entry never hides the rest.
+data, so one bad entry never hides the rest. Nothing here raises for bad input.
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Iterable, Iterator
 
 import orjson
@@ -23,11 +22,12 @@ import orjson
 from pulsar_txn_cli.errors import DataError, DecodeError
 
 FORMATS = ("auto", "raw", "hex", "base64", "readledger", "jsonl")
+HEAD_SIZE = 65536  # auto-detection looks at this much of an input
 
-_HEADER = re.compile(r"-{5,} Lid=(?P<lid>[^,\s]+), Eid=(?P<eid>-?\d+)(?:, EntrySize=(?P<size>\d+))? -{5,}")
-_HEX_ROW = re.compile(r"^(?P<offset>[0-9A-Fa-f]{8}) (?P<rest>.*)$")
-_HEX_CHARS = re.compile(rb"^[0-9A-Fa-f\s]+$")
-_B64_CHARS = re.compile(rb"^[A-Za-z0-9+/=\s_-]+$")
+_HEX_LINE = re.compile(r"^(?:0[xX])?[0-9A-Fa-f\s]+$")
+_B64_LINE = re.compile(r"^[A-Za-z0-9+/_-]+={0,2}$")
+# Control bytes other than whitespace never occur in the text formats.
+_BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
 
 
 @dataclass(slots=True)
@@ -39,6 +39,7 @@ class RawEntry:
     managed_ledger: str | None = None
     error: DecodeError | None = None
     source: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def where(self) -> str:
@@ -48,76 +49,108 @@ class RawEntry:
         return f"{prefix}#{self.index + 1}"
 
 
-def detect_format(head: bytes) -> str:
-    """Guess the format from the first bytes of an input."""
-    text = head.lstrip()
-    if not text:
+def detect_format(head: bytes) -> str | None:
+    """Guess the format from the start of an input; None when it looks like no known format.
+
+    Binary bytes mean raw. Otherwise the first non-empty line decides (a readledger header or
+    HexDump row anywhere in the head also means readledger, since log lines may come first).
+    Hex wins over base64 when a line could be both.
+    """
+    from pulsar_txn_cli.codec import readledger
+
+    if not head.strip():
         return "raw"
-    if text.startswith(b"{"):
+    if _BINARY.search(head):
+        return "readledger" if readledger.HEADER.search(head.decode("utf-8", "replace")) else "raw"
+    text = head.decode("utf-8", "replace")
+    first = next(line.strip() for line in text.splitlines() if line.strip())
+    if first.startswith("{"):
         return "jsonl"
-    if b"Lid=" in head and b"Eid=" in head:
+    if readledger.looks_like(text, first):
         return "readledger"
-    if _HEX_CHARS.match(text):
+    if _HEX_LINE.match(first):
         return "hex"
-    if _B64_CHARS.match(text):
+    if _B64_LINE.match(first):
         return "base64"
-    return "raw"
+    return None
 
 
 def read_entries(stream: IO[bytes], fmt: str = "auto", source: str | None = None) -> Iterator[RawEntry]:
     """Entries from a binary stream in the given format (auto detects from the first 64 KiB)."""
+    head = stream.read(HEAD_SIZE)
     if fmt == "auto":
-        head = stream.peek(65536)[:65536] if hasattr(stream, "peek") else b""
-        if not head:
-            data = stream.read()
-            fmt = detect_format(data[:65536])
-            yield from _read_bytes(data, fmt, source)
-            return
         fmt = detect_format(head)
+        if fmt is None:
+            where = source or "the input"
+            yield RawEntry(None, 0, source=source, error=DecodeError(
+                f"cannot tell the format of {where}: its first line is not hex, base64, JSON or readledger "
+                "output; pass --format"
+            ))
+            return
     if fmt == "raw":
-        yield RawEntry(stream.read(), 0, source=source)
+        yield RawEntry(head + stream.read(), 0, source=source)
         return
-    lines = (line.decode("utf-8", "replace") for line in stream)
-    yield from _PARSERS[fmt](lines, source)
+    yield from PARSERS[fmt](_lines(head, stream), source)
 
 
-def _read_bytes(data: bytes, fmt: str, source: str | None) -> Iterator[RawEntry]:
-    if fmt == "raw":
-        yield RawEntry(data, 0, source=source)
-        return
-    yield from _PARSERS[fmt](data.decode("utf-8", "replace").splitlines(), source)
+def _lines(head: bytes, stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of head + the rest of stream, read in large chunks (line endings dropped)."""
+    pending = head
+    while chunk := stream.read(1 << 20):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from lines
+    yield from pending.split(b"\n")
 
 
 def entries_from_text(text: str, fmt: str, source: str | None = None) -> Iterator[RawEntry]:
-    return _PARSERS[fmt](text.splitlines(), source)
+    """Entries from text already in memory (fmt may be auto)."""
+    if fmt == "auto":
+        fmt = detect_format(text.encode()) or "hex"
+    if fmt == "raw":
+        raise DataError("raw dumps are bytes, not text")
+    return PARSERS[fmt](text.splitlines(), source)
 
 
-def parse_hex(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]:
+def _str(line) -> str:
+    return line if isinstance(line, str) else line.decode("utf-8", "replace")
+
+
+def parse_hex(lines: Iterable, source: str | None = None) -> Iterator[RawEntry]:
     index = 0
     for line in lines:
-        text = "".join(line.split())
+        text = "".join(_str(line).split())
         if not text:
             continue
-        if text.lower().startswith("0x"):
+        if text[:2] in ("0x", "0X"):
             text = text[2:]
-        try:
-            yield RawEntry(bytes.fromhex(text), index, source=source)
-        except ValueError:
-            yield RawEntry(None, index, source=source, error=DecodeError("the line is not valid hexadecimal"))
+        entry = RawEntry(None, index, source=source)
         index += 1
+        try:
+            entry.data = bytes.fromhex(text)
+        except ValueError:
+            bad = next((i for i, c in enumerate(text) if c not in "0123456789abcdefABCDEF"), None)
+            if bad is None:
+                reason = f"the line has an odd number of hex digits ({len(text)})"
+            else:
+                reason = f"the line is not hexadecimal ({text[bad]!r} at character {bad + 1})"
+            entry.error = DecodeError(reason)
+        yield entry
 
 
-def parse_base64(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]:
+def parse_base64(lines: Iterable, source: str | None = None) -> Iterator[RawEntry]:
     index = 0
     for line in lines:
-        text = line.strip()
+        text = _str(line).strip()
         if not text:
             continue
-        try:
-            yield RawEntry(_b64(text), index, source=source)
-        except (binascii.Error, ValueError):
-            yield RawEntry(None, index, source=source, error=DecodeError("the line is not valid base64"))
+        entry = RawEntry(None, index, source=source)
         index += 1
+        try:
+            entry.data = _b64(text)
+        except (binascii.Error, ValueError) as exc:
+            entry.error = DecodeError(f"the line is not valid base64 ({exc})")
+        yield entry
 
 
 def _b64(text: str) -> bytes:
@@ -126,7 +159,7 @@ def _b64(text: str) -> bytes:
     return base64.b64decode(text, validate=True)
 
 
-def parse_jsonl(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]:
+def parse_jsonl(lines: Iterable, source: str | None = None) -> Iterator[RawEntry]:
     index = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -136,123 +169,49 @@ def parse_jsonl(lines: Iterable[str], source: str | None = None) -> Iterator[Raw
         try:
             obj = orjson.loads(line)
             if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            entry.managed_ledger = obj.get("managedLedger")
-            entry.ledger_id = _int_or_none(obj.get("ledgerId"))
-            entry.entry_id = _int_or_none(obj.get("entryId"))
+                raise ValueError("it is not a JSON object")
+            name = obj.get("managedLedger")
+            if name is not None and not isinstance(name, str):
+                raise ValueError('"managedLedger" is not a string')
+            entry.managed_ledger = name
+            entry.ledger_id = _int_or_none(obj.get("ledgerId"), "ledgerId")
+            entry.entry_id = _int_or_none(obj.get("entryId"), "entryId")
             data = obj.get("data")
             if not isinstance(data, str):
-                raise ValueError('no "data" string')
+                raise ValueError('it has no "data" string')
             entry.data = base64.b64decode(data, validate=True)
-        except (orjson.JSONDecodeError, ValueError, binascii.Error, TypeError) as exc:
-            entry.error = DecodeError(f"line {number} is not a valid dump line ({exc})")
+        except orjson.JSONDecodeError as exc:
+            entry.error = DecodeError(f"{_line_of(source, number)} is not JSON ({exc})")
+        except (ValueError, binascii.Error) as exc:
+            entry.error = DecodeError(f"{_line_of(source, number)} is not a dump line: {exc}")
         yield entry
 
 
-def _int_or_none(value) -> int | None:
+def _line_of(source: str | None, number: int) -> str:
+    return f"line {number}" + (f" of {source}" if source else "")
+
+
+def _int_or_none(value, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"expected an integer, got {value!r}")
+        raise ValueError(f'"{name}" is not an integer: {value!r}')
     return value
 
 
-def parse_readledger(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]:
-    """Parse readledger's hex output. Rows are only taken right after a header and must be
-    contiguous (offsets 0, 16, 32...), so interleaved log lines cannot corrupt an entry."""
-    current: RawEntry | None = None
-    expected = 0
-    buf = bytearray()
-    stray_text = False
-    index = 0
+def parse_readledger(lines: Iterable, source: str | None = None) -> Iterator[RawEntry]:
+    from pulsar_txn_cli.codec import readledger
 
-    def finish():
-        nonlocal current
-        entry = current
-        current = None
-        if entry is None:
-            return None
-        if entry.error is None:
-            if len(buf) < expected:
-                if not buf and stray_text:
-                    entry.error = DecodeError(
-                        "the entry was dumped as text (readledger's string formatter), which loses bytes; "
-                        "dump it again with `readledger -m -ef hex`"
-                    )
-                elif not buf:
-                    entry.error = DecodeError(
-                        "the dump has a header but no entry bytes; dump it with `readledger -m -ef hex`"
-                    )
-                else:
-                    entry.error = DecodeError(
-                        f"the hex dump stops after {len(buf)} of {expected} bytes", offset=len(buf)
-                    )
-            else:
-                entry.data = bytes(buf)
-        return entry
-
-    for line in lines:
-        header = _HEADER.search(line)
-        if header:
-            done = finish()
-            if done is not None:
-                yield done
-            lid = header["lid"]
-            current = RawEntry(None, index, source=source, entry_id=int(header["eid"]))
-            index += 1
-            try:
-                current.ledger_id = int(lid)
-            except ValueError:
-                current.ledger_id = None
-                current.managed_ledger = None
-            expected = int(header["size"]) if header["size"] else -1
-            buf = bytearray()
-            stray_text = False
-            continue
-        if current is None or (expected >= 0 and len(buf) >= expected):
-            continue
-        row = _HEX_ROW.match(line)
-        if row and int(row["offset"], 16) == len(buf):
-            want = 16 if expected < 0 else min(16, expected - len(buf))
-            chunk = _row_bytes(row["rest"], want)
-            if chunk is not None:
-                buf += chunk
-                if expected < 0 and len(chunk) < 16:
-                    expected = len(buf)
-                continue
-        if line.strip() and not buf:
-            stray_text = True
-    if expected < 0 and current is not None:
-        expected = len(buf)
-    done = finish()
-    if done is not None:
-        yield done
+    return readledger.parse(map(_str, lines), source)
 
 
-def _row_bytes(rest: str, want: int) -> bytes | None:
-    """The `want` bytes of one HexDump row ("XX XX ... ASCII"), or None if it is not one."""
-    tokens = rest.split(" ")
-    out = bytearray()
-    for token in tokens[:want]:
-        if len(token) != 2:
-            break
-        try:
-            out.append(int(token, 16))
-        except ValueError:
-            break
-    if len(out) == want:
-        return bytes(out)
-    if want == 16 and out:
-        return bytes(out)  # a short last row when the size is unknown
-    return None
-
-
-_PARSERS = {
+PARSERS = {
     "hex": parse_hex,
     "base64": parse_base64,
     "jsonl": parse_jsonl,
     "readledger": parse_readledger,
 }
+_PARSERS = PARSERS  # the skeleton's name
 
 
 def dump_line(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> str:
