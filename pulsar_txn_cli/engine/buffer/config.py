@@ -33,3 +33,10 @@ class BufferConfig:
 
 def _bool(value) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+
+DOCS = {
+    "transactionBufferSegmentedSnapshotEnabled": "Transaction buffer snapshots in segments plus an index (PIP-178) instead of one entry.",
+    "transactionBufferSnapshotSegmentSize": "Bytes of one transaction-buffer snapshot segment.",
+    "transactionBufferSnapshotMaxTransactionCount": "Take a transaction-buffer snapshot after this many changes.",
+    "transactionBufferSnapshotMinTimeInMillis": "Take a transaction-buffer snapshot at most this often (ms) when something changed.",
+}

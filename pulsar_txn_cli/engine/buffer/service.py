@@ -1,0 +1,133 @@
+"""Every topic partition's transaction buffer in one engine, on the engine's managed ledgers.
+
+A buffer is loaded (snapshot + replay, as on a broker's topic load) on first use in a process
+and kept for the life of the engine object. Snapshot system topics are shared by the
+namespace, as on a broker. The snapshot timer runs on the engine's clock.
+"""
+from __future__ import annotations
+
+from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
+from pulsar_txn_cli.engine.buffer.config import BufferConfig
+from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog, managed_ledger_name, namespace_of
+from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.engine.buffer.snapshots import INDEXES_TOPIC, SEGMENTS_TOPIC, SNAPSHOT_TOPIC
+from pulsar_txn_cli.errors import EngineError, UsageError
+
+# engine config key -> ManagedLedger setting (engine/ledger.py), for the topics' own ledgers
+_LEDGER_SETTINGS = {
+    "managedLedgerMaxEntriesPerLedger": ("maxEntries", 50000),
+    "managedLedgerMaxSizePerLedgerMbytes": ("maxSizeMb", 2048),
+    "managedLedgerMinLedgerRolloverTimeMinutes": ("minRolloverMinutes", 10),
+    "managedLedgerMaxLedgerRolloverTimeMinutes": ("maxRolloverMinutes", 240),
+}
+
+
+class TopicNotFound(EngineError):
+    """The topic has no managed ledger in this engine (a broker answers 404)."""
+
+
+def normalize_topic(name: str) -> str:
+    """persistent://tenant/ns/topic from any of Pulsar's short forms."""
+    text = str(name).strip()
+    domain, sep, rest = text.partition("://")
+    if not sep:
+        domain, rest = "persistent", text
+    parts = rest.split("/")
+    if len(parts) == 1:
+        parts = ["public", "default", parts[0]]
+    if domain != "persistent" or len(parts) != 3 or not all(parts):
+        raise UsageError(f"topic {name!r} is not a persistent topic name (persistent://tenant/namespace/topic)")
+    return "persistent://" + "/".join(parts)
+
+
+class BufferService:
+    def __init__(self, store, clock, settings=None):
+        """settings(name, default) -> value: the engine's broker configuration."""
+        self.store = store
+        self.clock = clock
+        self.settings = settings or (lambda name, default: default)
+        self.buffers: dict[str, TransactionBuffer] = {}
+        self._logs: dict[str, ManagedLedgerLog] = {}
+        self._armed: set[str] = set()
+
+    @property
+    def config(self) -> BufferConfig:
+        return BufferConfig.from_settings(self.settings)
+
+    def _ledger_settings(self) -> dict:
+        return {key: int(self.settings(name, default)) for name, (key, default) in _LEDGER_SETTINGS.items()}
+
+    def log(self, managed_ledger: str) -> ManagedLedgerLog:
+        log = self._logs.get(managed_ledger)
+        if log is None:
+            from pulsar_txn_cli.engine.ledger import ManagedLedger
+
+            log = ManagedLedgerLog(ManagedLedger(self.store, self.clock, managed_ledger), self._ledger_settings())
+            self._logs[managed_ledger] = log
+        return log
+
+    def snapshot_topics(self, namespace: str) -> SnapshotTopics:
+        tenant, ns = namespace.split("/")
+        name = f"{tenant}/{ns}/persistent/"
+        return SnapshotTopics(self.log(name + SNAPSHOT_TOPIC), self.log(name + SEGMENTS_TOPIC), self.log(name + INDEXES_TOPIC))
+
+    def exists(self, topic: str) -> bool:
+        return self.log(managed_ledger_name(normalize_topic(topic))).ml.exists
+
+    def buffer(self, topic: str, *, create: bool = False) -> TransactionBuffer:
+        """The topic's buffer, recovered on first use; TopicNotFound unless it exists or create."""
+        topic = normalize_topic(topic)
+        buffer = self.buffers.get(topic)
+        if buffer is not None:
+            return buffer
+        log = self.log(managed_ledger_name(topic))
+        if not log.ml.exists and not create:
+            raise TopicNotFound(f"topic {topic} does not exist in the engine")
+        buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self.config, lambda: self.clock.now_ms)
+        buffer.recover()
+        self.buffers[topic] = buffer
+        self._arm(buffer)
+        return buffer
+
+    # -- what producers and the coordinator do ------------------------------------------------
+
+    def publish(self, topic: str, payload: bytes = b"", txn: TxnID | None = None) -> Position:
+        buffer = self.buffer(topic, create=True)
+        return self._run(buffer, buffer.publish, payload, txn)
+
+    def end(self, topic: str, txn: TxnID, committed: bool, low_water_mark: int | None = None) -> Position:
+        """The coordinator's end-transaction command reaching one partition."""
+        buffer = self.buffer(topic, create=True)
+        return self._run(buffer, buffer.commit if committed else buffer.abort, txn, low_water_mark)
+
+    def trim(self, topic: str) -> int:
+        """After the topic's ledgers were trimmed: prune aborted ids whose markers are gone."""
+        buffer = self.buffer(topic)
+        return self._run(buffer, buffer.trim_aborts)
+
+    def _run(self, buffer: TransactionBuffer, operation, *args):
+        try:
+            result = operation(*args)
+        except BaseException:
+            # The in-memory state may be ahead of what was stored: reload on next use.
+            self.buffers.pop(buffer.topic, None)
+            raise
+        self._arm(buffer)
+        return result
+
+    # -- the snapshot timer -------------------------------------------------------------------
+
+    def _arm(self, buffer: TransactionBuffer) -> None:
+        """Schedule the next timed snapshot when something changed since the last one."""
+        if not buffer.changes or buffer.topic in self._armed or not hasattr(self.clock, "call_at"):
+            return
+        self._armed.add(buffer.topic)
+        at_ms = max(self.clock.now_ms, buffer.last_snapshot_timestamp + buffer.config.min_time_ms)
+        self.clock.call_at(at_ms * 1000, lambda: self._fire(buffer))
+
+    def _fire(self, buffer: TransactionBuffer) -> None:
+        self._armed.discard(buffer.topic)
+        if self.buffers.get(buffer.topic) is buffer:
+            with self.store.tx():
+                buffer.tick()
+            self._arm(buffer)
