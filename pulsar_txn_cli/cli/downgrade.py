@@ -1,5 +1,235 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""`pulsar-txn downgrade check|status|reset` and `pulsar-txn upgrade check`: PIP-160's procedures.
+
+The verdict line names the target; exit codes: SAFE/COMPLETE 0, WAIT/INCOMPLETE 5, BLOCKED 6,
+connection or HTTP error 4 (errors.Verdict is raised after the verdict is printed).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
+
+CheckpointOpt = Annotated[Optional[str], typer.Option(
+    "--checkpoint", metavar="FILE", show_default=False,
+    help="Checkpoint file (default: one per target in the user state directory).")]
+ConcurrencyOpt = Annotated[int, typer.Option(
+    "--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
+
+EXIT = {"SAFE": ExitCode.OK, "COMPLETE": ExitCode.OK, "WAIT": ExitCode.NOT_YET,
+        "INCOMPLETE": ExitCode.NOT_YET, "BLOCKED": ExitCode.BLOCKED}
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    downgrade = typer.Typer(help="PIP-160's downgrade procedure, checked: is it safe to go back to a broker "
+                                 "version that cannot read batched transaction logs?", no_args_is_help=True)
+    command(downgrade, "check", target=True)(check)
+    command(downgrade, "status", target=True)(status)
+    command(downgrade, "reset", target=True)(reset)
+    app.add_typer(downgrade, name="downgrade")
+    upgrade = typer.Typer(help="PIP-160's upgrade order, checked.", no_args_is_help=True)
+    command(upgrade, "check", target=True)(upgrade_check)
+    app.add_typer(upgrade, name="upgrade")
+
+
+def check(
+    checkpoint: CheckpointOpt = None,
+    concurrency: ConcurrencyOpt = 16,
+    wait: Annotated[bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")] = False,
+    interval: Annotated[float, typer.Option("--interval", min=0.0, metavar="S", help="Seconds between checks with --wait.")] = 30.0,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.0, metavar="S", show_default=False,
+                                                     help="Give up waiting after S seconds (verdict WAIT).")] = None,
+    verify_entries: Annotated[Optional[list[str]], typer.Option(
+        "--verify-entries", metavar="DUMP", show_default=False,
+        help="Also decode this dump of the remaining ledgers (repeatable; files, directories, globs; any dump "
+             "format) and fail if a batched entry remains in a ledger the ids said was clear.")] = None,
+) -> None:
+    """Is it safe to downgrade? PIP-160's step 1 and steps 2-1..2-7, checked.
+
+    Step 1: batching off everywhere, effectively. The first check after batching is effectively off records, per coordinator and subscription,
+    the last ledger that may hold batched entries, in a checkpoint file kept per target; later
+    checks (hours later, from any shell) compare each log's oldest ledger with that record.
+    Exit codes: SAFE 0, WAIT 5, BLOCKED 6, connection or HTTP error 4.
+    """
+    from pulsar_txn_cli.downgrade import runner
+
+    if timeout is not None and not wait:
+        raise UsageError("--timeout only applies with --wait")
+    env = current()
+    admin = env.admin()
+    path = runner.checkpoint_path(admin, checkpoint)
+    options = dict(concurrency=concurrency, verify=verify_entries or None)
+    if wait:
+        result = runner.wait(admin, path, interval=interval, timeout=timeout,
+                             on_check=lambda r, n, failure: _progress_line(env, r, n, failure, interval),
+                             **options, progress=None)
+    else:
+        with env.progress(None, "discovering coordinators and subscriptions") as bar:
+            result = runner.check(admin, path, progress=bar, **options)
+    _emit_downgrade(env, result)
+
+
+def _progress_line(env, result, n: int, failure, interval: float) -> None:
+    if failure is not None:
+        env.warn(f"check {n} failed: {failure}; retrying in {interval:g}s")
+        return
+    verdict = result.verdict
+    if verdict.verdict in ("SAFE", "BLOCKED"):
+        env.info(f"check {n}: {verdict.verdict}")
+        return
+    items = verdict.items
+    held = sum(not i.clear for i in items)
+    env.info(f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
+             f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s")
+
+
+def _emit_downgrade(env, result) -> None:
+    from pulsar_txn_cli.output import Result, emit
+
+    verdict = result.verdict
+    data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
+    emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict),
+                lines=_downgrade_lines(verdict, result)), env)
+    if verdict.verdict != "SAFE":
+        raise Verdict("", EXIT[verdict.verdict])
+
+
+def _downgrade_tables(verdict):
+    from pulsar_txn_cli.output import Table
+
+    coordinators = [i.to_json() for i in verdict.coordinators]
+    held_subs = [i.to_json() for i in verdict.subscriptions if not i.clear]
+    columns = [("oldestLedgerId", "oldest"), ("lastBatchedLedgerId", "last batched"), ("clear", "clear"),
+               ("reason", "reason")]
+    tables = [Table([("coordinatorId", "coordinator"), *columns], coordinators, "Coordinators (TC logs)")]
+    clear_subs = len(verdict.subscriptions) - len(held_subs)
+    title = f"Subscriptions (pending-ack logs) that hold the downgrade back; {clear_subs} more are clear"
+    if verdict.subscriptions:
+        tables.append(Table([("topic", "topic"), ("subscription", "subscription"), *columns], held_subs, title))
+    return tables
+
+
+def _downgrade_lines(verdict, result) -> list[str]:
+    lines = [""]
+    advice = {}
+    for item in verdict.items:
+        if not item.clear and item.advice:
+            advice.setdefault(item.advice, []).append(item.observation.label)
+    for text, labels in advice.items():
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        lines.append(f"advice ({shown}): {text}")
+    lines += [f"problem: {p}" for p in verdict.problems]
+    lines += [f"fix: {f}" for f in verdict.fixes]
+    recorded = (f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
+                if verdict.newly_recorded else "")
+    lines.append(verdict_line(verdict) + recorded)
+    return lines
+
+
+def verdict_line(verdict) -> str:
+    items = verdict.items
+    held = sum(not i.clear for i in items)
+    counts = f"{len(verdict.coordinators)} coordinator(s), {len(verdict.subscriptions)} subscription(s)"
+    if verdict.verdict == "SAFE":
+        return (f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone "
+                f"({counts})")
+    if verdict.verdict == "WAIT":
+        why = f"{held} of {len(items)} logs still hold ledgers that may contain batched entries" if held else \
+            f"{len(verdict.problems)} problem(s) above"
+        return f"WAIT: {verdict.target} cannot be downgraded yet: {why}; check again later (--wait polls)"
+    return (f"BLOCKED: {verdict.target} cannot be downgraded until an operator acts: "
+            f"{verdict.problems[0] if verdict.problems else 'see above'}")
+
+
+def status(checkpoint: CheckpointOpt = None) -> None:
+    """Show the downgrade checkpoint of the target: the recorded last batched ledgers."""
+    from pulsar_txn_cli.downgrade import checkpoint as store
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    path, identity = _checkpoint_location(env, checkpoint)
+    saved = store.load(path)
+    if saved is None:
+        data = {"target": identity, "checkpoint": str(path), "exists": False}
+        emit(Result(data=data, tables=[], lines=[f"no downgrade checkpoint for {identity} ({path}); "
+                                                 "`pulsar-txn downgrade check` takes one"]), env)
+        return
+    data = {**store.to_json(saved), "checkpoint": str(path), "exists": True}
+    rows = ([{"log": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]]
+            + [{"log": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]])
+    lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at}, {saved.size} record(s)"]
+    if saved.target != identity:
+        lines.append(f"warning: it belongs to {saved.target!r}, not to the selected target {identity!r}")
+    table = Table([("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", "recorded at")],
+                  rows, "Recorded last batched ledgers")
+    emit(Result(data=data, records=rows, tables=[table], lines=lines), env)
+
+
+def reset(checkpoint: CheckpointOpt = None) -> None:
+    """Forget the downgrade checkpoint of the target.
+
+    The next check records again, which can only delay SAFE (newer ledgers get recorded), never
+    hasten it.
+    """
+    from pulsar_txn_cli.downgrade import checkpoint as store
+    from pulsar_txn_cli.output import Result, emit
+
+    env = current()
+    path, identity = _checkpoint_location(env, checkpoint)
+    removed = store.remove(path)
+    line = f"forgot the downgrade checkpoint of {identity} ({path})" if removed else \
+        f"no downgrade checkpoint for {identity} ({path})"
+    emit(Result(data={"target": identity, "checkpoint": str(path), "removed": removed}, tables=[], lines=[line]), env)
+
+
+def _checkpoint_location(env, override: str | None):
+    """The file and the target identity, without connecting to the target."""
+    from pathlib import Path
+
+    from pulsar_txn_cli.admin.config import resolve
+    from pulsar_txn_cli.downgrade import checkpoint as store
+
+    identity = resolve(env.target).identity
+    return (Path(override).expanduser() if override else store.default_path(identity)), identity
+
+
+def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
+    """Is the upgrade complete? PIP-160's upgrade order, checked.
+
+    Every broker on one version, then batching enabled in every broker's runtime configuration and
+    effective on every coordinator and subscription. Exit codes: COMPLETE 0, INCOMPLETE 5, BLOCKED 6, connection or HTTP error 4."""
+    from pulsar_txn_cli.downgrade import gather
+    from pulsar_txn_cli.downgrade.verdict import upgrade_verdict
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    admin = env.admin()
+    with env.progress(None, "discovering coordinators and subscriptions") as bar:
+        observations = gather.gather(admin, concurrency=concurrency, progress=bar, versions=True)
+    verdict = upgrade_verdict(observations)
+    data = verdict.to_json()
+
+    def tables():
+        from pulsar_txn_cli.downgrade.observations import PENDING_ACK_BATCH_KEY, TC_BATCH_KEY
+
+        off = [r for r in data["coordinators"] + data["subscriptions"] if r["effectiveBatching"] is not True]
+        return [
+            Table([("broker", "broker"), ("version", "version"), (TC_BATCH_KEY, "tc batching"),
+                   (PENDING_ACK_BATCH_KEY, "pending-ack batching"), ("error", "error")], data["brokers"], "Brokers"),
+            Table([("coordinatorId", "coordinator"), ("topic", "topic"), ("subscription", "subscription"),
+                   ("effectiveBatching", "batching"), ("reason", "reason")], off,
+                  f"Logs where batching is not effective ({len(off)} of "
+                  f"{len(data['coordinators']) + len(data['subscriptions'])})"),
+        ]
+
+    lines = [""] + [f"problem: {p}" for p in verdict.problems] + [f"fix: {f}" for f in verdict.fixes]
+    what = {"COMPLETE": "the upgrade is complete: one broker version, batching on and effective everywhere",
+            "INCOMPLETE": "the upgrade is not complete yet (see the problems above)",
+            "BLOCKED": "batching is on while brokers run different versions; turn it off first"}[verdict.verdict]
+    lines.append(f"{verdict.verdict}: {verdict.target}: {what}")
+    emit(Result(data=data, records=[data], tables=tables, lines=lines), env)
+    if verdict.verdict != "COMPLETE":
+        raise Verdict("", EXIT[verdict.verdict])

@@ -311,3 +311,32 @@ def test_upgrade_json_shape():
 def test_batch_index_flag_read_from_runtime():
     b = broker(batch_index=True)
     assert b.runtime[BATCH_INDEX_KEY] == "true"
+
+
+# -- --verify-entries ----------------------------------------------------------------------------
+
+def _safe():
+    result = v.downgrade_verdict(obs([tc(0, (5, 6))], [sub(ledgers=(13,))]),
+                                 checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12}))
+    assert result.verdict == v.SAFE
+    return result
+
+
+def test_entry_scan_without_batched_entries_keeps_safe():
+    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 10, 0)).verdict == v.SAFE
+
+
+def test_a_batched_entry_in_a_ledger_said_clear_blocks():
+    result = v.apply_entry_scan(_safe(), v.EntryScan({6: ("pulsar/system/persistent/__transaction_log_0", 2)}, 10, 0))
+    assert result.verdict == v.BLOCKED
+    assert not result.coordinators[0].clear
+    assert any("ledger 6 of coordinator 0" in p for p in result.problems)
+
+
+def test_a_batched_entry_in_a_deleted_ledger_is_fine():
+    assert v.apply_entry_scan(_safe(), v.EntryScan({3: (None, 1)}, 10, 0)).verdict == v.SAFE
+
+
+def test_undecodable_entries_or_unreadable_dumps_wait():
+    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 10, 1)).verdict == v.WAIT
+    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 0, 0, error="no such file")).verdict == v.WAIT

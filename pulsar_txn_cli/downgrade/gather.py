@@ -1,0 +1,192 @@
+"""Gather the observations of one check through the admin client, concurrently and bounded.
+
+Only PulsarAdmin's typed calls (Pulsar's REST paths) are used, so a cluster and the embedded engine
+are observed the same way. A failed call becomes an `error` on what it was about, never an
+exception: the verdict decides what a failure means. Only the first call, which proves the
+target answers at all, lets its ConnectionFailed through (exit code 4).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+from pulsar_txn_cli.downgrade import effective
+from pulsar_txn_cli.downgrade.observations import (
+    COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
+)
+
+TC_CURSOR = "transaction.subscription"
+PENDING_ACK_CURSOR = "__pending_ack_state"
+DEFAULT_CONCURRENCY = 16
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def describe_error(exc: BaseException) -> str:
+    from pulsar_txn_cli.errors import PulsarTxnError
+
+    if isinstance(exc, PulsarTxnError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+class Counter:
+    """Counts admin calls (the benchmark compares them with the manual procedure)."""
+
+    def __init__(self):
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self.calls += n
+
+
+def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, versions: bool = False,
+           counter: Counter | None = None) -> Observations:
+    """Observe the target: configuration, brokers, every coordinator and transactional subscription
+    (ledger list, cursor, store state), and where batching is effective. `progress` has
+    advance()/update()."""
+    counter = counter or Counter()
+    taken_at = now_iso()
+    counter.add()
+    tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
+    problems: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade") as pool:
+        dynamic = pool.submit(_attempt, counter, admin.dynamic_config_values)
+        broker_urls = pool.submit(_attempt, counter, admin.broker_web_urls)
+        tc_stats = pool.submit(_attempt, counter, admin.coordinator_stats)
+        subs = pool.submit(_discover, admin, concurrency, counter)
+        (dynamic_config, dynamic_error) = dynamic.result()
+        (urls, brokers_error) = broker_urls.result()
+        (stats, stats_error) = tc_stats.result()
+        (found, discovery_problems) = subs.result()
+        problems += discovery_problems
+        if dynamic_config is not None and not isinstance(dynamic_config, dict):
+            dynamic_config, dynamic_error = None, "the dynamic configuration is not a JSON object"
+        if progress is not None:
+            progress.update(total=len(urls or ()) + tc_count + len(found), completed=0,
+                            description="reading ledger lists")
+
+        def tick(value):
+            if progress is not None:
+                progress.advance()
+            return value
+
+        only = len(urls or ()) == 1  # one broker: ask through the admin URL (it may advertise an unreachable address)
+        broker_futures = [pool.submit(lambda u: tick(_broker(admin, u, only, versions, counter)), u) for u in urls or ()]
+        tc_futures = [pool.submit(lambda i: tick(_coordinator(admin, i, counter)), i) for i in range(tc_count)]
+        sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
+        brokers = tuple(f.result() for f in broker_futures)
+        coordinators = [f.result() for f in tc_futures]
+        subscriptions = [f.result() for f in sub_futures]
+    if stats_error:
+        coordinators = [replace(c, error=c.error or f"coordinator stats: {stats_error}") for c in coordinators]
+    judged = effective.Judge(admin.target, dynamic_config, brokers)
+    tc_stats_map = stats if isinstance(stats, dict) else {}
+    coordinators = [judged.coordinator(log, tc_stats_map) for log in coordinators]
+    subscriptions = [judged.subscription(log, pa_stats) for log, pa_stats in subscriptions]
+    return Observations(
+        target=admin.target.identity, taken_at=taken_at,
+        dynamic_config=dynamic_config, dynamic_error=dynamic_error,
+        brokers=brokers, brokers_error=brokers_error,
+        coordinators=tuple(coordinators), subscriptions=tuple(subscriptions), problems=tuple(problems),
+    )
+
+
+def _attempt(counter: Counter, fn, *args):
+    """(value, None) or (None, error sentence)."""
+    counter.add()
+    try:
+        return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 - every failure is an observation; the verdict fails closed
+        return None, describe_error(exc)
+
+
+def _discover(admin, concurrency: int, counter: Counter) -> tuple[list[dict], list[str]]:
+    """Every transactional subscription (steps 2-4), from the admin layer's discovery."""
+    from pulsar_txn_cli.admin.discovery import transactional_subscriptions
+
+    counting = _CountingAdmin(admin, counter)
+    try:
+        found = transactional_subscriptions(counting, concurrency=concurrency)
+    except Exception as exc:  # noqa: BLE001
+        return [], [f"could not discover the transactional subscriptions: {describe_error(exc)}"]
+    problems, usable = [], []
+    for entry in found:
+        if entry.get("status") == "orphan":
+            problems.append(
+                f"pending-ack log {entry['pendingAckTopic']} belongs to no existing subscription, so its ledgers "
+                f"cannot be read; if the subscription is gone for good, delete it: "
+                f"pulsar-admin topics delete -f {entry['pendingAckTopic']}")
+        elif entry.get("topic") and entry.get("subscription"):
+            usable.append(entry)  # an ambiguous split names the same managed ledger either way
+        else:
+            problems.append(f"pending-ack log {entry.get('pendingAckTopic')} could not be attributed")
+    return usable, problems
+
+
+class _CountingAdmin:
+    """Forwards to the admin client, counting calls (for the benchmark's call count)."""
+
+    def __init__(self, admin, counter: Counter):
+        self._admin, self._counter = admin, counter
+
+    def __getattr__(self, name):
+        attr = getattr(self._admin, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args, **kwargs):
+            self._counter.add()
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def _broker(admin, url: str, only: bool, versions: bool, counter: Counter) -> BrokerObservation:
+    runtime, error = _attempt(counter, admin.runtime_config, None if only else url)
+    version = None
+    if versions:
+        path = "/admin/v2/brokers/version" if only else url.rstrip("/") + "/admin/v2/brokers/version"
+        text, version_error = _attempt(counter, lambda: admin.call("GET", path, text=True))
+        version = text.strip().strip('"') if isinstance(text, str) and text.strip() else None
+        error = error or version_error
+    if runtime is not None and not isinstance(runtime, dict):
+        runtime, error = None, "the runtime configuration is not a JSON object"
+    return BrokerObservation(url, runtime, version, error)
+
+
+def _coordinator(admin, tc_id: int, counter: Counter) -> LogObservation:
+    data, error = _attempt(counter, admin.coordinator_internal_stats, tc_id)
+    return _log(COORDINATOR, data, error, "transactionLogStats", TC_CURSOR, coordinator_id=tc_id)
+
+
+def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:
+    """The pending-ack log and the store's stats (state, open time, open transactions)."""
+    topic, sub = entry["topic"], entry["subscription"]
+    data, error = _attempt(counter, admin.pending_ack_internal_stats, topic, sub)
+    log = _log(SUBSCRIPTION, data, error, "pendingAckLogStats", PENDING_ACK_CURSOR, topic=topic, subscription=sub)
+    stats, stats_error = _attempt(counter, admin.pending_ack_stats, topic, sub)
+    if stats_error and not log.error:
+        log = replace(log, error=f"pending-ack stats: {stats_error}")
+    return log, stats if isinstance(stats, dict) else {}
+
+
+def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **ident) -> LogObservation:
+    if error:
+        return LogObservation(kind, error=error, **ident)
+    ml = ((data or {}).get(stats_key) or {}).get("managedLedgerInternalStats") if isinstance(data, dict) else None
+    if not isinstance(ml, dict) or not isinstance(ml.get("ledgers"), list):
+        return LogObservation(kind, error=f"the answer has no {stats_key}.managedLedgerInternalStats.ledgers", **ident)
+    try:
+        ledgers = tuple(int(info["ledgerId"]) for info in ml["ledgers"])
+    except (KeyError, TypeError, ValueError):
+        return LogObservation(kind, error="a ledger in the answer has no numeric ledgerId", **ident)
+    cursor_stats = (ml.get("cursors") or {}).get(cursor) or {}
+    return LogObservation(kind, ledgers=ledgers, last_confirmed=ml.get("lastConfirmedEntry"),
+                          mark_delete=cursor_stats.get("markDeletePosition"), **ident)

@@ -1,0 +1,73 @@
+"""One downgrade check end to end, and the polling of `--wait`: load the checkpoint, observe,
+judge, verify, save. Never prints; the CLI renders what it returns."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulsar_txn_cli.downgrade import checkpoint as cp_store
+from pulsar_txn_cli.downgrade import gather, verdict as v
+
+
+@dataclass
+class CheckResult:
+    verdict: v.DowngradeVerdict
+    observations: object
+    checkpoint_path: Path
+    saved: bool
+    calls: int
+
+
+def checkpoint_path(admin, override: str | None) -> Path:
+    return Path(override).expanduser() if override else cp_store.default_path(admin.target.identity)
+
+
+def check(admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, progress=None,
+          verify: list[str] | None = None) -> CheckResult:
+    """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
+    atomically, so an interrupted check leaves the previous file intact."""
+    try:
+        before, error = cp_store.load(path), None
+    except cp_store.CheckpointError as exc:
+        before, error = None, str(exc)
+    counter = gather.Counter()
+    observations = gather.gather(admin, concurrency=concurrency, progress=progress, counter=counter)
+    result = v.downgrade_verdict(observations, before, checkpoint_error=error)
+    if verify:
+        from pulsar_txn_cli.downgrade.verify import scan
+
+        result = v.apply_entry_scan(result, scan(verify))
+    saved = False
+    after = result.checkpoint
+    if after is not None and after != before and (before is not None or after.size):
+        cp_store.save(path, after)
+        saved = True
+    return CheckResult(result, observations, path, saved, counter.calls)
+
+
+def wait(admin, path: Path, *, interval: float, timeout: float | None, on_check, sleep=time.sleep,
+         clock=time.monotonic, **options) -> CheckResult:
+    """Check until SAFE or BLOCKED (an operator must act) or the timeout; on_check(result, n) after
+    each check. A connection failure while waiting is reported through on_check's caller and retried."""
+    from pulsar_txn_cli.errors import ConnectionFailed
+
+    deadline = None if timeout is None else clock() + timeout
+    n = 0
+    while True:
+        n += 1
+        try:
+            result = check(admin, path, **options)
+            failure = None
+        except ConnectionFailed as exc:
+            result, failure = None, exc
+        on_check(result, n, failure)
+        done = result is not None and result.verdict.verdict in (v.SAFE, v.BLOCKED)
+        if done:
+            return result
+        remaining = None if deadline is None else deadline - clock()
+        if remaining is not None and remaining <= 0:
+            if result is None:
+                raise failure
+            return result
+        sleep(interval if remaining is None else min(interval, remaining))
