@@ -111,7 +111,11 @@ def test_timed_snapshot_runs_on_the_engine_clock(parts):
     svc.publish(TOPIC, b"b")
     assert buffer.changes
     with parts.store.tx():
-        parts.clock.advance_ms(5000)
+        parts.clock.advance_ms(4999)
+    assert svc.tick_all() == 0
+    with parts.store.tx():
+        parts.clock.advance_ms(1)
+    assert svc.tick_all() == 1
     assert buffer.changes == 0 and buffer.last_snapshot_timestamp == taken + 5000
 
 

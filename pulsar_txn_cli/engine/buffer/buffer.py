@@ -67,7 +67,7 @@ class TransactionBuffer:
 
     # -- recovery -----------------------------------------------------------------------------
 
-    def recover(self) -> "TransactionBuffer":
+    def recover(self, snapshot_if_missing: bool = True) -> "TransactionBuffer":
         """Load the last snapshot, then replay the topic after its maxReadPosition."""
         self.recover_start_time = self.clock()
         recovered: Recovered = self.aborts.recover(self.log.ledger_exists)
@@ -82,7 +82,7 @@ class TransactionBuffer:
         self.aborts.trim(self.log.ledger_exists)
         self.state = READY
         self.recover_end_time = self.clock()
-        if recovered.max_read_position is None or recovered.full_replay:
+        if snapshot_if_missing and (recovered.max_read_position is None or recovered.full_replay):
             self.take_snapshot()  # like the broker: a buffer without a snapshot takes one at once
         return self
 

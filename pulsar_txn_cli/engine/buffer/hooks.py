@@ -5,6 +5,7 @@
 - `on_transaction_end(engine, txn, partitions, committed, low_water_mark=None)`: the coordinator's
   end-transaction reaching the produced partitions (with its low-water mark, as Pulsar sends it).
 - `in_buffer_stats(engine, topic, txn)`: {startPosition, aborted} for TransactionMetadata.producedPartitions.
+- `on_time_passed(engine)`: after the engine's clock moved, the snapshot timer of loaded buffers.
 - `rest_handle(engine, method, path, query, body)`: the buffer's REST routes, or None.
 - `config_keys()`: the four broker settings, as (name, type, default, dynamic, doc) for the engine's config table.
 """
@@ -20,7 +21,8 @@ def service(engine):
     if found is None:
         from pulsar_txn_cli.engine.buffer.service import BufferService
 
-        found = BufferService(engine.store, engine.clock, _settings(getattr(engine, "config", None)))
+        found = BufferService(engine.store, engine.clock, _settings(getattr(engine, "config", None)),
+                              writable=not getattr(engine, "readonly", False))
         setattr(engine, _ATTRIBUTE, found)
     return found
 
@@ -65,6 +67,12 @@ def on_transaction_end(engine, txn, partitions, committed: bool, low_water_mark:
 
 def in_buffer_stats(engine, topic: str, txn) -> dict:
     return service(engine).buffer(topic, create=True).in_buffer_stats(_txn(txn))
+
+
+def on_time_passed(engine) -> int:
+    """After the engine's clock moved (simulate, timers): timed snapshots of idle buffers."""
+    found = getattr(engine, _ATTRIBUTE, None)
+    return found.tick_all() if found is not None else 0
 
 
 def rest_handle(engine, method: str, path: str, query=None, body=None):

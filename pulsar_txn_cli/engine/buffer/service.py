@@ -2,7 +2,7 @@
 
 A buffer is loaded (snapshot + replay, as on a broker's topic load) on first use in a process
 and kept for the life of the engine object. Snapshot system topics are shared by the
-namespace, as on a broker. The snapshot timer runs on the engine's clock.
+namespace, as on a broker. Time-based snapshots follow the engine's clock.
 """
 from __future__ import annotations
 
@@ -41,14 +41,16 @@ def normalize_topic(name: str) -> str:
 
 
 class BufferService:
-    def __init__(self, store, clock, settings=None):
-        """settings(name, default) -> value: the engine's broker configuration."""
+    def __init__(self, store, clock, settings=None, *, writable: bool = True):
+        """settings(name, default) -> value: the engine's broker configuration.
+
+        writable=False (a read-only engine): loading a buffer writes nothing."""
+        self.writable = writable
         self.store = store
         self.clock = clock
         self.settings = settings or (lambda name, default: default)
         self.buffers: dict[str, TransactionBuffer] = {}
         self._logs: dict[str, ManagedLedgerLog] = {}
-        self._armed: set[str] = set()
 
     @property
     def config(self) -> BufferConfig:
@@ -84,9 +86,8 @@ class BufferService:
         if not log.ml.exists and not create:
             raise TopicNotFound(f"topic {topic} does not exist in the engine")
         buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self.config, lambda: self.clock.now_ms)
-        buffer.recover()
+        buffer.recover(snapshot_if_missing=self.writable)
         self.buffers[topic] = buffer
-        self._arm(buffer)
         return buffer
 
     # -- what producers and the coordinator do ------------------------------------------------
@@ -112,22 +113,18 @@ class BufferService:
             # The in-memory state may be ahead of what was stored: reload on next use.
             self.buffers.pop(buffer.topic, None)
             raise
-        self._arm(buffer)
         return result
 
     # -- the snapshot timer -------------------------------------------------------------------
 
-    def _arm(self, buffer: TransactionBuffer) -> None:
-        """Schedule the next timed snapshot when something changed since the last one."""
-        if not buffer.changes or buffer.topic in self._armed or not hasattr(self.clock, "call_at"):
-            return
-        self._armed.add(buffer.topic)
-        at_ms = max(self.clock.now_ms, buffer.last_snapshot_timestamp + buffer.config.min_time_ms)
-        self.clock.call_at(at_ms * 1000, lambda: self._fire(buffer))
+    def tick_all(self) -> int:
+        """The broker's snapshot timer for every loaded buffer; call it after engine time moved.
 
-    def _fire(self, buffer: TransactionBuffer) -> None:
-        self._armed.discard(buffer.topic)
-        if self.buffers.get(buffer.topic) is buffer:
-            with self.store.tx():
-                buffer.tick()
-            self._arm(buffer)
+        (Not a clock timer: those would make the engine's clock run ahead by themselves.)
+        Every buffer operation also checks the timer, so this only matters for idle topics.
+        """
+        taken = 0
+        for buffer in list(self.buffers.values()):
+            if self.writable:
+                taken += self._run(buffer, buffer.tick)
+        return taken
