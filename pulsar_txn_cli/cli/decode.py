@@ -75,15 +75,19 @@ def _finish(report, strict: bool, env) -> None:
     if isinstance(report.stopped, UsageError):
         raise report.stopped
     if report.stopped is not None and strict:
-        raise DataError(f"stopped at the first entry that could not be decoded (--strict), after {report.total - 1} good entries")
+        raise DataError(f"stopped at the first entry that could not be decoded (--strict), after {_count(report.total - 1, 'good entry', 'good entries')}")
     if report.failed:
         good = report.total - report.failed
-        rest = f"; the other {good} were decoded" if good else ""
+        rest = f"; the other {_count(good, 'was', 'were')} decoded" if good else ""
         raise DataError(f"{report.failed} of {report.total} entries could not be decoded{rest}")
     if report.total == 0:
         env.warn("the input holds no entries")
     else:
-        env.info(f"decoded {report.total} entries, {report.records} records")
+        env.info(f"decoded {_count(report.total, 'entry', 'entries')} ({_count(report.records, 'record', 'records')})")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):

@@ -132,8 +132,10 @@ def _parse_error(descriptor, data: bytes, start: int, what: str) -> DecodeError:
     if problem is None:
         return DecodeError(f"{what} is not valid protobuf", offset=start)
     verdict = "is truncated" if problem.kind == "truncated" else "is not valid protobuf"
-    context = _batch_context(descriptor, data, start, problem.offset)
-    return DecodeError(f"{what} {verdict}: {context}{problem.detail}", offset=problem.offset)
+    context, detail = _batch_context(descriptor, data, start, problem.offset), problem.detail
+    if context:
+        detail = detail.removeprefix(f"in {descriptor.fields[0].name}: ")
+    return DecodeError(f"{what} {verdict}: {context}{detail}", offset=problem.offset)
 
 
 def _missing_fields_error(message, data: bytes, start: int, what: str) -> DecodeError:

@@ -87,7 +87,9 @@ def decode_sources(
             for raw in dumps.read_entries(stream, source.format, source=source.label):
                 report.total += 1
                 try:
-                    entry = decode_raw(raw, resolve_log(log, raw.managed_ledger, raw.where))
+                    # An unreadable entry is reported as such, before asking which log it is from.
+                    entry_log = log if raw.error is not None else resolve_log(log, raw.managed_ledger, raw.where)
+                    entry = decode_raw(raw, entry_log)
                 except UsageError as exc:
                     report.stopped = exc
                     return

@@ -126,7 +126,9 @@ def _finish(entry: _Entry) -> RawEntry:
     raw, buf, expected = entry.raw, entry.buf, entry.expected
     if expected is not None and len(buf) < expected:
         if not buf:
-            if entry.stray:
+            if entry.gap is not None:
+                raw.error = DecodeError("the hex dump of the entry lacks its first row (offset 00000000)", offset=0)
+            elif entry.stray:
                 raw.error = DecodeError(LOSSY_MESSAGE)
             elif expected == 0:
                 raw.data = b""
