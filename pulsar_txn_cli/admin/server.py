@@ -53,6 +53,7 @@ def make_server(engine, host: str = "127.0.0.1", port: int = 0, latency_ms: floa
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall
         server_version = "pulsar-txn-engine"
 
         def _serve(self) -> None:

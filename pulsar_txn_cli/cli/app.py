@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from pulsar_txn_cli import __version__
-from pulsar_txn_cli.cli import analyze, batchlog, buffer, common, decode, demo, downgrade, engine, transactions
+from pulsar_txn_cli.cli import analyze, batchlog, buffer, common, decode, demo, downgrade, engine, metrics, transactions
 
 app = typer.Typer(
     name="pulsar-txn",
@@ -33,5 +33,5 @@ def root(
 
 common.root_callback(app, root)
 
-for group in (decode, batchlog, transactions, downgrade, analyze, buffer, engine, demo):
+for group in (decode, batchlog, transactions, metrics, downgrade, analyze, buffer, engine, demo):
     group.register(app)

@@ -1,5 +1,151 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""PIP-160's four promised commands, made real over the dynamic broker settings (facts §5).
+
+set-txn-tc-batch-log / set-txn-pending-ack-batch-log update the dynamic setting and, with
+--reload, reopen the stores; get-txn-tc-batch-log-stat / get-txn-pending-ack-batch-log-stat judge
+per coordinator / subscription whether batching is configured and effective.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    command(app, "set-txn-tc-batch-log", target=True)(set_txn_tc_batch_log)
+    command(app, "set-txn-pending-ack-batch-log", target=True)(set_txn_pending_ack_batch_log)
+    command(app, "get-txn-tc-batch-log-stat", target=True)(get_txn_tc_batch_log_stat)
+    command(app, "get-txn-pending-ack-batch-log-stat", target=True)(get_txn_pending_ack_batch_log_stat)
+
+
+Value = Annotated[Optional[str], typer.Argument(metavar="[true|false]", help="With --enable: the value (default true).", show_default=False)]
+Enable = Annotated[bool, typer.Option("--enable", help="Turn batching on (or --enable true|false).")]
+Disable = Annotated[bool, typer.Option("--disable", help="Turn batching off.")]
+Reload = Annotated[bool, typer.Option("--reload", help="Reopen the stores now so the change takes effect (unloads topics).")]
+Yes = Annotated[bool, typer.Option("-y", "--yes", help="Do not ask before unloading.")]
+Concurrency = Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)]
+
+
+def set_txn_tc_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False, yes: Yes = False) -> None:
+    """Turn batching of the transaction coordinators' log on or off (transactionLogBatchedWriteEnabled).
+
+    A coordinator picks the setting up only when its store is reopened; --reload unloads the
+    coordinator-assign partitions so that every coordinator reopens now.
+    """
+    from pulsar_txn_cli.admin.batchlog import TC
+
+    _set(TC, _enabled(value, enable, disable), reload, yes, concurrency=8)
+
+
+def set_txn_pending_ack_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False,
+                                  yes: Yes = False, concurrency: Concurrency = 8) -> None:
+    """Turn batching of the pending-ack logs on or off (transactionPendingAckBatchedWriteEnabled).
+
+    A subscription picks the setting up only when its pending-ack store is reopened; --reload
+    unloads every topic with a transactional subscription so that they reopen now.
+    """
+    from pulsar_txn_cli.admin.batchlog import PENDING_ACK
+
+    _set(PENDING_ACK, _enabled(value, enable, disable), reload, yes, concurrency=concurrency)
+
+
+def get_txn_tc_batch_log_stat() -> None:
+    """Per coordinator: is log batching configured, and is it effective in the open store?"""
+    from pulsar_txn_cli.admin.batchlog import TC
+
+    _stat(TC, concurrency=8)
+
+
+def get_txn_pending_ack_batch_log_stat(concurrency: Concurrency = 8) -> None:
+    """Per transactional subscription: is pending-ack batching configured, and is it effective?"""
+    from pulsar_txn_cli.admin.batchlog import PENDING_ACK
+
+    _stat(PENDING_ACK, concurrency=concurrency)
+
+
+# --- the work -------------------------------------------------------------------------------------------
+
+def _enabled(value: str | None, enable: bool, disable: bool) -> bool:
+    if enable and disable:
+        raise UsageError("give --enable or --disable, not both")
+    if value is not None:
+        text = value.strip().lower()
+        if text not in ("true", "false"):
+            raise UsageError(f"the value must be true or false, not {value!r}")
+        if disable:
+            raise UsageError("--disable takes no value; use --enable false or --disable")
+        return text == "true"
+    if not (enable or disable):
+        raise UsageError("say what to do: --enable, --disable or --enable true|false")
+    return enable
+
+
+def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> None:
+    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    admin = env.admin()
+    target = admin.target.describe()
+    stores = batchlog.stores_of(admin, log, concurrency)
+    topics = batchlog.reload_targets(log, stores) if reload else []
+    if reload and topics and not yes:
+        _confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
+    result = batchlog.set_batch_log(admin, log, enabled, concurrency=concurrency, stores=stores)
+    word = "enabled" if enabled else "disabled"
+    env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
+    reloaded = None
+    if reload:
+        reloaded = batchlog.reload_stores(admin, topics)
+        ok = sum(1 for r in reloaded if r["unloaded"])
+        env.info(f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened.")
+    else:
+        env.info(f"It takes effect for each {log.store} only when its store is reopened: the {len(stores)} open "
+                 f"{log.store} store(s) keep their old setting until then. Rerun with --reload to reopen them now, "
+                 f"then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat.")
+    data = {**result, "reload": reloaded}
+    tables = [Table([("setting", "setting"), ("value", "value"), ("previous", "previous"), ("target", "target")], [result])]
+    if reloaded is not None:
+        tables.append(Table([("topic", "topic"), ("unloaded", "unloaded"), ("error", "error")], reloaded, title="reload"))
+    emit(Result(data=data, records=[data], tables=tables), env)
+    failed = [r for r in reloaded or [] if not r["unloaded"]]
+    if failed:
+        raise ConnectionFailed(f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}")
+
+
+def _confirm(question: str) -> None:
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question.rstrip('?')}: stdin is not a terminal, so confirm with --yes")
+    if not typer.confirm(question, default=False, err=True):
+        raise UsageError("nothing was changed (not confirmed)")
+
+
+def _stat(log, *, concurrency: int) -> None:
+    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    admin = env.admin()
+    data = batchlog.batch_log_stat(admin, log, concurrency=concurrency)
+    detail = data[log.detail_key]
+    rows = [{**d, "opened": batchlog.iso(d.get("recoverStartTime"))} for d in detail]
+    key_columns = [("coordinatorId", "coordinator"), ("broker", "broker")] if log.kind == "tc" else [("topic", "topic"), ("subscription", "subscription")]
+    columns = key_columns + [("state", "state"), ("configured", "configured"), ("effective", "effective"), ("opened", "opened"), ("reason", "reason")]
+    brokers = Table([("broker", "broker"), ("runtime", log.key), ("batches", "batches written")], data["brokers"], title="brokers")
+    effective = [d["effective"] for d in detail]
+    verdict = (f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
+               f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "
+               f"{effective.count(True)} of {len(detail)} {log.store}(s), off in {effective.count(False)}, unknown in {effective.count(None)}.")
+    if effective.count(None) or (data[log.pip_flag] is not None and effective.count(not data[log.pip_flag])):
+        env.info("hint: reopen the stores with "
+                 f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload")
+    emit(Result(data=data, records=detail, tables=[Table(columns, rows, title=f"{log.store}s"), brokers], lines=["", verdict]), env)
+
+
+def _shown(value) -> str:
+    return "unknown" if value is None else str(value).lower()

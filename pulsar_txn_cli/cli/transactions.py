@@ -1,5 +1,233 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""Transaction stats with `pulsar-admin transactions` option names, on a cluster or the engine.
+
+Each command calls one PulsarAdmin method and renders Pulsar's JSON unchanged for -o json/jsonl;
+tables pick the fields an operator reads first.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import UsageError
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    command(app, "coordinators-list", target=True)(coordinators_list)
+    command(app, "coordinator-stats", target=True)(coordinator_stats)
+    command(app, "coordinator-internal-stats", target=True)(coordinator_internal_stats)
+    command(app, "pending-ack-stats", target=True)(pending_ack_stats)
+    command(app, "pending-ack-internal-stats", target=True)(pending_ack_internal_stats)
+    command(app, "transaction-metadata", target=True)(transaction_metadata)
+    command(app, "slow-transactions", target=True)(slow_transactions)
+    command(app, "transaction-buffer-stats", target=True)(transaction_buffer_stats)
+    command(app, "buffer-snapshot-internal-stats", target=True)(buffer_snapshot_internal_stats)
+    command(app, "subscriptions", target=True)(subscriptions)
+
+
+Topic = Annotated[str, typer.Option("-t", "--topic", help="Topic: persistent://tenant/ns/topic, tenant/ns/topic or topic.", show_default=False)]
+
+
+def coordinators_list() -> None:
+    """List the transaction coordinators and the broker that owns each."""
+    env = current()
+    data = env.admin().coordinators()
+    _emit(data, [("id", "id"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")])
+
+
+def coordinator_stats(
+    coordinator_id: Annotated[Optional[int], typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False)] = None,
+) -> None:
+    """Stats of the transaction coordinators (state, sequence id, low water mark, recover times)."""
+    env = current()
+    data = env.admin().coordinator_stats(coordinator_id)
+    rows = [{"id": coordinator_id, **data}] if coordinator_id is not None else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
+    _emit(data, STATS_COLUMNS, rows=_timed(rows), records=rows if coordinator_id is None else None)
+
+
+def coordinator_internal_stats(
+    coordinator_id: Annotated[int, typer.Option("-c", "--coordinator-id", help="The coordinator id.", show_default=False)],
+    metadata: Annotated[bool, typer.Option("-m", "--metadata", help="Include the ledgers' metadata.")] = False,
+) -> None:
+    """The coordinator's transaction-log managed ledger: ledgers, entries, cursor."""
+    env = current()
+    data = env.admin().coordinator_internal_stats(coordinator_id, metadata)
+    _emit_log_stats(data, "transactionLogStats")
+
+
+def pending_ack_stats(
+    topic: Topic,
+    subscription: Annotated[str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)],
+    low_water_mark: Annotated[bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")] = False,
+) -> None:
+    """Stats of a subscription's pending-ack handle."""
+    env = current()
+    data = env.admin().pending_ack_stats(topic, subscription, low_water_mark)
+    _emit(data, STATS_COLUMNS + [("lowWaterMarks", "low water marks")], rows=_timed([data or {}]))
+
+
+def pending_ack_internal_stats(
+    topic: Topic,
+    subscription: Annotated[str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)],
+    metadata: Annotated[bool, typer.Option("-m", "--metadata", help="Include the ledgers' metadata.")] = False,
+) -> None:
+    """The subscription's pending-ack managed ledger: ledgers, entries, cursor."""
+    env = current()
+    data = env.admin().pending_ack_internal_stats(topic, subscription, metadata)
+    _emit_log_stats(data, "pendingAckLogStats")
+
+
+def transaction_metadata(
+    txn_id: Annotated[Optional[str], typer.Argument(metavar="[TXN_ID]", help="The transaction id as (most,least), as printed everywhere.", show_default=False)] = None,
+    most: Annotated[Optional[int], typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False)] = None,
+    least: Annotated[Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)] = None,
+) -> None:
+    """Metadata of one transaction: status, timeout, produced and acknowledged partitions."""
+    env = current()
+    most, least = parse_txn_id(txn_id, most, least)
+    data = env.admin().transaction_metadata(most, least)
+    _emit(data, TXN_COLUMNS, rows=[_txn_row(data or {})])
+
+
+def slow_transactions(
+    time_: Annotated[str, typer.Option("-t", "--time", help="Older than this: 1s, 10s, 1m, 5h, 3d (default 1s).")] = "1s",
+    coordinator_id: Annotated[Optional[int], typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False)] = None,
+) -> None:
+    """Transactions open for longer than --time."""
+    env = current()
+    data = env.admin().slow_transactions(parse_duration_ms(time_), coordinator_id) or {}
+    rows = [_txn_row(v) for _, v in sorted(data.items())]
+    _emit(data, TXN_COLUMNS, rows=rows, records=list(data.values()))
+
+
+def transaction_buffer_stats(
+    topic: Topic,
+    low_water_mark: Annotated[bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")] = False,
+    segment_stats: Annotated[bool, typer.Option("-s", "--segment-stats", help="Include segmented-snapshot stats.")] = False,
+) -> None:
+    """Stats of a topic's transaction buffer."""
+    env = current()
+    data = env.admin().transaction_buffer_stats(topic, low_water_mark, segment_stats)
+    columns = [("state", "state"), ("maxReadPosition", "max read position"), ("ongoingTxnSize", "ongoing"),
+               ("lastSnapshotTimestamps", "last snapshot"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
+    _emit(data, columns, rows=_timed([data or {}], ("lastSnapshotTimestamps", "recoverStartTime", "recoverEndTime")))
+
+
+def buffer_snapshot_internal_stats(
+    topic: Topic,
+    metadata: Annotated[bool, typer.Option("-m", "--metadata", help="Include the ledgers' metadata.")] = False,
+) -> None:
+    """Internal stats of the transaction buffer's snapshot system topics."""
+    env = current()
+    data = env.admin().transaction_buffer_internal_stats(topic, metadata) or {}
+    rows = []
+    for key in ("singleSnapshotSystemTopicInternalStats", "segmentInternalStats", "segmentIndexInternalStats"):
+        stats = data.get(key)
+        if stats:
+            rows.append({"kind": key, **_ml_summary(stats)})
+    _emit(data, [("kind", "snapshot topic")] + ML_COLUMNS, rows=rows, lines=[f"snapshot type: {data.get('snapshotType')}"])
+
+
+def subscriptions(
+    namespace: Annotated[Optional[list[str]], typer.Option("-n", "--namespace", help="Only these namespaces (tenant/ns); repeatable. Default: all.", show_default=False)] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)] = 8,
+) -> None:
+    """Every subscription that uses transactions, from the pending-ack topics of all namespaces."""
+    from pulsar_txn_cli.admin.discovery import transactional_subscriptions
+
+    env = current()
+    data = transactional_subscriptions(env.admin(), namespaces=namespace, concurrency=concurrency)
+    for entry in data:
+        if entry["status"] != "ok":
+            choices = ", ".join(f"{c['topic']} / {c['subscription']}" for c in entry.get("candidates", []))
+            env.warn(f"{entry['pendingAckTopic']}: {entry['status']} ({choices})")
+    _emit(data, [("topic", "topic"), ("subscription", "subscription"), ("status", "status")])
+
+
+# --- parsing ---------------------------------------------------------------------------------------
+
+_TXN = re.compile(r"^\(?\s*(-?\d+)\s*[,:]\s*(-?\d+)\s*\)?$")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w|y)?$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
+
+
+def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple[int, int]:
+    """(most, least) from `(most,least)` or from -m/-l (exactly one of the two forms)."""
+    if text is not None:
+        if most is not None or least is not None:
+            raise UsageError("give the transaction id either as (most,least) or with -m/-l, not both")
+        match = _TXN.match(text.strip())
+        if not match:
+            raise UsageError(f"transaction id {text!r} is not (most,least), e.g. (1,18)")
+        return int(match.group(1)), int(match.group(2))
+    if most is None or least is None:
+        raise UsageError("give the transaction id as (most,least), or both -m/--most-sig-bits and -l/--least-sig-bits")
+    return most, least
+
+
+def parse_duration_ms(text: str) -> int:
+    """Pulsar's relative times (1s, 10s, 1m, 5h, 3d; a bare number is seconds), in milliseconds."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise UsageError(f"--time {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
+    return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
+
+
+# --- rendering ----------------------------------------------------------------------------------------
+
+STATS_COLUMNS = [("id", "id"), ("state", "state"), ("leastSigBits", "sequence id"), ("lowWaterMark", "low water mark"),
+                 ("ongoingTxnSize", "ongoing"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
+TXN_COLUMNS = [("txnId", "txn id"), ("status", "status"), ("openTimestamp", "opened"), ("timeoutAt", "timeout"),
+               ("producedPartitions", "produced"), ("ackedPartitions", "acked")]
+ML_COLUMNS = [("managedLedgerName", "managed ledger"), ("ledgers", "ledgers"), ("ledgerIds", "ledger ids"), ("numberOfEntries", "entries"),
+              ("totalSize", "bytes"), ("lastConfirmedEntry", "last confirmed"), ("state", "state")]
+
+
+def _emit(data, columns, *, rows=None, records=None, lines=None) -> None:
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    if rows is None:
+        rows = data if isinstance(data, list) else [data or {}]
+    emit(Result(data=data, records=records, tables=[Table(columns, rows)], lines=lines or []), env)
+
+
+def _timed(rows, keys=("recoverStartTime", "recoverEndTime")):
+    """Rows with millisecond timestamps shown as UTC times (tables only)."""
+    from pulsar_txn_cli.admin.batchlog import iso
+
+    return [{**row, **{k: iso(row.get(k)) for k in keys if k in row}} for row in rows]
+
+
+def _txn_row(meta: dict) -> dict:
+    from pulsar_txn_cli.admin.batchlog import iso
+
+    return {**meta, "openTimestamp": iso(meta.get("openTimestamp")), "timeoutAt": iso(meta.get("timeoutAt")),
+            "producedPartitions": sorted(meta.get("producedPartitions") or {}),
+            "ackedPartitions": sorted(f"{t} / {s}" for t, subs in (meta.get("ackedPartitions") or {}).items() for s in subs)}
+
+
+def _ml_summary(log_stats: dict) -> dict:
+    ml = log_stats.get("managedLedgerInternalStats") or {}
+    ledgers = ml.get("ledgers") or []
+    return {"managedLedgerName": log_stats.get("managedLedgerName"), "ledgers": len(ledgers),
+            "ledgerIds": [l.get("ledgerId") for l in ledgers], "numberOfEntries": ml.get("numberOfEntries"),
+            "totalSize": ml.get("totalSize"), "lastConfirmedEntry": ml.get("lastConfirmedEntry"), "state": ml.get("state")}
+
+
+def _emit_log_stats(data, key: str) -> None:
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    stats = (data or {}).get(key) or {}
+    ml = stats.get("managedLedgerInternalStats") or {}
+    summary = Table(ML_COLUMNS, [_ml_summary(stats)], title="managed ledger")
+    ledgers = Table([("ledgerId", "ledger id"), ("entries", "entries"), ("size", "bytes"), ("offloaded", "offloaded")],
+                    ml.get("ledgers") or [], title="ledgers")
+    cursors = Table([("name", "cursor"), ("markDeletePosition", "mark delete"), ("readPosition", "read position"),
+                     ("individuallyDeletedMessages", "deleted ranges")],
+                    [{"name": name, **c} for name, c in (ml.get("cursors") or {}).items()], title="cursors")
+    emit(Result(data=data, tables=[summary, ledgers, cursors]), env)

@@ -32,6 +32,7 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # one small answer in two writes would wait for a delayed ACK
 
             def _any(self):
                 length = int(self.headers.get("Content-Length") or 0)

@@ -1,0 +1,272 @@
+"""PIP-160's batch-log switches: set them, reload the stores, and judge where batching is effective.
+
+Pulsar has no API that says whether a coordinator or a pending-ack store batches (facts §5): a
+store reads the dynamic setting only when it is opened. So the judgement combines
+- the configured value: the dynamic override, else each broker's runtime configuration;
+- the moment of the change, recorded in a per-target state file when this tool sets it, with
+  every store's recoverStartTime at that moment (clock-independent: a store whose recover time
+  moved was reopened after the change; otherwise its time is compared with the change's);
+- the brokers' buffered-writer metrics, as evidence that some store on a broker batches.
+When the answer cannot be known, `effective` is None and `reason` says why.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY
+from pulsar_txn_cli.errors import ConnectionFailed
+
+
+@dataclass(frozen=True)
+class Log:
+    kind: str  # "tc" or "pending-ack"
+    key: str  # the dynamic broker setting
+    pip_flag: str  # the PIP's JSON keys
+    pip_array: str
+    metric_prefix: str
+    store: str  # words for messages
+
+    @property
+    def detail_key(self) -> str:
+        return "coordinators" if self.kind == "tc" else "subscriptions"
+
+
+TC = Log("tc", TC_BATCH_KEY, "txnTcBatchLogEnabled", "coodinatorArray", "pulsar_txn_tc", "coordinator")
+PENDING_ACK = Log("pending-ack", PENDING_ACK_BATCH_KEY, "txnPendingAckBatchLogEnabled", "subscriptionArray",
+                  "pulsar_txn_pending_ack_store", "subscription")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# --- the per-target state file ------------------------------------------------------------------
+
+def state_path(target) -> Path:
+    import platformdirs
+
+    digest = hashlib.sha256(target.identity.encode()).hexdigest()[:16]
+    return Path(platformdirs.user_state_dir("pulsar-txn")) / "targets" / f"{digest}.json"
+
+
+def load_state(target) -> dict:
+    path = state_path(target)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"target": target.identity, "changes": {}}
+    return doc if isinstance(doc, dict) and doc.get("target") == target.identity else {"target": target.identity, "changes": {}}
+
+
+def save_state(target, state: dict) -> None:
+    """Atomically (write, then rename), so a crash never leaves half a file."""
+    path = state_path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+# --- what is configured ---------------------------------------------------------------------------
+
+def parse_bool(value) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    return True if text == "true" else False if text == "false" else None
+
+
+def configured_setting(admin, log: Log) -> dict:
+    """{"dynamic": bool|None, "brokers": [{"broker", "runtime"}], "configured": bool|None, "mixed": bool}."""
+    dynamic = parse_bool((admin.dynamic_config_values() or {}).get(log.key))
+    brokers = []
+    urls = admin.broker_web_urls()
+    for url in urls:
+        # With one broker, ask through the admin URL: a served engine or a proxy may advertise an address we cannot reach.
+        config = admin.runtime_config(None if len(urls) == 1 else url)
+        brokers.append({"broker": _short(url), "runtime": parse_bool((config or {}).get(log.key))})
+    values = {b["runtime"] for b in brokers if b["runtime"] is not None}
+    configured = dynamic if dynamic is not None else (values.pop() if len(values) == 1 else None)
+    return {"dynamic": dynamic, "brokers": brokers, "configured": configured, "mixed": len({b["runtime"] for b in brokers}) > 1}
+
+
+# --- the stores and their open times ----------------------------------------------------------------
+
+def coordinator_stores(admin) -> list[dict]:
+    stats = admin.coordinator_stats() or {}
+    owners = {c["id"]: c for c in admin.coordinators()}
+    stores = []
+    for tc_id in sorted(set(owners) | {int(k) for k in stats}):
+        s = stats.get(str(tc_id)) or stats.get(tc_id) or {}
+        stores.append({"coordinatorId": tc_id, "broker": (owners.get(tc_id) or {}).get("brokerServiceUrl"),
+                       "state": s.get("state"), "recoverStartTime": s.get("recoverStartTime"), "recoverEndTime": s.get("recoverEndTime")})
+    return stores
+
+
+def subscription_stores(admin, concurrency: int = 8, subscriptions: list[dict] | None = None) -> list[dict]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pulsar_txn_cli.admin.discovery import transactional_subscriptions
+
+    subs = subscriptions if subscriptions is not None else transactional_subscriptions(admin, concurrency=concurrency)
+
+    def stats(sub):
+        entry = {"topic": sub["topic"], "subscription": sub["subscription"], "discovery": sub["status"],
+                 "state": None, "recoverStartTime": None, "recoverEndTime": None}
+        if sub["status"] == "orphan":
+            return entry
+        try:
+            s = admin.pending_ack_stats(sub["topic"], sub["subscription"]) or {}
+        except ConnectionFailed as exc:
+            if exc.status != 404:
+                raise
+            return entry
+        entry.update(state=s.get("state"), recoverStartTime=s.get("recoverStartTime"), recoverEndTime=s.get("recoverEndTime"))
+        return entry
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="pending-ack-stats") as pool:
+        return list(pool.map(stats, subs))
+
+
+def store_key(log: Log, store: dict) -> str:
+    """The PIP's key: the coordinator id, or `<topic>-<subscription>` like the pending-ack topic name."""
+    if log.kind == "tc":
+        return str(store["coordinatorId"])
+    return f"{store['topic']}-{store['subscription']}"
+
+
+def stores_of(admin, log: Log, concurrency: int = 8) -> list[dict]:
+    return coordinator_stores(admin) if log is TC else subscription_stores(admin, concurrency)
+
+
+# --- setting and reloading ---------------------------------------------------------------------------
+
+def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, stores: list[dict] | None = None) -> dict:
+    """Update the dynamic setting and record the moment and every store's open time."""
+    before = configured_setting(admin, log)
+    stores = stores_of(admin, log, concurrency) if stores is None else stores
+    snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
+    admin.update_dynamic_config(log.key, enabled)
+    change = {"value": enabled, "previous": before["configured"], "at": now_ms(), "recoverStartTimes": snapshot}
+    state = load_state(admin.target)
+    state.setdefault("changes", {})[log.key] = change
+    save_state(admin.target, state)
+    return {
+        "target": admin.target.describe(), "setting": log.key, "value": enabled, "previous": before["configured"],
+        "at": change["at"], log.detail_key: len(stores),
+        "note": f"takes effect for each {log.store} only when its store is reopened "
+                f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
+    }
+
+
+def reload_targets(log: Log, stores: list[dict]) -> list[str]:
+    """The topics to unload so that these stores reopen."""
+    if log is TC:
+        return [f"{TC_ASSIGN}-partition-{s['coordinatorId']}" for s in stores]
+    return sorted({s["topic"] for s in stores if s.get("topic") and s.get("discovery") != "orphan"})
+
+
+def reload_stores(admin, topics: list[str]) -> list[dict]:
+    """Unload each topic; failures are reported per topic, not raised."""
+    results = []
+    for topic in topics:
+        try:
+            admin.unload_topic(topic)
+            results.append({"topic": topic, "unloaded": True, "error": None})
+        except ConnectionFailed as exc:
+            results.append({"topic": topic, "unloaded": False, "error": str(exc)})
+    return results
+
+
+# --- the judgement -------------------------------------------------------------------------------------
+
+def judge(store: dict, configured: bool | None, dynamic: bool | None, change: dict | None, key: str) -> tuple[bool | None, str]:
+    """(effective, reason) for one store. Pure: no I/O."""
+    start = store.get("recoverStartTime") or 0
+    state = store.get("state")
+    if state != "Ready" or not start:
+        shown = "not loaded" if state is None else f"in state {state}"
+        return None, f"the store is {shown}; when it opens it will use the configured value"
+    if change is None:
+        if dynamic is None:
+            if configured is None:
+                return None, "the brokers disagree on the setting and nothing says which broker opened this store"
+            return configured, "set in the brokers' configuration files; no dynamic change on record"
+        return None, ("the dynamic setting was changed outside pulsar-txn, so the moment of the change is unknown; "
+                      "set it with this tool or reload the store (--reload) to know")
+    at = change.get("at") or 0
+    if configured is not None and change.get("value") != configured:
+        return None, f"the setting was changed again outside pulsar-txn after {iso(at)}; the moment of that change is unknown"
+    snapshot = change.get("recoverStartTimes")
+    if snapshot is not None:  # the store's open time at the change: moved (or new store) = reopened since
+        reopened = key not in snapshot or start != snapshot[key]
+    else:
+        reopened = start >= at
+    if reopened:
+        return change.get("value"), f"the store was opened at {iso(start)}, after the change at {iso(at)}"
+    previous = change.get("previous")
+    if previous is None:
+        return None, f"the store was opened at {iso(start)}, before the change at {iso(at)}, and the value before the change is unknown"
+    return previous, f"the store was opened at {iso(start)}, before the change at {iso(at)}; reload it for the change to take effect"
+
+
+def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool = True) -> dict:
+    """The PIP's answer ({flag, array}) plus per-store detail, broker evidence and the recorded change."""
+    setting = configured_setting(admin, log)
+    change = load_state(admin.target).get("changes", {}).get(log.key)
+    detail = []
+    for store in stores_of(admin, log, concurrency):
+        key = store_key(log, store)
+        effective, reason = judge(store, setting["configured"], setting["dynamic"], change, key)
+        detail.append({**store, "configured": setting["configured"], "effective": effective, "reason": reason})
+    brokers = setting["brokers"]
+    if with_metrics:
+        _add_metrics(admin, log, brokers)
+    return {
+        "target": admin.target.describe(),
+        "setting": log.key,
+        log.pip_flag: setting["configured"],
+        log.pip_array: [{store_key(log, d): d["effective"]} for d in detail],
+        log.detail_key: detail,
+        "dynamic": setting["dynamic"],
+        "brokers": brokers,
+        "change": None if change is None else {k: change[k] for k in ("value", "previous", "at") if k in change},
+    }
+
+
+def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:
+    from pulsar_txn_cli.admin.metrics import summarize
+
+    for broker in brokers:
+        url = None if len(brokers) == 1 else _long(admin, broker["broker"])
+        try:
+            summary = summarize(admin.metrics_text(url))
+        except ConnectionFailed:
+            broker["batches"] = None
+            continue
+        part = next((s for s in summary if s["log"] == log.kind), None)
+        broker["batches"] = part["batches"] if part else 0
+
+
+def iso(ms: int | None) -> str:
+    if not ms:
+        return "-"
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _short(url: str) -> str:
+    return url.split("://", 1)[-1]
+
+
+def _long(admin, address: str) -> str:
+    scheme = "https" if str(admin.target.url or "").startswith("https") else "http"
+    return f"{scheme}://{address}"
