@@ -1,5 +1,79 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""`pulsar-txn stuck-readers`: partitions whose readers wait behind open transactions."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import UsageError
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    command(app, "stuck-readers", target=True)(stuck_readers)
+
+
+def stuck_readers(
+    topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="A topic (all its partitions when partitioned).", show_default=False)] = None,
+    namespace: Annotated[Optional[str], typer.Option("-n", "--namespace", help="Every topic of a namespace, tenant/namespace.", show_default=False)] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list partitions that are not held back.")] = False,
+) -> None:
+    """Which partitions hold readers back behind open transactions, by whom, since when, how far.
+
+    Readers stop at a partition's maxReadPosition, just before the first message of the oldest open transaction written there. Each holder comes with its transaction metadata and the commands that abort it.
+    """
+    import time
+
+    from pulsar_txn_cli.output import Result, Table, emit
+    from pulsar_txn_cli.stuck_readers import find_stuck_readers
+
+    env = current()
+    if bool(topic) == bool(namespace):
+        raise UsageError("give exactly one of -t/--topic or -n/--namespace")
+    if namespace and namespace.count("/") != 1:
+        raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
+    report = find_stuck_readers(env.admin(), topic=topic, namespace=namespace, now_ms=int(time.time() * 1000), include_all=show_all)
+    rows = [_row(p) for p in report["partitions"]]
+    lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions"]
+    for partition in report["partitions"]:
+        for holder in partition.get("holders", []):
+            lines.append(f"  {holder['txnId']} on {partition['topic']}: " + "  |  ".join(holder["fix"]))
+        if partition.get("note"):
+            lines.append(f"  {partition['topic']}: {partition['note']}")
+        if partition.get("error"):
+            env.warn(f"{partition['topic']}: {partition['error']}")
+    columns = [("topic", "TOPIC"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
+               ("entriesBehind", "BEHIND"), ("heldSince", "HELD SINCE"), ("holders", "HOLDERS (head first)")]
+    emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
+
+
+def _row(partition: dict) -> dict:
+    holders = partition.get("holders", [])
+    since = partition.get("heldSince")
+    age = holders[0]["openForMs"] if holders else None
+    return {
+        **partition,
+        "heldSince": f"{_iso(since)} ({_duration(age)} ago)" if since else ("-" if not partition.get("held") else "unknown"),
+        "holders": " ".join(h["txnId"] for h in holders) or ("-" if not partition.get("held") else "?"),
+        "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
+    }
+
+
+def _iso(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "?"
+    s = ms // 1000
+    if s >= 86400:
+        return f"{s // 86400}d{s % 86400 // 3600}h"
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60}s"
+    return f"{s}s"

@@ -1,0 +1,111 @@
+"""stuck-readers against a local HTTP server answering Pulsar's REST paths with a broker's JSON.
+
+The server is a stand-in for a real broker (whose answers it serves verbatim); the engine
+path is covered in test_stuck_readers_engine.py.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pulsar_txn_cli.stuck_readers import entries_between
+
+OPEN_AT = 1_767_225_600_000
+HOLDER = {
+    "txnId": "(0,5)", "status": "OPEN", "openTimestamp": OPEN_AT, "timeoutAt": OPEN_AT + 60_000,
+    "producedPartitions": {"persistent://public/default/orders-partition-1": {"startPosition": "3:2", "aborted": False}},
+    "ackedPartitions": {},
+}
+YOUNGER = {**HOLDER, "txnId": "(1,9)", "openTimestamp": OPEN_AT + 5000,
+           "producedPartitions": {"persistent://public/default/orders-partition-1": {"startPosition": "4:0", "aborted": False}}}
+ROUTES = {
+    "/admin/v3/transactions/slowTransactions/0": {"(1,9)": YOUNGER, "(0,5)": HOLDER},
+    "/admin/v2/persistent/public/default/orders/partitions": {"partitions": 2},
+    "/admin/v2/namespaces/public/default/topics": [
+        "persistent://public/default/orders-partition-0", "persistent://public/default/orders-partition-1",
+        "persistent://public/default/__change_events"],
+    "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0": {
+        "state": "Ready", "maxReadPosition": "7:3", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 0,
+        "recoverStartTime": 1, "recoverEndTime": 2},
+    "/admin/v2/persistent/public/default/orders-partition-0/internalStats": {
+        "lastConfirmedEntry": "7:3", "ledgers": [{"ledgerId": 7, "entries": 0, "size": 0}]},
+    "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-1": {
+        "state": "Ready", "maxReadPosition": "3:1", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 2,
+        "recoverStartTime": 1, "recoverEndTime": 2},
+    "/admin/v2/persistent/public/default/orders-partition-1/internalStats": {
+        "lastConfirmedEntry": "4:2", "ledgers": [{"ledgerId": 3, "entries": 5, "size": 10}, {"ledgerId": 4, "entries": 0, "size": 0}]},
+}
+
+
+@pytest.fixture
+def broker():
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            body = ROUTES.get(path)
+            status = 200 if body is not None else 404
+            data = json.dumps(body if body is not None else {"reason": "Topic not found"}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_entries_between_counts_across_ledgers_and_the_open_one():
+    ledgers = [{"ledgerId": 3, "entries": 5}, {"ledgerId": 4, "entries": 0}]
+    assert entries_between((3, 1), (4, 2), ledgers) == 3 + 3
+    assert entries_between((4, 2), (4, 2), ledgers) == 0
+    assert entries_between((3, -1), (3, 4), [{"ledgerId": 3, "entries": 0}]) == 5
+
+
+def test_topic_lists_held_partitions_with_holders_head_first(cli, broker):
+    result = cli(["stuck-readers", "-t", "orders", "--admin-url", broker, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    report = result.json()
+    assert (report["checked"], report["held"]) == (2, 1)
+    [held] = report["partitions"]
+    assert held["topic"] == "persistent://public/default/orders-partition-1"
+    assert (held["maxReadPosition"], held["lastConfirmedEntry"], held["entriesBehind"]) == ("3:1", "4:2", 6)
+    assert [h["txnId"] for h in held["holders"]] == ["(0,5)", "(1,9)"]
+    assert held["holders"][0]["head"] and not held["holders"][1]["head"]
+    assert held["heldSince"] == OPEN_AT
+    assert held["holders"][0]["metadata"] == HOLDER
+    assert "pulsar-admin transactions abort-transaction -m 0 -l 5" in held["holders"][0]["fix"]
+
+
+def test_namespace_table_names_the_fix(cli, broker):
+    result = cli(["stuck-readers", "-n", "public/default", "--admin-url", broker, "--all"])
+    assert result.exit_code == 0, result.stderr
+    assert "orders-partition-0" in result.stdout and "orders-partition-1" in result.stdout
+    assert "__change_events" not in result.stdout
+    assert "1 of 2 partition(s) held back" in result.stdout
+    assert "abort-transaction -m 0 -l 5" in result.stdout
+    assert "2026-01-01 00:00:00Z" in result.stdout
+
+
+def test_exactly_one_scope_is_required(cli):
+    result = cli(["stuck-readers", "-t", "a", "-n", "public/default"])
+    assert result.exit_code == 2
+    assert "exactly one of -t/--topic or -n/--namespace" in result.stderr
+
+
+def test_unknown_topic_is_one_clear_line(cli, broker):
+    result = cli(["stuck-readers", "-t", "missing", "--admin-url", broker, "-o", "json"])
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+    assert "transactionBufferStats/public/default/missing" in line and "Topic not found" in line
