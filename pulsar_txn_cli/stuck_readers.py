@@ -118,7 +118,7 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     if not out:
         report["note"] = (f"{report['ongoingTxnSize']} ongoing transaction(s) but no coordinator lists one for this partition: "
                           "the buffer missed their end; the next commit or abort on this partition applies the "
-                          "coordinator's low-water mark, or unload the topic")
+                          "coordinator's low-water mark, which aborts them")
     return report
 
 
