@@ -1,7 +1,7 @@
 """Regenerate the checked-in protobuf modules from pulsar_txn_cli/codec/proto/*.proto.
 
 Usage: python scripts/gen_proto.py [OUT_DIR]   (default: pulsar_txn_cli/codec/gen)
-Needs grpcio-tools (installed by the `dev` extra). tests/test_codec_schema.py fails when the
+Needs grpcio-tools (installed by the `dev` extra). tests/test_proto_schema.py fails when the
 checked-in modules differ from what this script produces.
 """
 import re
