@@ -13,9 +13,9 @@ import orjson
 
 def open_engine(engine_dir: str):
     """The engine of this directory (created on first use, as the default target must just work)."""
-    from pulsar_txn_cli import engine as engine_pkg
+    from pulsar_txn_cli.engine.engine import Engine
 
-    return engine_pkg.open_engine(engine_dir)
+    return Engine.open(engine_dir)
 
 
 def encode_answer(answer) -> tuple[int, dict, bytes]:
