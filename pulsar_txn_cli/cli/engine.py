@@ -1,5 +1,303 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""`pulsar-txn engine ...`: the embedded engine (a local model of a broker's transaction logs)."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
+
+app = typer.Typer(
+    name="engine",
+    help="The embedded engine: a durable local model of a Pulsar broker's transaction logs (SQLite).",
+    no_args_is_help=True,
+)
+config_app = typer.Typer(name="config", help="The engine broker's configuration (Pulsar key names).", no_args_is_help=True)
 
 
-def register(app) -> None:
-    pass
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="engine")
+    app.add_typer(config_app, name="config")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _dir():
+    from pulsar_txn_cli.engine.engine import resolve_dir
+
+    env = current()
+    if env.target.admin_url:
+        raise UsageError("engine commands act on the embedded engine; --admin-url does not apply to them")
+    return resolve_dir(env.target.engine_dir)
+
+
+def _open(*, readonly: bool = False, auto_init: bool = True):
+    """Open the engine, creating it with defaults (and saying so) when the directory has none."""
+    from pulsar_txn_cli.engine.engine import DEFAULT_COORDINATORS, Engine, exists
+
+    directory = _dir()
+    if not exists(directory):
+        if not auto_init:
+            raise UsageError(f"no engine in {directory}; run `pulsar-txn engine init` first")
+        engine = Engine.init(directory)
+        current().info(f"created a new engine in {directory} ({DEFAULT_COORDINATORS} coordinators); "
+                       "`engine init` chooses other settings")
+        if readonly:
+            engine.close()
+            return Engine.open(directory, readonly=True)
+        return engine
+    return Engine.open(directory, readonly=readonly)
+
+
+def _emit(data, tables=None, lines=None) -> None:
+    from pulsar_txn_cli.output import Result, emit
+
+    emit(Result(data=data, tables=tables, lines=lines or []), current())
+
+
+def _kv_table(rows: dict, title: str | None = None):
+    from pulsar_txn_cli.output import Table
+
+    return Table([("key", "KEY"), ("value", "VALUE")], [{"key": k, "value": v} for k, v in rows.items()], title)
+
+
+# ---------------------------------------------------------------- init / reset
+
+
+@command(app, "init", target=True)
+def init(
+    coordinators: Annotated[int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")] = 4,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")] = "standalone",
+) -> None:
+    """Create an engine: a broker with transactions enabled and N coordinators."""
+    from pulsar_txn_cli.engine.engine import Engine
+
+    directory = _dir()
+    with Engine.init(directory, coordinators=coordinators, cluster=cluster) as engine:
+        data = {"engineDir": str(directory), "coordinators": engine.coordinator_count, "cluster": engine.cluster,
+                "logs": engine.tc_log_names()}
+    _emit(data, tables=[_kv_table({"engine dir": data["engineDir"], "coordinators": data["coordinators"], "cluster": data["cluster"]})])
+
+
+@command(app, "reset", target=True)
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Really delete the engine's data.")] = False,
+) -> None:
+    """Delete the engine (its database); the next engine command starts a fresh one."""
+    from pulsar_txn_cli.engine.engine import exists
+    from pulsar_txn_cli.engine.store import DB_NAME, Store
+
+    directory = _dir()
+    if not exists(directory):
+        current().info(f"no engine in {directory}; nothing to reset")
+        _emit({"engineDir": str(directory), "deleted": False})
+        return
+    if not yes:
+        raise UsageError(f"`engine reset` deletes every log in {directory}; pass --yes to confirm")
+    store = Store(directory, create=False)  # holds the lock while deleting
+    try:
+        for suffix in ("", "-wal", "-shm"):
+            path = directory / (DB_NAME + suffix)
+            if path.exists():
+                path.unlink()
+    finally:
+        store.close()
+    current().info(f"deleted the engine in {directory}")
+    _emit({"engineDir": str(directory), "deleted": True})
+
+
+# ---------------------------------------------------------------- config
+
+
+@command(config_app, "list", target=True)
+def config_list() -> None:
+    """Every key: runtime value, where it comes from, and whether it is dynamic."""
+    from pulsar_txn_cli.engine.config import KEYS, to_text
+    from pulsar_txn_cli.output import Table
+
+    with _open() as engine:
+        values = engine.config.values()
+        rows = [
+            {"key": name, "value": to_text(values[name]), "default": to_text(key.default), "dynamic": key.dynamic,
+             "source": engine.config.source(name)}
+            for name, key in KEYS.items()
+        ]
+    _emit(rows, tables=[Table([("key", "KEY"), ("value", "VALUE"), ("default", "DEFAULT"), ("dynamic", "DYNAMIC"), ("source", "SOURCE")], rows)],
+          lines=["Changes reach a coordinator or pending-ack store when it is reopened: `pulsar-txn engine reload`."])
+
+
+@command(config_app, "get", target=True)
+def config_get(key: Annotated[str, typer.Argument(help="A broker configuration key.")]) -> None:
+    """The runtime value of one key."""
+    from pulsar_txn_cli.engine.config import to_text
+
+    with _open() as engine:
+        value = engine.config.get(key)
+        data = {"key": key, "value": to_text(value), "source": engine.config.source(key)}
+    _emit(data, tables=[_kv_table(data)])
+
+
+@command(config_app, "set", target=True)
+def config_set(
+    key: Annotated[str, typer.Argument(help="A broker configuration key.")],
+    value: Annotated[str, typer.Argument(help="The new value.")],
+) -> None:
+    """Set a key: dynamic keys as a dynamic-config override (like `pulsar-admin brokers
+    update-dynamic-config`), others in broker.conf. Either way it reaches a store only when the
+    store is reopened (`engine reload`), as on a broker."""
+    from pulsar_txn_cli.engine.config import to_text
+
+    with _open() as engine:
+        layer = engine.config.set(key, value)
+        data = {"key": key, "value": to_text(engine.config.get(key)), "layer": layer}
+    current().info(f"{key} set ({'dynamic override' if layer == 'dynamic' else 'broker.conf'}); "
+                   "`pulsar-txn engine reload` applies it to open stores")
+    _emit(data, tables=[_kv_table(data)])
+
+
+# ---------------------------------------------------------------- reload
+
+
+@command(app, "reload", target=True)
+def reload(
+    coordinator: Annotated[Optional[int], typer.Option("--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
+    topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Reopen only the pending-ack stores of this topic's subscriptions.", show_default=False)] = None,
+) -> None:
+    """Reopen stores as a broker restart or unload would: a new ledger each, configuration
+    read again. Without options, everything (a broker restart)."""
+    with _open() as engine:
+        reopened = engine.reload(coordinator=coordinator, topic=topic)
+    _emit({"reopened": reopened}, tables=lambda: [_list_table(reopened, "REOPENED")])
+
+
+def _list_table(items, header):
+    from pulsar_txn_cli.output import Table
+
+    return Table([("name", header)], [{"name": i} for i in items])
+
+
+# ---------------------------------------------------------------- simulate
+
+
+@command(app, "simulate", target=True)
+def simulate(
+    transactions: Annotated[int, typer.Option("--transactions", "-n", help="Transactions to run.")] = 1000,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Transactions in flight.")] = 50,
+    topics: Annotated[int, typer.Option("--topics", help="Topics (persistent://public/default/sim-topic-N).")] = 4,
+    partitions: Annotated[int, typer.Option("--partitions", help="Partitions per topic (1: not partitioned).")] = 1,
+    subscriptions: Annotated[int, typer.Option("--subscriptions", help="Subscriptions acking in transactions, in total.")] = 8,
+    abort_ratio: Annotated[float, typer.Option("--abort-ratio", help="Share of transactions the client aborts.")] = 0.1,
+    timeout_ratio: Annotated[float, typer.Option("--timeout-ratio", help="Share left to time out (the coordinator aborts them).")] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same transactions.")] = 1,
+    txn_timeout_ms: Annotated[int, typer.Option("--txn-timeout-ms", help="Transaction timeout.")] = 10_000,
+    ack_log: Annotated[Optional[str], typer.Option("--ack-log", help="Append `new TC ID` / `end TC ID` lines as transactions are acknowledged / ended (for crash tests).", show_default=False)] = None,
+) -> None:
+    """Run a seeded, reproducible transactional workload on the engine's clock."""
+    from pulsar_txn_cli.engine.simulate import SimOptions
+    from pulsar_txn_cli.engine.simulate import simulate as run
+
+    opts = SimOptions(transactions=transactions, concurrency=concurrency, topics=topics, partitions=partitions,
+                      subscriptions=subscriptions, abort_ratio=abort_ratio, timeout_ratio=timeout_ratio, seed=seed,
+                      txn_timeout_ms=txn_timeout_ms, ack_log=ack_log)
+    opts.check()
+    env = current()
+    with _open() as engine:
+        with env.progress(transactions, "transactions") as bar:
+            result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
+    rows = {
+        "transactions": result["transactions"], "committed": result["committed"], "aborted": result["aborted"],
+        "timed out": result["timedOut"], "failed": result["failed"],
+        "TC-log records / entries": f"{result['records']['tc']} / {result['entries']['tc']}",
+        "pending-ack records / entries": f"{result['records']['pendingAck']} / {result['entries']['pendingAck']}",
+        "flush triggers (records/size/delay/large)": "/".join(str(v) for v in result["flushTriggers"].values()),
+        "add latency p50 / p99 (ms, engine time)": f"{result['addLatencyMs']['p50']} / {result['addLatencyMs']['p99']}",
+        "batching (TC / pending ack)": f"{result['batching']['tc']} / {result['batching']['pendingAck']}",
+    }
+    _emit(result, tables=[_kv_table(rows)])
+
+
+# ---------------------------------------------------------------- verify / dump / metrics
+
+
+@command(app, "verify", target=True)
+def verify(
+    acked: Annotated[Optional[str], typer.Option("--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False)] = None,
+) -> None:
+    """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
+    from pulsar_txn_cli.engine.verify import verify as run
+
+    with _open(readonly=True, auto_init=False) as engine:
+        report = run(engine, acked)
+    env = current()
+    for warning in report["warnings"]:
+        env.warn(warning)
+    lines = [f"problem: {p}" for p in report["problems"]] + ["OK: every invariant holds" if report["ok"] else "FAILED"]
+    from pulsar_txn_cli.output import Table
+
+    _emit(report, tables=[Table([("managedLedger", "MANAGED LEDGER"), ("ledgers", "LEDGERS"), ("entries", "LIVE ENTRIES"),
+                                 ("liveRecords", "LIVE RECORDS"), ("liveTransactions", "LIVE TXNS")], report["logs"])], lines=lines)
+    if not report["ok"]:
+        raise Verdict("", ExitCode.DATA)
+
+
+@command(app, "dump", target=True)
+def dump(
+    managed_ledger: Annotated[Optional[list[str]], typer.Option("--managed-ledger", "-m", help="A managed ledger to dump (repeatable); default: every transaction log.", show_default=False)] = None,
+    log: Annotated[str, typer.Option("--log", help="Without -m: tc, pending-ack or all.")] = "all",
+    list_: Annotated[bool, typer.Option("--list", help="List the managed ledgers instead of dumping.")] = False,
+) -> None:
+    """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`)."""
+    from pulsar_txn_cli.engine import dump as dumping
+
+    env = current()
+    with _open(readonly=True) as engine:
+        if list_:
+            rows = dumping.listing(engine)
+            from pulsar_txn_cli.output import Table
+
+            _emit(rows, tables=[Table([("managedLedger", "MANAGED LEDGER"), ("log", "LOG"), ("ledgers", "LEDGERS"),
+                                       ("entries", "ENTRIES"), ("size", "BYTES")], rows)])
+            return
+        names = dumping.select(engine, managed_ledger, log)
+        out = env.stdout
+        count = 0
+        for line in dumping.lines(engine, names):
+            out.write(line)
+            out.write("\n")
+            count += 1
+        out.flush()
+    env.info(f"dumped {count} entries from {len(names)} managed ledger(s)")
+
+
+@command(app, "metrics", target=True)
+def metrics() -> None:
+    """The buffered-writer metrics in Prometheus text (as /metrics); -o json for a summary."""
+    env = current()
+    with _open(readonly=True) as engine:
+        if env.output == "table":
+            env.stdout.write(engine.metrics.prometheus())
+            env.stdout.flush()
+            return
+        data = engine.metrics.summary()
+    _emit(data)
+
+
+# ---------------------------------------------------------------- serve
+
+
+@command(app, "serve", target=True)
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8080,
+    latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
+) -> None:
+    """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url)."""
+    try:
+        from pulsar_txn_cli.admin.server import serve as run_server
+    except ImportError:
+        raise UsageError("`engine serve` needs the admin layer's server (pulsar_txn_cli/admin/server.py), which is not installed") from None
+    env = current()
+    run_server(_dir(), host, port, latency_ms, env.info)

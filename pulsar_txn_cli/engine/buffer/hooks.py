@@ -4,6 +4,7 @@
 - `publish(engine, topic, payload, txn=None)`: a producer's message, in a transaction or not.
 - `on_transaction_end(engine, txn, partitions, committed, low_water_mark=None)`: the coordinator's
   end-transaction reaching the produced partitions (with its low-water mark, as Pulsar sends it).
+- `produce(engine, topic, txn, count=1)`: simulate's transactional messages on a registered partition.
 - `in_buffer_stats(engine, topic, txn)`: {startPosition, aborted} for TransactionMetadata.producedPartitions.
 - `on_time_passed(engine)`: after the engine's clock moved, the snapshot timer of loaded buffers.
 - `rest_handle(engine, method, path, query, body)`: the buffer's REST routes, or None.
@@ -66,7 +67,16 @@ def on_transaction_end(engine, txn, partitions, committed: bool, low_water_mark:
 
 
 def in_buffer_stats(engine, topic: str, txn) -> dict:
-    return service(engine).buffer(topic, create=True).in_buffer_stats(_txn(txn))
+    """TransactionInBufferStats; a partition never written has no start position yet."""
+    svc = service(engine)
+    if not svc.exists(topic):
+        return {"startPosition": None, "aborted": False}
+    return svc.buffer(topic).in_buffer_stats(_txn(txn))
+
+
+def produce(engine, topic: str, txn, count: int = 1, payload: bytes = b"simulated") -> list[str]:
+    """`engine simulate`: the messages a transaction writes after registering the partition."""
+    return [str(publish(engine, topic, payload, txn)) for _ in range(count)]
 
 
 def on_time_passed(engine) -> int:

@@ -1,0 +1,373 @@
+"""Transaction coordinators: MLTransactionMetadataStore + MLTransactionLogImpl on the engine.
+
+Each TC owns the managed ledger `pulsar/system/persistent/__transaction_log_{id}` (cursor
+`transaction.subscription`). Opening a TC reads the configuration once (whether it batches,
+and whether its cursor deletes at batch-index level: on while batching, or with
+acknowledgmentAtBatchIndexLevelEnabled) and replays the log. Attaching to a TC that is already
+open (a later CLI invocation of the same running broker) replays into memory only.
+"""
+from __future__ import annotations
+
+import heapq
+
+from pulsar_txn_cli.codec import MAGIC
+from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
+from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
+from pulsar_txn_cli.engine.writer import BufferedWriter
+from pulsar_txn_cli.errors import EngineError
+
+TC_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
+TC_CURSOR = "transaction.subscription"
+TC_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
+
+NEW, ADD_PARTITION, ADD_SUBSCRIPTION, UPDATE = 0, 1, 2, 3
+OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED = 0, 1, 2, 3, 4
+STATUS = {OPEN: "OPEN", COMMITTING: "COMMITTING", COMMITTED: "COMMITTED", ABORTING: "ABORTING", ABORTED: "ABORTED"}
+FINAL = (COMMITTED, ABORTED)
+
+_Record = tc_pb2.TransactionMetadataEntry
+_Batch = tc_pb2.BatchedTransactionMetadataEntry
+_MAGIC = MAGIC.to_bytes(2, "big")
+
+
+class CoordinatorNotFound(EngineError):
+    pass
+
+
+class TransactionNotFound(EngineError):
+    pass
+
+
+class InvalidTxnStatus(EngineError):
+    pass
+
+
+def tc_log_name(tc_id: int) -> str:
+    return f"{TC_LOG_PREFIX}{tc_id}"
+
+
+class TxnMeta:
+    __slots__ = ("most", "least", "status", "timeout_ms", "start", "last_mod", "partitions", "subscriptions", "positions", "owner")
+
+    def __init__(self, most, least, timeout_ms, start, owner=""):
+        self.most = most
+        self.least = least
+        self.status = OPEN
+        self.timeout_ms = timeout_ms
+        self.start = start
+        self.last_mod = start
+        self.partitions: list[str] = []
+        self.subscriptions: list[tuple[str, str]] = []
+        self.positions: list[Position] = []
+        self.owner = owner
+
+    @property
+    def txn_id(self) -> str:
+        return f"({self.most},{self.least})"
+
+    @property
+    def timeout_at(self) -> int:
+        return self.start + self.timeout_ms
+
+
+def decode_tc_entry(data: bytes) -> list:
+    """MLTransactionLogImpl.deserializeEntry: a batch (0x0E01 prefix) or one record."""
+    if data[:2] == _MAGIC:
+        batch = _Batch()
+        batch.ParseFromString(data[4:])
+        return list(batch.transaction_logs)
+    record = _Record()
+    record.ParseFromString(data)
+    return [record]
+
+
+class Coordinator:
+    def __init__(self, engine, tc_id: int):
+        self.engine = engine
+        self.tc_id = tc_id
+        self.name = tc_log_name(tc_id)
+        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.txns: dict[int, TxnMeta] = {}
+        self.sequence = int(self.ml.properties.get("max_local_txn_id", -1))
+        self.state = "None"
+        self.cursor = None
+        self.writer: BufferedWriter | None = None
+        self._timeouts: list = []
+        self.replayed_records = 0
+        self.orphans_deleted = 0
+
+    # ---------------------------------------------------------------- open / replay
+
+    def open(self, reopen: bool) -> None:
+        """reopen=True is a TC load on a broker (new ledger, config read); False attaches."""
+        engine = self.engine
+        if reopen or not self.ml.exists or not self.ml.owner:
+            cfg = engine.config.values()
+            batch = bool(cfg["transactionLogBatchedWriteEnabled"])
+            with engine.store.tx():
+                self.ml.open_new_ledger(engine.ledger_settings(cfg))
+                self.ml.set_owner_state(
+                    batchEnabled=batch,
+                    maxRecords=cfg["transactionLogBatchedWriteMaxRecords"],
+                    maxSize=cfg["transactionLogBatchedWriteMaxSize"],
+                    maxDelayMs=cfg["transactionLogBatchedWriteMaxDelayInMillis"],
+                    # MLTransactionLogImpl forces batch-index deletion on while batching (facts §3.1).
+                    batchIndexDeletion=batch or bool(cfg["acknowledgmentAtBatchIndexLevelEnabled"]),
+                    recoverStartTime=engine.clock.now_ms,
+                )
+                self._open_cursor()
+                self._replay()
+                self.ml.set_owner_state(recoverEndTime=engine.clock.now_ms)
+        else:
+            self._open_cursor()
+            self._replay()
+        o = self.ml.owner
+        self.writer = BufferedWriter(
+            self.ml,
+            engine.clock,
+            engine.metrics.tc,
+            max_records=o["maxRecords"],
+            max_size=o["maxSize"],
+            max_delay_ms=o["maxDelayMs"],
+            batch_enabled=o["batchEnabled"],
+        )
+        self.state = "Ready"
+
+    def _open_cursor(self) -> None:
+        self.cursor = self.ml.open_cursor(TC_CURSOR, batch_index_deletion=self.ml.owner["batchIndexDeletion"])
+
+    def _replay(self) -> None:
+        """TransactionLogReplayer: every live record, batched or not, in log order."""
+        self.txns = {}
+        self._timeouts = []
+        self.replayed_records = 0
+        cursor = self.cursor
+        for lid, eid, data in self.ml.read_after(cursor.mark_delete):
+            key = (lid, eid)
+            if key in cursor.deleted:
+                continue
+            records = decode_tc_entry(data)
+            if len(records) == 1:
+                self._handle(Position(lid, eid), records[0])
+                continue
+            bits = cursor.deleted_batch_bits(key)
+            size = len(records)
+            for i, record in enumerate(records):
+                if bits is not None and not (bits >> i) & 1:
+                    continue  # this batch index was deleted
+                self._handle(Position(lid, eid, size, i), record)
+        for meta in self.txns.values():
+            if meta.status == OPEN:
+                heapq.heappush(self._timeouts, (meta.timeout_at, meta.least))
+
+    def _handle(self, pos: Position, r) -> None:
+        self.replayed_records += 1
+        least = r.txnid_least_bits
+        if r.max_local_txn_id > self.sequence:
+            self.sequence = r.max_local_txn_id
+        op = r.metadata_op
+        if op == NEW:
+            meta = TxnMeta(r.txnid_most_bits, least, r.timeout_ms, r.start_time, r.owner)
+            meta.last_mod = r.last_modification_time
+            meta.positions.append(pos)
+            self.txns[least] = meta
+            return
+        meta = self.txns.get(least)
+        if meta is None:
+            # A record of a transaction that is gone: Pulsar deletes it on replay.
+            self.cursor.delete([pos])
+            self.orphans_deleted += 1
+            return
+        meta.positions.append(pos)
+        meta.last_mod = r.last_modification_time
+        if op == ADD_PARTITION:
+            meta.partitions.extend(p for p in r.partitions if p not in meta.partitions)
+        elif op == ADD_SUBSCRIPTION:
+            for s in r.subscriptions:
+                pair = (s.topic, s.subscription)
+                if pair not in meta.subscriptions:
+                    meta.subscriptions.append(pair)
+        elif op == UPDATE:
+            meta.status = r.new_status
+            if meta.status in FINAL:
+                self.cursor.delete(meta.positions)
+                del self.txns[least]
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.state = "Close"
+
+    # ---------------------------------------------------------------- operations
+
+    def _record(self, op: int, meta_most: int, least: int, **fields) -> bytes:
+        now = self.engine.clock.now_ms
+        return _Record(
+            metadata_op=op,
+            txnid_most_bits=meta_most,
+            txnid_least_bits=least,
+            last_modification_time=now,
+            max_local_txn_id=self.sequence,
+            **fields,
+        ).SerializeToString()
+
+    def _ready(self, failed) -> bool:
+        if self.state != "Ready":
+            _fail(failed, EngineError(f"transaction coordinator {self.tc_id} is not ready ({self.state})"))
+            return False
+        return True
+
+    def new_transaction(self, timeout_ms: int, callback, failed=None, owner: str = "") -> None:
+        """NEW; callback(least) once the record is durable."""
+        if not self._ready(failed):
+            return
+        self.sequence += 1
+        least = self.sequence
+        self.ml.properties["max_local_txn_id"] = str(least)
+        self.engine.store.dirty(self.ml)
+        now = self.engine.clock.now_ms
+        fields = {"timeout_ms": timeout_ms, "start_time": now}
+        if owner:
+            fields["owner"] = owner
+        data = self._record(NEW, self.tc_id, least, **fields)
+
+        def done(pos):
+            meta = TxnMeta(self.tc_id, least, timeout_ms, now, owner)
+            meta.positions.append(pos)
+            self.txns[least] = meta
+            heapq.heappush(self._timeouts, (meta.timeout_at, least))
+            callback(least)
+
+        self.writer.add(data, done, failed)
+
+    def _open_txn(self, least: int, failed) -> TxnMeta | None:
+        meta = self.txns.get(least)
+        if meta is None:
+            _fail(failed, TransactionNotFound(f"transaction ({self.tc_id},{least}) not found"))
+            return None
+        if meta.status != OPEN:
+            _fail(failed, InvalidTxnStatus(f"transaction {meta.txn_id} is {STATUS[meta.status]}, expected OPEN"))
+            return None
+        return meta
+
+    def add_partitions(self, least: int, partitions: list[str], callback, failed=None) -> None:
+        if not self._ready(failed):
+            return
+        meta = self._open_txn(least, failed)
+        if meta is None:
+            return
+        data = self._record(ADD_PARTITION, self.tc_id, least, partitions=partitions)
+
+        def done(pos):
+            meta.positions.append(pos)
+            meta.partitions.extend(p for p in partitions if p not in meta.partitions)
+            callback(pos)
+
+        self.writer.add(data, done, failed)
+
+    def add_subscriptions(self, least: int, subscriptions: list[tuple[str, str]], callback, failed=None) -> None:
+        if not self._ready(failed):
+            return
+        meta = self._open_txn(least, failed)
+        if meta is None:
+            return
+        record = _Record(
+            metadata_op=ADD_SUBSCRIPTION, txnid_most_bits=self.tc_id, txnid_least_bits=least,
+            last_modification_time=self.engine.clock.now_ms, max_local_txn_id=self.sequence,
+        )
+        for topic, sub in subscriptions:
+            record.subscriptions.add(topic=topic, subscription=sub)
+        data = record.SerializeToString()
+
+        def done(pos):
+            meta.positions.append(pos)
+            for pair in subscriptions:
+                if pair not in meta.subscriptions:
+                    meta.subscriptions.append(tuple(pair))
+            callback(pos)
+
+        self.writer.add(data, done, failed)
+
+    def update_status(self, least: int, new_status: int, expected: int, callback, failed=None) -> None:
+        """UPDATE expected -> new; at COMMITTED/ABORTED every record of the txn is deleted."""
+        if not self._ready(failed):
+            return
+        meta = self.txns.get(least)
+        if meta is None:
+            _fail(failed, TransactionNotFound(f"transaction ({self.tc_id},{least}) not found"))
+            return
+        if meta.status != expected:
+            _fail(failed, InvalidTxnStatus(
+                f"transaction {meta.txn_id} is {STATUS[meta.status]}, expected {STATUS[expected]}"))
+            return
+        data = self._record(UPDATE, self.tc_id, least, expected_status=expected, new_status=new_status)
+
+        def done(pos):
+            meta.positions.append(pos)
+            meta.status = new_status
+            meta.last_mod = self.engine.clock.now_ms
+            if new_status in FINAL:
+                self.cursor.delete(meta.positions)
+                self.txns.pop(least, None)
+            callback(pos)
+
+        self.writer.add(data, done, failed)
+
+    def due_timeouts(self, now_ms: int) -> list[int]:
+        """Open transactions whose timeout has passed (the TC's timeout tracker)."""
+        out = []
+        heap = self._timeouts
+        while heap and heap[0][0] <= now_ms:
+            _, least = heapq.heappop(heap)
+            meta = self.txns.get(least)
+            if meta is not None and meta.status == OPEN:
+                out.append(least)
+        return out
+
+    # ---------------------------------------------------------------- admin views
+
+    def stats(self) -> dict:
+        """TransactionCoordinatorStats."""
+        o = self.ml.owner
+        return {
+            "state": self.state,
+            "leastSigBits": max(self.sequence, 0) if self.sequence >= 0 else 0,
+            "lowWaterMark": self.low_water_mark(),
+            "ongoingTxnSize": len(self.txns),
+            "recoverStartTime": o.get("recoverStartTime", 0),
+            "recoverEndTime": o.get("recoverEndTime", 0),
+        }
+
+    def low_water_mark(self) -> int:
+        live = [least for least, m in self.txns.items()]
+        return (min(live) - 1) if live else max(self.sequence, 0)
+
+    def internal_stats(self, metadata: bool = False) -> dict:
+        return {"transactionLogStats": {"managedLedgerName": self.name,
+                                        "managedLedgerInternalStats": self.ml.internal_stats(metadata)}}
+
+    def metadata(self, least: int) -> dict | None:
+        meta = self.txns.get(least)
+        return transaction_metadata(self.engine, meta) if meta else None
+
+
+def transaction_metadata(engine, meta: TxnMeta) -> dict:
+    """TransactionMetadata, as GET /admin/v3/transactions/transactionMetadata returns it."""
+    acked: dict = {}
+    for topic, sub in meta.subscriptions:
+        store = engine.pending_ack_if_exists(topic, sub)
+        cumulative = store.cumulative_ack_position(meta.most, meta.least) if store else None
+        acked.setdefault(topic, {})[sub] = {"cumulativeAckPosition": cumulative}
+    return {
+        "txnId": meta.txn_id,
+        "status": STATUS[meta.status],
+        "openTimestamp": meta.start,
+        "timeoutAt": meta.timeout_ms,
+        "producedPartitions": {p: {"startPosition": None, "aborted": False} for p in meta.partitions},
+        "ackedPartitions": acked,
+    }
+
+
+def _fail(failed, exc) -> None:
+    if failed is not None:
+        failed(exc)

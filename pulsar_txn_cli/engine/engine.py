@@ -1,0 +1,333 @@
+"""The engine: one broker's transaction logs on one engine directory.
+
+A CLI invocation attaches to the running broker: coordinators and pending-ack stores are
+loaded as they were left (same ledger, same batching mode, no recovery actions). A store is
+reopened (new ledger, configuration read again, recovery) only by `engine reload`, the REST
+unload, or after an unclean stop (a killed process is a crashed broker: the boot epoch moves
+on and every store reopens when it is next loaded).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pulsar_txn_cli.engine.clock import Clock
+from pulsar_txn_cli.engine.config import Config
+from pulsar_txn_cli.engine.coordinator import (
+    ABORTED, ABORTING, COMMITTED, COMMITTING, OPEN, Coordinator, CoordinatorNotFound, tc_log_name,
+)
+from pulsar_txn_cli.engine.ledger import ManagedLedger
+from pulsar_txn_cli.engine.metrics import Metrics
+from pulsar_txn_cli.engine.pending_ack import (
+    PENDING_ACK_SUFFIX, PendingAckStore, full_topic, pending_ack_ml_name, topic_ml_name,
+)
+from pulsar_txn_cli.engine.store import DB_NAME, Store
+from pulsar_txn_cli.errors import EngineError, UsageError
+
+ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
+DEFAULT_COORDINATORS = 4
+DEFAULT_CLUSTER = "standalone"
+
+
+def default_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("pulsar-txn")) / "engine"
+
+
+def resolve_dir(flag: str | None = None) -> Path:
+    """--engine-dir, else $PULSAR_TXN_ENGINE_DIR, else the user data directory."""
+    value = flag or os.environ.get(ENV_DIR)
+    return Path(value).expanduser() if value else default_dir()
+
+
+def exists(directory: Path) -> bool:
+    return (Path(directory) / DB_NAME).exists()
+
+
+class Engine:
+    def __init__(self, store: Store, *, readonly: bool = False):
+        self.store = store
+        self.directory = store.directory
+        self.readonly = readonly
+        self.coordinator_count = int(store.meta("coordinators") or 0)
+        if self.coordinator_count <= 0:
+            raise EngineError(f"the engine in {self.directory} was never initialized; run `pulsar-txn engine init`")
+        self.clock = Clock(store)
+        self.config = Config(store)
+        cfg = self.config.values()
+        self.cluster = cfg["clusterName"]
+        self.broker = cfg["advertisedAddress"]
+        self.web_service = f"{self.broker}:{cfg['webServicePort']}"
+        self.metrics = Metrics(store, self.cluster, self.broker)
+        self.boot = int(store.meta("boot") or 1)
+        self.unclean = store.meta("running") == "1"
+        if not readonly:
+            with store.tx():
+                if self.unclean:
+                    self.boot += 1  # the previous process died: this is a broker restart
+                    store.set_meta("boot", str(self.boot))
+                store.set_meta("running", "1")
+        self.coordinators: dict[int, Coordinator] = {}
+        self.pending_acks: dict[tuple[str, str], PendingAckStore] = {}
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @classmethod
+    def open(cls, directory, *, readonly: bool = False, auto_init: bool = True, wait: float | None = None) -> "Engine":
+        directory = Path(directory)
+        if not exists(directory):
+            if not auto_init:
+                raise EngineError(f"no engine in {directory}; run `pulsar-txn engine init` first")
+            return cls.init(directory)
+        return cls(Store(directory, create=False, wait=wait), readonly=readonly)
+
+    @classmethod
+    def init(cls, directory, *, coordinators: int = DEFAULT_COORDINATORS, cluster: str = DEFAULT_CLUSTER) -> "Engine":
+        """Create an engine: broker.conf with transactions on, N coordinators loaded."""
+        if coordinators < 1:
+            raise UsageError(f"--coordinators must be at least 1, not {coordinators}")
+        if not cluster or "/" in cluster:
+            raise UsageError(f"--cluster must be a plain name, not {cluster!r}")
+        store = Store(Path(directory), create=True)
+        try:
+            if store.meta("coordinators"):
+                raise EngineError(f"an engine already exists in {directory}; `engine reset` deletes it")
+            with store.tx():
+                store.set_meta("schema", "1")
+                store.set_meta("coordinators", str(coordinators))
+                store.set_meta("boot", "1")
+                for key, value in (("transactionCoordinatorEnabled", "true"), ("clusterName", cluster)):
+                    store.db.execute("INSERT OR REPLACE INTO config(key, value) VALUES(?, ?)", (key, value))
+                store.db.execute("INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)",
+                                 ("persistent://pulsar/system/transaction_coordinator_assign", coordinators))
+        except BaseException:
+            store.close()
+            raise
+        engine = cls(store)
+        for tc_id in range(coordinators):
+            engine.tc(tc_id)
+        engine.checkpoint()
+        return engine
+
+    def checkpoint(self) -> None:
+        """Run pending timers (flushes) and commit everything changed."""
+        self.clock.run_until_idle()
+        self.store.save_all()
+
+    def close(self) -> None:
+        if self.store.db is None:
+            return
+        try:
+            if not self.readonly:
+                self.checkpoint()
+                with self.store.tx():
+                    self.store.set_meta("running", "0")
+        finally:
+            self.store.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---------------------------------------------------------------- stores
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.config.values()["transactionCoordinatorEnabled"])
+
+    def ledger_settings(self, cfg: dict) -> dict:
+        return {
+            "maxEntries": cfg["managedLedgerMaxEntriesPerLedger"],
+            "maxSizeMb": cfg["managedLedgerMaxSizePerLedgerMbytes"],
+            "minRolloverMinutes": cfg["managedLedgerMinLedgerRolloverTimeMinutes"],
+            "maxRolloverMinutes": cfg["managedLedgerMaxLedgerRolloverTimeMinutes"],
+        }
+
+    def _needs_reopen(self, ml: ManagedLedger) -> bool:
+        return not ml.exists or not ml.owner or ml.owner.get("boot") != self.boot
+
+    def tc(self, tc_id: int) -> Coordinator:
+        """The coordinator, loaded (attached, or reopened after a restart) on first use."""
+        if not isinstance(tc_id, int) or not 0 <= tc_id < self.coordinator_count:
+            raise CoordinatorNotFound(
+                f"transaction coordinator {tc_id} does not exist; this engine has {self.coordinator_count} (0..{self.coordinator_count - 1})")
+        tc = self.coordinators.get(tc_id)
+        if tc is None:
+            tc = Coordinator(self, tc_id)
+            self._open(tc, self._needs_reopen(tc.ml))
+            self.coordinators[tc_id] = tc
+        return tc
+
+    def _open(self, store, reopen: bool) -> None:
+        if self.readonly and reopen:
+            raise EngineError(f"{store.name} needs a reopen, which a read-only engine cannot do")
+        store.open(reopen)
+        if reopen:
+            store.ml.set_owner_state(boot=self.boot)
+            if isinstance(store, Coordinator):
+                self._recover(store)
+
+    def all_tcs(self) -> list[Coordinator]:
+        return [self.tc(i) for i in range(self.coordinator_count)]
+
+    def pending_ack(self, topic: str, sub: str, *, create: bool = True) -> PendingAckStore | None:
+        topic = full_topic(topic)
+        key = (topic, sub)
+        store = self.pending_acks.get(key)
+        if store is None:
+            store = PendingAckStore(self, topic, sub)
+            if not store.ml.exists and not create:
+                return None
+            self._open(store, self._needs_reopen(store.ml))
+            self.pending_acks[key] = store
+        return store
+
+    def pending_ack_if_exists(self, topic: str, sub: str) -> PendingAckStore | None:
+        return self.pending_ack(topic, sub, create=False)
+
+    def pending_ack_names(self) -> list[str]:
+        return [r[0] for r in self.store.db.execute(
+            "SELECT name FROM managed_ledgers WHERE name LIKE ? ORDER BY name", (f"%{PENDING_ACK_SUFFIX}",))]
+
+    def subscriptions(self, topic: str | None = None) -> list[tuple[str, str]]:
+        if topic is None:
+            return [tuple(r) for r in self.store.db.execute("SELECT topic, name FROM subscriptions ORDER BY topic, name")]
+        return [tuple(r) for r in self.store.db.execute(
+            "SELECT topic, name FROM subscriptions WHERE topic=? ORDER BY name", (full_topic(topic),))]
+
+    def topic_ledger(self, topic: str) -> int:
+        """The ledger that holds a topic partition's messages (created with the topic)."""
+        ml = ManagedLedger(self.store, self.clock, topic_ml_name(topic))
+        if not ml.exists:
+            with self.store.tx():
+                ml.open_new_ledger(self.ledger_settings(self.config.values()))
+        return ml.current
+
+    def register_topic(self, topic: str, partitions: int) -> None:
+        with self.store.tx():
+            self.store.db.execute("INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)", (full_topic(topic), partitions))
+
+    # ---------------------------------------------------------------- transactions
+
+    def end_transaction(self, tc_id: int, least: int, commit: bool, callback, failed=None) -> None:
+        """Commit or abort: UPDATE to COMMITTING/ABORTING, end marks in the pending-ack stores,
+        UPDATE to COMMITTED/ABORTED (which deletes the transaction's records)."""
+        tc = self.tc(tc_id)
+        mid = COMMITTING if commit else ABORTING
+        tc.update_status(least, mid, OPEN, lambda pos: self._complete(tc, least, commit, callback, failed), failed)
+
+    def _complete(self, tc: Coordinator, least: int, commit: bool, callback, failed) -> None:
+        meta = tc.txns.get(least)
+        if meta is None:
+            return
+        subs = list(meta.subscriptions)
+        # Hook for the transaction buffer issue: commit/abort markers on meta.partitions go here.
+        remaining = [len(subs)]
+
+        def finish():
+            tc.update_status(least, COMMITTED if commit else ABORTED, COMMITTING if commit else ABORTING, callback, failed)
+
+        def one(_=None):
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                finish()
+
+        if not subs:
+            finish()
+            return
+        for topic, sub in subs:
+            self.pending_ack(topic, sub).end(meta.most, least, commit, one, one)
+
+    def _recover(self, tc: Coordinator) -> None:
+        """After a TC load, finish what was committing or aborting (the broker does the same)."""
+        for least, meta in list(tc.txns.items()):
+            if meta.status in (COMMITTING, ABORTING):
+                self._complete(tc, least, meta.status == COMMITTING, lambda pos: None, None)
+
+    def expire_transactions(self, on_expire=None) -> int:
+        """The timeout tracker: abort every open transaction whose timeout passed."""
+        count = 0
+        now = self.clock.now_ms
+        for tc in list(self.coordinators.values()):
+            for least in tc.due_timeouts(now):
+                if on_expire is not None:
+                    on_expire(tc.tc_id, least)
+                self.end_transaction(tc.tc_id, least, False, lambda pos: None, None)
+                count += 1
+        return count
+
+    def abort_transaction(self, most: int, least: int) -> None:
+        """POST /abortTransaction: abort now and wait until it is done."""
+        tc = self.tc(most)
+        if least not in tc.txns:
+            from pulsar_txn_cli.engine.coordinator import TransactionNotFound
+
+            raise TransactionNotFound(f"transaction ({most},{least}) not found")
+        errors = []
+        self.end_transaction(most, least, False, lambda pos: None, errors.append)
+        self.checkpoint()
+        if errors:
+            raise errors[0]
+
+    # ---------------------------------------------------------------- reload
+
+    def reload(self, coordinator: int | None = None, topic: str | None = None) -> list[str]:
+        """Reopen stores as a broker restart or unload would: new ledger, config read again.
+
+        No option: everything (a broker restart). --coordinator: that TC. --topic: the
+        pending-ack stores of that topic's subscriptions."""
+        self.checkpoint()
+        targets = []
+        if coordinator is None and topic is None:
+            self.boot += 1
+            with self.store.tx():
+                self.store.set_meta("boot", str(self.boot))
+            targets = [("tc", i) for i in range(self.coordinator_count)]
+            targets += [("pa", t, s) for t, s in self.subscriptions() if self._pa_exists(t, s)]
+        if coordinator is not None:
+            self.tc(coordinator)  # validates the id
+            targets.append(("tc", coordinator))
+        if topic is not None:
+            topic = full_topic(topic)
+            subs = [(t, s) for t, s in self.subscriptions(topic) if self._pa_exists(t, s)]
+            targets += [("pa", t, s) for t, s in subs]
+        reopened = []
+        for target in targets:
+            if target[0] == "tc":
+                tc = self.coordinators.pop(target[1], None) or Coordinator(self, target[1])
+                tc.close()
+                tc = Coordinator(self, target[1])
+                self._open(tc, True)
+                self.coordinators[target[1]] = tc
+                reopened.append(tc.name)
+            else:
+                _, t, s = target
+                old = self.pending_acks.pop((t, s), None)
+                if old is not None:
+                    old.close()
+                store = PendingAckStore(self, t, s)
+                self._open(store, True)
+                self.pending_acks[(t, s)] = store
+                reopened.append(store.name)
+        self.checkpoint()
+        return reopened
+
+    def _pa_exists(self, topic: str, sub: str) -> bool:
+        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_ml_name(topic, sub),)).fetchone() is not None
+
+    # ---------------------------------------------------------------- listing
+
+    def managed_ledger_names(self) -> list[str]:
+        return [r[0] for r in self.store.db.execute("SELECT name FROM managed_ledgers ORDER BY name")]
+
+    def managed_ledger(self, name: str) -> ManagedLedger:
+        ml = ManagedLedger(self.store, self.clock, name)
+        if not ml.exists:
+            raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
+        return ml
+
+    def tc_log_names(self) -> list[str]:
+        return [tc_log_name(i) for i in range(self.coordinator_count)]

@@ -1,0 +1,311 @@
+"""Pending-ack stores: MLPendingAckStore on the engine, one per subscription acking in transactions.
+
+Managed ledger `{tenant}/{ns}/persistent/{topic}-{sub}__transaction_pending_ack`, cursor
+`__pending_ack_state`. Records ACK / COMMIT / ABORT; the sparse log index
+(maxAckPosition -> logPosition, lag from transactionPendingAckLogIndexMinLag) lets the store
+mark-delete whole entries once the subscription's mark-delete passes them. Never per batch index.
+
+The origin subscription is modelled minimally (the transaction buffer issue brings real topic
+entries): it hands out consecutive message positions; a message counts as consumed once the
+transaction that acked it ended (aborted acks are redelivered and acked outside a transaction),
+and the subscription's mark-delete is the consumed prefix.
+"""
+from __future__ import annotations
+
+import bisect
+
+import orjson
+
+from pulsar_txn_cli.codec import MAGIC
+from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
+from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
+from pulsar_txn_cli.engine.writer import BufferedWriter
+
+PENDING_ACK_SUFFIX = "__transaction_pending_ack"
+PENDING_ACK_CURSOR = "__pending_ack_state"
+ACK, COMMIT, ABORT = 1, 2, 3
+INDIVIDUAL, CUMULATIVE = 0, 1
+
+_Record = pa_pb2.PendingAckMetadataEntry
+_Batch = pa_pb2.BatchedPendingAckMetadataEntry
+_MAGIC = MAGIC.to_bytes(2, "big")
+
+
+def split_topic(topic: str) -> tuple[str, str, str]:
+    """persistent://tenant/ns/local -> (tenant, ns, local)."""
+    rest = topic.split("://", 1)[1] if "://" in topic else topic
+    parts = rest.split("/", 2)
+    if len(parts) != 3:
+        raise ValueError(f"{topic!r} is not a full topic name (persistent://tenant/namespace/topic)")
+    return parts[0], parts[1], parts[2]
+
+
+def full_topic(topic: str) -> str:
+    if "://" in topic:
+        return topic
+    parts = topic.split("/")
+    if len(parts) == 1:
+        return f"persistent://public/default/{topic}"
+    if len(parts) == 3:
+        return f"persistent://{topic}"
+    raise ValueError(f"{topic!r} is not a topic name")
+
+
+def topic_ml_name(topic: str) -> str:
+    tenant, ns, local = split_topic(topic)
+    return f"{tenant}/{ns}/persistent/{local}"
+
+
+def pending_ack_ml_name(topic: str, sub: str) -> str:
+    tenant, ns, local = split_topic(topic)
+    return f"{tenant}/{ns}/persistent/{local}-{sub}{PENDING_ACK_SUFFIX}"
+
+
+def decode_pa_entry(data: bytes) -> list:
+    if data[:2] == _MAGIC:
+        batch = _Batch()
+        batch.ParseFromString(data[4:])
+        return list(batch.pending_ack_logs)
+    record = _Record()
+    record.ParseFromString(data)
+    return [record]
+
+
+class LogIndexLagBackoff:
+    """LogIndexLagBackoff(minLag, Long.MAX_VALUE, exponent 1): the lag grows with the index size."""
+
+    def __init__(self, min_lag: int):
+        self.min_lag = max(int(min_lag), 1)
+
+    def next(self, index_count: int) -> int:
+        return self.min_lag if index_count <= 0 else max(self.min_lag, self.min_lag * index_count)
+
+
+class Subscription:
+    """The origin subscription's consumption, enough to drive clearUselessLogData."""
+
+    def __init__(self, store, topic: str, name: str):
+        self.store = store
+        self.topic = topic
+        self.name = name
+        row = store.db.execute("SELECT state FROM subscriptions WHERE topic=? AND name=?", (topic, name)).fetchone()
+        state = orjson.loads(row[0]) if row else {}
+        self.ledger_id = state.get("ledgerId")
+        self.next = state.get("next", 0)
+        self.md = state.get("md", -1)
+        self.ended: set[int] = set(state.get("ended", []))
+        self.exists = row is not None
+
+    def save(self) -> None:
+        state = {"ledgerId": self.ledger_id, "next": self.next, "md": self.md, "ended": sorted(self.ended)}
+        self.store.db.execute(
+            "INSERT INTO subscriptions(topic, name, state) VALUES(?, ?, ?) ON CONFLICT(topic, name) DO UPDATE SET state=excluded.state",
+            (self.topic, self.name, orjson.dumps(state).decode()),
+        )
+        self.exists = True
+
+    def take(self, count: int) -> list[tuple[int, int]]:
+        first = self.next
+        self.next += count
+        self.store.dirty(self)
+        return [(self.ledger_id, n) for n in range(first, first + count)]
+
+    def consumed(self, positions) -> bool:
+        """Mark messages consumed; returns True when the mark-delete moved."""
+        for _, n in positions:
+            if n > self.md:
+                self.ended.add(n)
+        moved = False
+        while self.md + 1 in self.ended:
+            self.ended.discard(self.md + 1)
+            self.md += 1
+            moved = True
+        self.store.dirty(self)
+        return moved
+
+    @property
+    def mark_delete(self) -> tuple[int, int]:
+        return (self.ledger_id, self.md)
+
+
+class PendingAckStore:
+    def __init__(self, engine, topic: str, sub: str):
+        self.engine = engine
+        self.topic = topic
+        self.sub_name = sub
+        self.name = pending_ack_ml_name(topic, sub)
+        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.subscription = Subscription(engine.store, topic, sub)
+        self.acks: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}  # txn -> [(ackType, pos)]
+        self.index: list[tuple[tuple[int, int], Position]] = []  # sorted by maxAckPosition
+        self.state = "None"
+        self.cursor = None
+        self.writer: BufferedWriter | None = None
+        self._lag = 0
+        self._max_ack = None
+        self._backoff = LogIndexLagBackoff(500)
+        self._max_lag = 500
+        self._pending: list = []
+
+    # ---------------------------------------------------------------- open / replay
+
+    def open(self, reopen: bool) -> None:
+        engine = self.engine
+        with engine.store.tx():
+            if self.subscription.ledger_id is None:
+                self.subscription.ledger_id = engine.topic_ledger(self.topic)
+                engine.store.dirty(self.subscription)
+            if reopen or not self.ml.exists or not self.ml.owner:
+                cfg = engine.config.values()
+                self.ml.open_new_ledger(engine.ledger_settings(cfg))
+                self.ml.set_owner_state(
+                    batchEnabled=bool(cfg["transactionPendingAckBatchedWriteEnabled"]),
+                    maxRecords=cfg["transactionPendingAckBatchedWriteMaxRecords"],
+                    maxSize=cfg["transactionPendingAckBatchedWriteMaxSize"],
+                    maxDelayMs=cfg["transactionPendingAckBatchedWriteMaxDelayInMillis"],
+                    indexMinLag=cfg["transactionPendingAckLogIndexMinLag"],
+                    # The provider never enables batch-index deletion for this ledger (facts §3.2).
+                    batchIndexDeletion=bool(cfg["acknowledgmentAtBatchIndexLevelEnabled"]),
+                    recoverStartTime=engine.clock.now_ms,
+                )
+                self._open_cursor()
+                self._replay()
+                self.ml.set_owner_state(recoverEndTime=engine.clock.now_ms)
+            else:
+                self._open_cursor()
+                self._replay()
+        o = self.ml.owner
+        self.writer = BufferedWriter(
+            self.ml, engine.clock, engine.metrics.pending_ack,
+            max_records=o["maxRecords"], max_size=o["maxSize"], max_delay_ms=o["maxDelayMs"],
+            batch_enabled=o["batchEnabled"],
+        )
+        self.state = "Ready"
+
+    def _open_cursor(self) -> None:
+        self.cursor = self.ml.open_cursor(PENDING_ACK_CURSOR, batch_index_deletion=self.ml.owner["batchIndexDeletion"])
+        self._backoff = LogIndexLagBackoff(self.ml.owner.get("indexMinLag", 500))
+
+    def _replay(self) -> None:
+        """Replay: every record (no batch-index filtering); index once per entry."""
+        self.acks = {}
+        self.index = []
+        self._lag = 0
+        self._max_ack = None
+        self._max_lag = self._backoff.next(0)
+        cursor = self.cursor
+        for lid, eid, data in self.ml.read_after(cursor.mark_delete):
+            if (lid, eid) in cursor.deleted:
+                continue
+            records = decode_pa_entry(data)
+            for record in records:
+                self._apply(record)
+            self._index(Position(lid, eid), records)
+
+    def _apply(self, r) -> None:
+        txn = (r.txnid_most_bits, r.txnid_least_bits)
+        op = r.pending_ack_op
+        if op == ACK:
+            entry = self.acks.setdefault(txn, [])
+            for p in r.pending_ack_metadata:
+                entry.append((r.ack_type, (p.ledgerId, p.entryId)))
+        else:
+            self.acks.pop(txn, None)
+
+    def _index(self, log_pos: Position, records) -> None:
+        """handleMetadataEntry: track the max acked position; index it every maxIndexLag records."""
+        for r in records:
+            if r.pending_ack_op == ACK:
+                for p in r.pending_ack_metadata:
+                    key = (p.ledgerId, p.entryId)
+                    if self._max_ack is None or key > self._max_ack:
+                        self._max_ack = key
+        self._lag += len(records)
+        if self._lag >= self._max_lag and self._max_ack is not None:
+            keys = [k for k, _ in self.index]
+            i = bisect.bisect_left(keys, self._max_ack)
+            if i < len(self.index) and self.index[i][0] == self._max_ack:
+                self.index[i] = (self._max_ack, log_pos)
+            else:
+                self.index.insert(i, (self._max_ack, log_pos))
+            self._max_ack = None
+            self._lag = 0
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.state = "Close"
+
+    # ---------------------------------------------------------------- operations
+
+    def take_messages(self, count: int) -> list[tuple[int, int]]:
+        return self.subscription.take(count)
+
+    def ack(self, most: int, least: int, positions, callback, failed=None, ack_type: int = INDIVIDUAL) -> None:
+        record = _Record(pending_ack_op=ACK, ack_type=ack_type, txnid_most_bits=most, txnid_least_bits=least)
+        for lid, eid in positions:
+            record.pending_ack_metadata.add(ledgerId=lid, entryId=eid)
+        self._append(record, callback, failed)
+
+    def end(self, most: int, least: int, commit: bool, callback, failed=None) -> None:
+        record = _Record(pending_ack_op=COMMIT if commit else ABORT, txnid_most_bits=most, txnid_least_bits=least)
+        self._append(record, callback, failed)
+
+    def _append(self, record, callback, failed) -> None:
+        data = record.SerializeToString()
+        txn = (record.txnid_most_bits, record.txnid_least_bits)
+
+        def done(pos):
+            ended = None if record.pending_ack_op == ACK else [p for _, p in self.acks.get(txn, ())]
+            self._apply(record)
+            # With batching the index moves once per entry, at the batch's last record.
+            self._pending.append(record)
+            if pos.batch_size is None or pos.batch_index == pos.batch_size - 1:
+                self._index(pos, self._pending)
+                self._pending = []
+            if ended is not None and self.subscription.consumed(ended):
+                self.clear_useless_log_data()
+            callback(pos)
+
+        self.writer.add(data, done, failed)
+
+    def clear_useless_log_data(self) -> None:
+        """Mark-delete the log up to the last index point behind the subscription's mark-delete."""
+        md = self.subscription.mark_delete
+        delete_to = None
+        while self.index and self.index[0][0] <= md:
+            delete_to = self.index.pop(0)[1]
+        if delete_to is not None:
+            self._max_lag = self._backoff.next(len(self.index))
+            self.cursor.mark_delete_to(delete_to)
+
+    # ---------------------------------------------------------------- admin views
+
+    def stats(self, low_water_marks: bool = False) -> dict:
+        out = {
+            "state": self.state,
+            "ongoingTxnSize": len(self.acks),
+            "recoverStartTime": self.ml.owner.get("recoverStartTime", 0),
+            "recoverEndTime": self.ml.owner.get("recoverEndTime", 0),
+        }
+        if low_water_marks:
+            out["lowWaterMarks"] = {}
+        return out
+
+    def internal_stats(self, metadata: bool = False) -> dict:
+        return {"pendingAckLogStats": {"managedLedgerName": self.name,
+                                       "managedLedgerInternalStats": self.ml.internal_stats(metadata)}}
+
+    def cumulative_ack_position(self, most: int, least: int) -> str | None:
+        for ack_type, (lid, eid) in self.acks.get((most, least), []):
+            if ack_type == CUMULATIVE:
+                return f"{lid}:{eid}"
+        return None
+
+    def position_state(self, lid: int, eid: int) -> str:
+        if (lid, eid) <= self.subscription.mark_delete:
+            return "MarkDelete"
+        for acks in self.acks.values():
+            if any(p == (lid, eid) for _, p in acks):
+                return "PendingAck"
+        return "NotInPendingAck"
