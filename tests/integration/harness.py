@@ -1,0 +1,618 @@
+"""Run a real Apache Pulsar standalone broker for the integration tests.
+
+The broker comes from Maven Central: ``tests/integration/harness`` is a tiny
+Maven module that resolves the runtime classpath of one pinned Pulsar release
+and builds a small Java transactional workload (``TxnWorkload``).
+
+Standalone runs in ZooKeeper metadata mode (``PULSAR_STANDALONE_USE_ZOOKEEPER=1``)
+so that BookKeeper's ``BookieShell readledger`` can read ledgers while the
+broker is up.  Everything (ports, data dirs, logs) is private to one
+``PulsarBroker`` instance.
+
+This module has no dependency on the project's package; it only uses the
+standard library.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MODULE_DIR = HERE / "harness"
+POM = MODULE_DIR / "pom.xml"
+SETTINGS = MODULE_DIR / "settings.xml"
+CLASSPATH_FILE = MODULE_DIR / "target" / "classpath.txt"
+WORKLOAD_JAR = MODULE_DIR / "target" / "pulsar-txn-harness.jar"
+# touched after every successful build (Maven leaves classpath.txt / the jar alone when unchanged)
+BUILD_STAMP = MODULE_DIR / "target" / "build.stamp"
+
+READY_TIMEOUT = float(os.environ.get("PULSAR_TXN_IT_READY_TIMEOUT", "180"))
+# The whole broker process is killed if it lives longer than this (hung suite).
+MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_IT_MAX_LIFETIME", "1500"))
+
+JVM_FLAGS = [
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:MaxDirectMemorySize=1g",
+    "-XX:+UseG1GC",
+    "-XX:ActiveProcessorCount=2",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "--add-opens", "java.base/java.io=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+    "-Djute.maxbuffer=10485760",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dzookeeper.4lw.commands.whitelist=*",
+    "-Dzookeeper.snapshot.trust.empty=true",
+    "-Dlog4j2.is.webapp=false",
+]
+
+# Same layout as Pulsar's default console pattern.
+LOG_PATTERN = "%d{ISO8601_OFFSET_DATE_TIME_HHMM} [%t] %-5level %logger{36} - %msg%n"
+
+
+def _log4j_xml(target: str, level: str = "INFO", quiet: tuple[str, ...] = ()) -> str:
+    """A log4j2 XML config; target is a file path or 'STDOUT'."""
+    if target == "STDOUT":
+        appender = (f'<Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="{LOG_PATTERN}"/>'
+                    "</Console>")
+    else:
+        appender = (f'<File name="out" fileName="{target}" append="true">'
+                    f'<PatternLayout pattern="{LOG_PATTERN}"/></File>')
+    loggers = "".join(f'<Logger name="{q}" level="WARN"/>' for q in quiet)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<Configuration status="WARN"><Appenders>{appender}</Appenders>'
+        f'<Loggers>{loggers}<Root level="{level}"><AppenderRef ref="out"/></Root></Loggers>'
+        "</Configuration>\n"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _m2_has_pulsar() -> bool:
+    version = None
+    text = POM.read_text()
+    start = text.find("<pulsar.version>")
+    if start >= 0:
+        version = text[start + len("<pulsar.version>"):text.find("</pulsar.version>")]
+    repo = Path(os.environ.get("MAVEN_REPO_LOCAL", str(Path.home() / ".m2" / "repository")))
+    return bool(version) and (repo / "org/apache/pulsar/pulsar-broker" / version).is_dir()
+
+
+def _build_is_fresh() -> bool:
+    if not (CLASSPATH_FILE.exists() and WORKLOAD_JAR.exists() and BUILD_STAMP.exists()):
+        return False
+    built = BUILD_STAMP.stat().st_mtime
+    sources = [POM, *MODULE_DIR.joinpath("src").rglob("*.java")]
+    if any(p.stat().st_mtime > built for p in sources):
+        return False
+    return all(Path(p).exists() for p in CLASSPATH_FILE.read_text().strip().split(os.pathsep))
+
+
+def build_module(log=print) -> str:
+    """Build the Maven module if needed; return the classpath (workload jar included)."""
+    if not _build_is_fresh():
+        base = ["mvn", "-B", "-q", "-s", str(SETTINGS), "-f", str(POM), "package", "-DskipTests"]
+        attempts = [base + ["-o"], base] if _m2_has_pulsar() else [base]
+        last = None
+        for cmd in attempts:
+            log("harness: " + " ".join(cmd))
+            t0 = time.monotonic()
+            last = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            log(f"harness: mvn exit {last.returncode} in {time.monotonic() - t0:.1f}s")
+            if last.returncode == 0:
+                BUILD_STAMP.touch()
+                break
+        if last is None or last.returncode != 0:
+            raise RuntimeError("maven build of the harness failed:\n" + (last.stdout + last.stderr)[-5000:])
+    cp = CLASSPATH_FILE.read_text().strip()
+    return str(WORKLOAD_JAR) + os.pathsep + cp
+
+
+# --------------------------------------------------------------------------- broker
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+class PulsarBroker:
+    """One real standalone broker with private ports and directories."""
+
+    def __init__(self, extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
+                 base_dir: str | None = None):
+        self.name = name
+        self.extra_conf = dict(extra_conf or {})
+        self.base = Path(base_dir or tempfile.mkdtemp(prefix=f"pulsar-txn-it-{name}-"))
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.classpath = build_module()
+        self.proc: subprocess.Popen | None = None
+        self.start_seconds: float | None = None
+        self.starts = 0
+        self._watchdog: threading.Timer | None = None
+        self.broker_port = self.web_port = self.zk_port = self.bk_port = 0
+        self.log_path = self.base / "broker.log"
+        # called once when REST answers, before any coordinator is loaded (e.g. to set retention)
+        self.on_rest_ready = None
+
+    # ----------------------------------------------------------------- urls
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.broker_port}"
+
+    @property
+    def zk_connect(self) -> str:
+        return f"127.0.0.1:{self.zk_port}"
+
+    # ----------------------------------------------------------------- config
+
+    def broker_conf(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "clusterName": "standalone",
+            "bindAddress": "127.0.0.1",
+            "advertisedAddress": "127.0.0.1",
+            "brokerServicePort": self.broker_port,
+            "webServicePort": self.web_port,
+            "allowLoopback": "true",
+            "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
+            "loadBalancerEnabled": "false",
+            "managedLedgerDefaultEnsembleSize": 1,
+            "managedLedgerDefaultWriteQuorum": 1,
+            "managedLedgerDefaultAckQuorum": 1,
+            # transactions
+            "transactionCoordinatorEnabled": "true",
+            "systemTopicEnabled": "true",
+            "topicLevelPoliciesEnabled": "true",
+            "transactionMetadataStoreProviderClassName":
+                "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
+            "transactionLogBatchedWriteEnabled": "false",
+            "transactionPendingAckBatchedWriteEnabled": "false",
+            "transactionLogBatchedWriteMaxDelayInMillis": 20,
+            "transactionPendingAckBatchedWriteMaxDelayInMillis": 20,
+            "transactionPendingAckLogIndexMinLag": 1,
+            # fast rollover / trimming
+            "managedLedgerMaxEntriesPerLedger": 10,
+            "managedLedgerMinLedgerRolloverTimeMinutes": 0,
+            "managedLedgerMaxLedgerRolloverTimeMinutes": 1,
+            "managedLedgerDefaultMarkDeleteRateLimit": 0,
+            "managedLedgerCursorPositionFlushSeconds": 1,
+            "managedLedgerCursorMaxEntriesPerLedger": 10,
+            "managedLedgerCursorRolloverTimeInSeconds": 1,
+            "defaultRetentionTimeInMinutes": 0,
+            "defaultRetentionSizeInMB": 0,
+            "brokerDeleteInactiveTopicsEnabled": "false",
+            # bookie (the same file is the embedded bookie's ServerConfiguration)
+            "journalSyncData": "false",
+            "journalMaxGroupWaitMSec": 1,
+            "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+            "dbStorage_writeCacheMaxSizeMb": 16,
+            "dbStorage_readAheadCacheMaxSizeMb": 16,
+            "dbStorage_rocksDB_blockCacheSize": 16777216,
+            "diskUsageThreshold": 0.99,
+            "diskUsageWarnThreshold": 0.99,
+            "gcWaitTime": 60000,
+            "bookkeeperNumberOfChannelsPerBookie": 1,
+            "numIOThreads": 2,
+            "numHttpServerThreads": 8,
+            "statusFilePath": str(self.base / "status"),
+        }
+        conf.update(self.extra_conf)
+        return conf
+
+    def _write_files(self) -> None:
+        conf = "".join(f"{k}={v}\n" for k, v in self.broker_conf().items())
+        (self.base / "standalone.conf").write_text(conf)
+        (self.base / "log4j2-broker.xml").write_text(_log4j_xml(str(self.log_path)))
+        (self.base / "log4j2-shell.xml").write_text(_log4j_xml("STDOUT"))
+        (self.base / "bk.conf").write_text(
+            f"metadataServiceUri=zk://127.0.0.1:{self.zk_port}/ledgers\n"
+            f"zkServers=127.0.0.1:{self.zk_port}\n"
+            "zkTimeout=30000\n"
+        )
+        (self.base / "status").write_text("OK\n")
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self, wipe: bool = True, timeout: float = READY_TIMEOUT) -> None:
+        if not self.web_port:
+            self.broker_port, self.web_port, self.zk_port, self.bk_port = (free_port() for _ in range(4))
+        self._write_files()
+        cmd = [
+            "java", *JVM_FLAGS,
+            f"-Dlog4j.configurationFile={self.base / 'log4j2-broker.xml'}",
+            "-cp", self.classpath,
+            "org.apache.pulsar.PulsarStandaloneStarter",
+            "-c", str(self.base / "standalone.conf"),
+            "-nfw", "-nss",
+            "--zookeeper-port", str(self.zk_port),
+            "--bookkeeper-port", str(self.bk_port),
+            "--zookeeper-dir", str(self.base / "data" / "zookeeper"),
+            "--bookkeeper-dir", str(self.base / "data" / "bookkeeper"),
+            "--metadata-dir", str(self.base / "data" / "metadata"),
+            "-a", "127.0.0.1",
+        ]
+        if wipe:
+            cmd.append("--wipe-data")
+        env = dict(os.environ, PULSAR_STANDALONE_USE_ZOOKEEPER="1")
+        self.starts += 1
+        with open(self.log_path, "a") as out:
+            out.write(f"\n===== harness start #{self.starts}: {' '.join(cmd[-16:])}\n")
+            out.flush()
+            t0 = time.monotonic()
+            self.proc = subprocess.Popen(cmd, cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        self._arm_watchdog(MAX_LIFETIME)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+
+    def _arm_watchdog(self, seconds: float) -> None:
+        if self._watchdog:
+            self._watchdog.cancel()
+        proc = self.proc
+
+        def kill() -> None:
+            if proc and proc.poll() is None:
+                with open(self.log_path, "a") as out:
+                    out.write(f"\n===== harness watchdog: killing broker after {seconds}s\n")
+                _kill_group(proc, signal.SIGKILL)
+
+        self._watchdog = threading.Timer(seconds, kill)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        stage = "admin REST"
+        last = ""
+        n_tc = 0
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise BrokerStartError(f"broker exited with {self.proc and self.proc.returncode} "
+                                       f"before it was ready\n{self.log_tail()}")
+            try:
+                if stage == "admin REST":
+                    status, body = self.rest("GET", "/admin/v2/clusters", timeout=5)
+                    if status == 200 and "standalone" in body:
+                        stage = "tc assign topic"
+                if stage == "tc assign topic":
+                    status, body = self.rest(
+                        "GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions",
+                        timeout=5)
+                    if status == 200 and body.get("partitions", 0) > 0:
+                        stage = "coordinators ready"
+                        n_tc = body["partitions"]
+                if stage == "coordinators ready" and self.on_rest_ready:
+                    self.on_rest_ready(self)
+                    self.on_rest_ready = None
+                if stage == "coordinators ready":
+                    # Verified on 4.0.7: a standalone broker creates the TC-assign partitioned-topic
+                    # metadata but loads coordinator N only when a transactional client sends
+                    # TcClientConnect for it; a REST lookup of the partition is not enough.
+                    self.ping_coordinators(timeout=max(10.0, deadline - time.monotonic()))
+                if stage == "coordinators ready":
+                    status, body = self.rest("GET", "/admin/v3/transactions/coordinatorStats", timeout=10)
+                    last = f"{status} {body}"
+                    if status == 200 and body and all(v.get("state") == "Ready" for v in body.values()):
+                        return
+            except (OSError, ValueError) as e:  # connection refused, timeouts, bad JSON
+                last = repr(e)
+            time.sleep(1)
+        raise BrokerStartError(f"broker not ready after {timeout}s (waiting for {stage}; last: {last})\n"
+                               f"{self.log_tail()}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if self._watchdog:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if proc is None or proc.poll() is not None:
+            return
+        _kill_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, signal.SIGKILL)
+            proc.wait(30)
+
+    def restart(self, extra_conf: dict[str, Any] | None = None, timeout: float = READY_TIMEOUT) -> None:
+        """Stop and start again on the same data (no wipe), optionally with changed config."""
+        if extra_conf:
+            self.extra_conf.update(extra_conf)
+        self.stop()
+        self.start(wipe=False, timeout=timeout)
+
+    def cleanup(self) -> None:
+        self.stop()
+        if os.environ.get("PULSAR_TXN_IT_KEEP") != "1":
+            shutil.rmtree(self.base / "data", ignore_errors=True)
+
+    def log_tail(self, chars: int = 20000) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no broker log)"
+        return text[-chars:]
+
+    # ----------------------------------------------------------------- REST
+
+    def rest(self, method: str, path: str, body: Any = None, timeout: float = 60,
+             raw: bool = False) -> tuple[int, Any]:
+        """HTTP call to the broker's web service; returns (status, parsed JSON or text)."""
+        data = None
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.admin_url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                status, payload = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            status, payload = e.code, e.read()
+        text = payload.decode("utf-8", errors="replace")
+        if raw:
+            return status, text
+        if not text:
+            return status, None
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
+    def set_dynamic_config(self, name: str, value: Any) -> int:
+        value = str(value).lower() if isinstance(value, bool) else str(value)
+        status, body = self.rest("POST", f"/admin/v2/brokers/configuration/{name}/"
+                                         f"{urllib.parse.quote(value, safe='')}")
+        if status not in (200, 204):
+            raise RuntimeError(f"set_dynamic_config {name}={value}: HTTP {status} {body}")
+        # The update goes through the metadata store; wait until this broker applied it.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            st, runtime = self.rest("GET", "/admin/v2/brokers/configuration/runtime")
+            if st == 200 and str(runtime.get(name)).lower() == value.lower():
+                return status
+            time.sleep(0.5)
+        raise RuntimeError(f"dynamic config {name}={value} not applied after 30s")
+
+    def coordinator_ids(self) -> list[int]:
+        status, body = self.rest("GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")
+        return list(range(body["partitions"]))
+
+    def reload_coordinators(self, timeout: float = 120) -> None:
+        """Unload every TC-assign partition so each coordinator reopens with the current config."""
+        for tc in self.coordinator_ids():
+            status, body = self.rest(
+                "PUT", f"/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-{tc}/unload")
+            if status not in (200, 204):
+                raise RuntimeError(f"unload of TC assign partition {tc}: HTTP {status} {body}")
+        self.wait_coordinators_ready(timeout)
+
+    def ping_coordinators(self, count: int = 0, timeout: float = 120) -> None:
+        """Open+abort transactions with a real client so every coordinator gets (re)loaded."""
+        n = count or 2 * max(1, len(self.coordinator_ids()))
+        self.run_workload(timeout=timeout, ping=n)
+
+    def wait_coordinators_ready(self, timeout: float = 120) -> dict:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                self.ping_coordinators(timeout=max(10.0, deadline - time.monotonic()))
+                status, last = self.rest("GET", "/admin/v3/transactions/coordinatorStats", timeout=10)
+                if status == 200 and last and all(v.get("state") == "Ready" for v in last.values()):
+                    # the TC must also be served again (lookup answers)
+                    return last
+            except OSError as e:
+                last = repr(e)
+            time.sleep(1)
+        raise RuntimeError(f"coordinators not Ready after {timeout}s: {last}")
+
+    def unload_topic(self, topic: str) -> int:
+        """Unload a topic (e.g. 'public/default/t' or a partitioned topic) so its pending-ack stores reopen."""
+        status, _ = self.rest("PUT", f"/admin/v2/persistent/{topic}/unload")
+        return status
+
+    def tc_internal_stats(self, tc: int = 0, metadata: bool = False) -> dict:
+        status, body = self.rest("GET", f"/admin/v3/transactions/coordinatorInternalStats/{tc}"
+                                        f"?metadata={'true' if metadata else 'false'}")
+        if status != 200:
+            raise RuntimeError(f"coordinatorInternalStats/{tc}: HTTP {status} {body}")
+        return body
+
+    def pending_ack_internal_stats(self, topic: str, sub: str, metadata: bool = False) -> dict:
+        status, body = self.rest("GET", f"/admin/v3/transactions/pendingAckInternalStats/{topic}/"
+                                        f"{urllib.parse.quote(sub, safe='')}"
+                                        f"?metadata={'true' if metadata else 'false'}")
+        if status != 200:
+            raise RuntimeError(f"pendingAckInternalStats {topic} {sub}: HTTP {status} {body}")
+        return body
+
+    # ----------------------------------------------------------------- java tools
+
+    def _java(self, main: str, args: list[str], log4j: str, timeout: float, **kw) -> subprocess.CompletedProcess:
+        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+               f"-Dlog4j.configurationFile={log4j}", "-Dlog4j2.is.webapp=false",
+               "-cp", self.classpath, main, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.base, **kw)
+
+    def readledger(self, ledger_id: int, timeout: float = 120) -> str:
+        """`BookieShell -entryformat hex readledger -m -l <id>` (the 4.17 spelling of `-ef hex`) against this broker's ZooKeeper; stdout+stderr text."""
+        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+               f"-Dlog4j.configurationFile={self.base / 'log4j2-shell.xml'}", "-Dlog4j2.is.webapp=false",
+               "-cp", self.classpath, "org.apache.bookkeeper.bookie.BookieShell",
+               "-conf", str(self.base / "bk.conf"), "-entryformat", "hex",
+               "readledger", "-m", "-l", str(ledger_id)]
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=timeout, cwd=self.base)
+        if res.returncode != 0:
+            raise RuntimeError(f"readledger {ledger_id} exited {res.returncode}:\n{res.stdout[-5000:]}")
+        return res.stdout
+
+    def workload_cmd(self, **kw: Any) -> list[str]:
+        args = {"service-url": self.service_url, "admin-url": self.admin_url}
+        for k, v in kw.items():
+            args[k.replace("_", "-")] = str(v)
+        flat = [x for k, v in args.items() for x in (f"--{k}", v)]
+        return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+                f"-Dlog4j.configurationFile={self.base / 'log4j2-workload.xml'}", "-Dlog4j2.is.webapp=false",
+                "-cp", self.classpath, "pulsartxn.harness.TxnWorkload", *flat]
+
+    def run_workload(self, timeout: float = 300, **kw: Any) -> list[dict]:
+        """Run TxnWorkload to completion; returns its JSON lines.
+
+        Keywords: seed, txns, aborts, ops (per txn), parallel, prefix, partitions, hold (held txns are
+        committed at once because stdin is closed), txn_timeout_sec.
+        """
+        run = self.start_workload(**kw)
+        return run.finish(timeout=timeout)
+
+    def start_workload(self, **kw: Any) -> "WorkloadRun":
+        (self.base / "log4j2-workload.xml").write_text(
+            _log4j_xml(str(self.base / "workload.log"), level="INFO"))
+        return WorkloadRun(self.workload_cmd(**kw), cwd=self.base)
+
+
+class WorkloadRun:
+    """A running TxnWorkload; with hold=K it stops after printing {"event":"holding"} until finish()."""
+
+    def __init__(self, cmd: list[str], cwd: Path):
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: list[dict] = []
+        self._stderr: list[str] = []
+        self._err_thread = threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True)
+        self._err_thread.start()
+
+    def wait_holding(self, timeout: float = 300) -> list[dict]:
+        """Read lines until the workload says it is holding transactions open."""
+        timer = threading.Timer(timeout, self.proc.kill)
+        timer.start()
+        try:
+            for line in self.proc.stdout:
+                rec = json.loads(line)
+                self.lines.append(rec)
+                if rec.get("event") == "holding":
+                    return list(self.lines)
+                if rec.get("event") == "done":
+                    break
+        finally:
+            timer.cancel()
+        raise RuntimeError(f"workload did not hold transactions (exit {self.proc.poll()}):\n"
+                           + "".join(self._stderr)[-5000:])
+
+    def finish(self, action: str = "commit", timeout: float = 300) -> list[dict]:
+        try:
+            self.proc.stdin.write(action + "\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+        timer = threading.Timer(timeout, self.proc.kill)
+        timer.start()
+        try:
+            for line in self.proc.stdout:
+                line = line.strip()
+                if line:
+                    self.lines.append(json.loads(line))
+            rc = self.proc.wait()
+        finally:
+            timer.cancel()
+        self._err_thread.join(5)
+        if rc != 0 or not self.lines or self.lines[-1].get("event") != "done":
+            if rc == -9:
+                raise RuntimeError(f"workload killed after {timeout}s timeout:\n" + "".join(self._stderr)[-8000:])
+            raise RuntimeError(f"workload failed (exit {rc}):\n" + "".join(self._stderr)[-8000:])
+        return list(self.lines)
+
+
+def _kill_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+
+def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar", attempts: int = 2,
+                 log=print) -> PulsarBroker:
+    """Start a broker; one retry (fresh ports and directories) if the first start fails."""
+    errors = []
+    for attempt in range(attempts):
+        broker = PulsarBroker(extra_conf, name=name)
+        try:
+            broker.start()
+            log(f"harness: broker {name} ready in {broker.start_seconds:.1f}s at {broker.admin_url} "
+                f"(dir {broker.base})")
+            return broker
+        except Exception as e:  # noqa: BLE001 - retried once, then reported
+            errors.append(f"attempt {attempt + 1}: {e}")
+            broker.cleanup()
+    raise BrokerStartError("\n\n".join(errors))
+
+
+def txn_ids(lines: list[dict], outcome: str | None = None) -> list[tuple[int, int]]:
+    return [(r["most"], r["least"]) for r in lines
+            if r.get("event") == "txn" and (outcome is None or r["outcome"] == outcome)]
+
+
+# --------------------------------------------------------------------------- ledger dumps
+
+
+def parse_readledger(text: str) -> list[tuple[int, int, bytes]]:
+    """Parse `readledger -m` hex output into (ledgerId, entryId, payload bytes).
+
+    Note: the header's EntrySize is the ledger's cumulative length up to that entry
+    (BookKeeper's LedgerEntry.getLength), not the entry's own size; use the hex lines.
+    """
+    import re
+
+    header = re.compile(r"Lid=(\d+), Eid=(\d+), EntrySize=(\d+)")
+    hexline = re.compile(r"^([0-9A-Fa-f]{8}) ((?:[0-9A-Fa-f]{2} ){1,16})")
+    out: list[tuple[int, int, bytes]] = []
+    cur: list[Any] | None = None
+    for line in text.splitlines():
+        m = header.search(line)
+        if m:
+            if cur:
+                out.append((cur[0], cur[1], bytes(cur[3])))
+            cur = [int(m.group(1)), int(m.group(2)), int(m.group(3)), bytearray()]
+            continue
+        h = hexline.match(line)
+        if h and cur is not None:
+            cur[3].extend(bytes.fromhex(h.group(2).replace(" ", "")))
+    if cur:
+        out.append((cur[0], cur[1], bytes(cur[3])))
+    return out

@@ -1,0 +1,281 @@
+package pulsartxn.harness;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.client.api.SubscriptionType;
+import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.api.transaction.TxnID;
+
+/**
+ * Transactional workload for the pulsar-txn integration tests.
+ *
+ * <p>Creates (if needed) three topics in public/default:
+ * {prefix}-orders (non-partitioned, name with '-'), {prefix}plain (non-partitioned)
+ * and {prefix}-part (partitioned, 2 partitions); subscribes "sub-a" (Exclusive) and
+ * "subb" (Shared) on every topic; pre-produces plain messages; then runs N
+ * transactions, each producing and acknowledging a few messages, and commits or
+ * aborts them. With --hold K, K more transactions are left open until a line is
+ * read on stdin (or stdin closes), then committed.
+ *
+ * <p>Output: one JSON object per line on stdout. Lines with "event":"txn" describe
+ * one transaction: {"event":"txn","most":M,"least":L,"outcome":"committed|aborted|open",
+ * "ops":[{"op":"produce","topic":T,"msgId":"l:e:p"},{"op":"ack","topic":T,"sub":S,"msgId":...}]}.
+ * A final {"event":"done",...} line summarises the run.
+ */
+public final class TxnWorkload {
+
+    private static final String[] SUBS = {"sub-a", "subb"};
+
+    private static String arg(Map<String, String> a, String k, String def) {
+        String v = a.get(k);
+        return v == null ? def : v;
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> a = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < argv.length; i += 2) {
+            if (!argv[i].startsWith("--")) {
+                throw new IllegalArgumentException("bad argument " + argv[i]);
+            }
+            a.put(argv[i].substring(2), argv[i + 1]);
+        }
+        String serviceUrl = arg(a, "service-url", "pulsar://127.0.0.1:6650");
+        String adminUrl = arg(a, "admin-url", "http://127.0.0.1:8080");
+        long seed = Long.parseLong(arg(a, "seed", "1"));
+        int txns = Integer.parseInt(arg(a, "txns", "10"));
+        int aborts = Integer.parseInt(arg(a, "aborts", "3"));
+        int opsPerTxn = Integer.parseInt(arg(a, "ops", "3"));
+        int hold = Integer.parseInt(arg(a, "hold", "0"));
+        int partitions = Integer.parseInt(arg(a, "partitions", "2"));
+        String prefix = arg(a, "prefix", "txn");
+        long txnTimeoutSec = Long.parseLong(arg(a, "txn-timeout-sec", "600"));
+        Random rnd = new Random(seed);
+
+        if (a.containsKey("ping")) {
+            // Connect a transactional client (this is what makes a standalone broker load its
+            // transaction coordinators), open and abort one transaction per --ping count.
+            try (PulsarClient client = PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
+                    .operationTimeout(60, TimeUnit.SECONDS).build()) {
+                int n = Integer.parseInt(a.get("ping"));
+                for (int i = 0; i < n; i++) {
+                    Transaction txn = newTxn(client, 60);
+                    txn.abort().get(60, TimeUnit.SECONDS);
+                    emit(txn.getTxnID(), "aborted", new ArrayList<>());
+                }
+                System.out.println("{\"event\":\"done\",\"ping\":" + n + "}");
+            }
+            System.exit(0);
+        }
+
+        String ns = "persistent://public/default/";
+        String[] topics = {ns + prefix + "-orders", ns + prefix + "plain", ns + prefix + "-part"};
+
+        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(adminUrl).build()) {
+            try {
+                admin.topics().createPartitionedTopic(topics[2], partitions);
+            } catch (PulsarAdminException.ConflictException e) {
+                // already exists
+            }
+            for (int i = 0; i < 2; i++) {
+                try {
+                    admin.topics().createNonPartitionedTopic(topics[i]);
+                } catch (PulsarAdminException.ConflictException e) {
+                    // already exists
+                }
+            }
+        }
+
+        // Abort positions chosen from the seed: exactly `aborts` of the `txns` transactions.
+        boolean[] abortAt = new boolean[txns];
+        List<Integer> idx = new ArrayList<>();
+        for (int i = 0; i < txns; i++) {
+            idx.add(i);
+        }
+        java.util.Collections.shuffle(idx, rnd);
+        for (int i = 0; i < Math.min(aborts, txns); i++) {
+            abortAt[idx.get(i)] = true;
+        }
+
+        int committed = 0;
+        int aborted = 0;
+        int open = 0;
+        try (PulsarClient client = PulsarClient.builder()
+                .serviceUrl(serviceUrl)
+                .enableTransaction(true)
+                .operationTimeout(60, TimeUnit.SECONDS)
+                .build()) {
+            List<Producer<byte[]>> producers = new ArrayList<>();
+            List<Consumer<byte[]>> consumers = new ArrayList<>(); // index = topic*2 + sub
+            for (String t : topics) {
+                for (int s = 0; s < SUBS.length; s++) {
+                    consumers.add(client.newConsumer()
+                            .topic(t)
+                            .subscriptionName(SUBS[s])
+                            .subscriptionType(s == 0 ? SubscriptionType.Exclusive : SubscriptionType.Shared)
+                            .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                            .subscribe());
+                }
+                producers.add(client.newProducer()
+                        .topic(t)
+                        .enableBatching(false)
+                        .sendTimeout(0, TimeUnit.SECONDS)
+                        .create());
+            }
+            // Plain (non-transactional) messages for the transactional acks to consume.
+            int total = txns + hold;
+            int seedMsgs = Math.max(4, total * opsPerTxn / topics.length + 2);
+            for (int ti = 0; ti < topics.length; ti++) {
+                for (int i = 0; i < seedMsgs; i++) {
+                    producers.get(ti).send(("seed-" + seed + "-" + i).getBytes(StandardCharsets.UTF_8));
+                }
+            }
+
+            final List<Object[]> held = java.util.Collections.synchronizedList(new ArrayList<>());
+            final int[] counts = new int[3]; // committed, aborted, open
+            final java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+            final int parallel = Integer.parseInt(arg(a, "parallel", "1"));
+            final int opsF = opsPerTxn;
+            List<Thread> workers = new ArrayList<>();
+            final List<Throwable> errors = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int w = 0; w < parallel; w++) {
+                Thread th = new Thread(() -> {
+                    try {
+                        int n;
+                        while ((n = next.getAndIncrement()) < total) {
+                            Random r = new Random(seed * 1_000_003L + n);
+                            Transaction txn = newTxn(client, txnTimeoutSec);
+                            TxnID id = txn.getTxnID();
+                            List<String> ops = new ArrayList<>();
+                            for (int k = 0; k < opsF; k++) {
+                                int ti = r.nextInt(topics.length);
+                                if (r.nextBoolean()) {
+                                    MessageId mid = producers.get(ti).newMessage(txn)
+                                            .value(("txn-" + seed + "-" + n + "-" + k).getBytes(StandardCharsets.UTF_8))
+                                            .send();
+                                    ops.add("{\"op\":\"produce\",\"topic\":\"" + topics[ti] + "\",\"msgId\":\"" + mid + "\"}");
+                                } else {
+                                    int s = r.nextInt(SUBS.length);
+                                    Consumer<byte[]> c = consumers.get(ti * 2 + s);
+                                    Message<byte[]> m = c.receive(5, TimeUnit.SECONDS);
+                                    if (m == null) {
+                                        continue;
+                                    }
+                                    c.acknowledgeAsync(m.getMessageId(), txn).get(60, TimeUnit.SECONDS);
+                                    ops.add("{\"op\":\"ack\",\"topic\":\"" + m.getTopicName() + "\",\"sub\":\"" + SUBS[s]
+                                            + "\",\"msgId\":\"" + m.getMessageId() + "\"}");
+                                }
+                            }
+                            String outcome;
+                            if (n >= txns) {
+                                outcome = "open";
+                                held.add(new Object[]{txn, id, ops});
+                            } else if (abortAt[n]) {
+                                txn.abort().get(60, TimeUnit.SECONDS);
+                                outcome = "aborted";
+                            } else {
+                                txn.commit().get(60, TimeUnit.SECONDS);
+                                outcome = "committed";
+                            }
+                            synchronized (counts) {
+                                counts[outcome.equals("committed") ? 0 : outcome.equals("aborted") ? 1 : 2]++;
+                            }
+                            emit(id, outcome, ops);
+                        }
+                    } catch (Throwable t) {
+                        errors.add(t);
+                        t.printStackTrace();
+                    }
+                }, "workload-" + w);
+                th.start();
+                workers.add(th);
+            }
+            for (Thread th : workers) {
+                th.join();
+            }
+            if (!errors.isEmpty()) {
+                System.err.println("workload failed: " + errors.get(0));
+                System.exit(2);
+            }
+            committed = counts[0];
+            aborted = counts[1];
+            open = counts[2];
+            if (!held.isEmpty()) {
+                System.out.println("{\"event\":\"holding\",\"count\":" + held.size() + "}");
+                System.out.flush();
+                String action = "commit";
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line = in.readLine();
+                if (line != null && line.trim().equals("abort")) {
+                    action = "abort";
+                }
+                for (Object[] h : held) {
+                    Transaction txn = (Transaction) h[0];
+                    @SuppressWarnings("unchecked")
+                    List<String> ops = (List<String>) h[2];
+                    if (action.equals("abort")) {
+                        txn.abort().get(60, TimeUnit.SECONDS);
+                        aborted++;
+                        emit((TxnID) h[1], "aborted", ops);
+                    } else {
+                        txn.commit().get(60, TimeUnit.SECONDS);
+                        committed++;
+                        emit((TxnID) h[1], "committed", ops);
+                    }
+                }
+            }
+            StringBuilder tj = new StringBuilder();
+            for (String t : topics) {
+                tj.append(tj.length() == 0 ? "" : ",").append('"').append(t).append('"');
+            }
+            System.out.println("{\"event\":\"done\",\"committed\":" + committed + ",\"aborted\":" + aborted
+                    + ",\"heldThenFinished\":" + open + ",\"topics\":[" + tj + "],\"subscriptions\":[\"sub-a\",\"subb\"]}");
+            System.out.flush();
+            for (Consumer<byte[]> c : consumers) {
+                c.close();
+            }
+            for (Producer<byte[]> p : producers) {
+                p.close();
+            }
+        }
+        System.exit(0);
+    }
+
+    private static synchronized void emit(TxnID id, String outcome, List<String> ops) {
+        System.out.println("{\"event\":\"txn\",\"most\":" + id.getMostSigBits() + ",\"least\":" + id.getLeastSigBits()
+                + ",\"outcome\":\"" + outcome + "\",\"ops\":[" + String.join(",", ops) + "]}");
+        System.out.flush();
+    }
+
+    /** newTransaction, retrying while the coordinator is still loading. */
+    private static Transaction newTxn(PulsarClient client, long timeoutSec) throws Exception {
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (true) {
+            try {
+                return client.newTransaction().withTransactionTimeout(timeoutSec, TimeUnit.SECONDS)
+                        .build().get(60, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                System.err.println("newTransaction failed, retrying: " + e);
+                Thread.sleep(1000);
+            }
+        }
+    }
+}

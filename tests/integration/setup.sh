@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Prepare a machine for the real-broker integration suite (tests/integration).
+# Idempotent: does only what is missing, and says what it did.
+#   - a JDK 17 with the JDK-8351933 ForkJoinPool fix (>= 17.0.17) and Maven, from Debian packages
+#   - the pinned Pulsar classpath in ~/.m2 plus the harness workload jar (mvn package of the module)
+# Exit status is non-zero if something needed could not be installed.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+MODULE="$HERE/harness"
+say() { echo "integration-setup: $*"; }
+
+java_ok() {
+  command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || return 1
+  local v
+  v="$(java -version 2>&1 | sed -n 's/.*version "\([0-9][0-9.]*\).*/\1/p' | head -1)"
+  python3 - "$v" <<'PY'
+import sys
+parts = [int(x) for x in sys.argv[1].split(".") if x.isdigit()] + [0, 0, 0]
+major, minor, patch = parts[0], parts[1], parts[2]
+# JDK-8351933 is fixed in 17.0.17+ and 21.0.8+; anything newer than 21 is fine too.
+ok = (major == 17 and patch >= 17) or (major == 21 and patch >= 8) or major > 21
+sys.exit(0 if ok else 1)
+PY
+}
+
+apt_install() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    say "cannot install $* (need root and apt-get)"; return 1
+  fi
+  if [ -z "${_APT_UPDATED:-}" ]; then
+    say "apt-get update"; apt-get update -qq >/dev/null; _APT_UPDATED=1
+  fi
+  say "apt-get install -y $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if java_ok; then
+  say "JDK ok: $(java -version 2>&1 | head -1)"
+else
+  say "JDK missing or older than 17.0.17 (JDK-8351933): $(java -version 2>&1 | head -1 || true)"
+  apt_install openjdk-17-jdk-headless
+  java_ok || { say "WARNING: still $(java -version 2>&1 | head -1); continuing"; }
+  say "JDK now: $(java -version 2>&1 | head -1)"
+fi
+
+if command -v mvn >/dev/null 2>&1; then
+  say "Maven ok: $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
+else
+  apt_install maven
+fi
+
+cp_file="$MODULE/target/classpath.txt"
+jar="$MODULE/target/pulsar-txn-harness.jar"
+fresh=1
+stamp="$MODULE/target/build.stamp"  # same stamp as harness.py uses
+if [ -f "$cp_file" ] && [ -f "$jar" ] && [ -f "$stamp" ]; then
+  for src in "$MODULE/pom.xml" $(find "$MODULE/src" -name '*.java'); do
+    if [ "$src" -nt "$stamp" ]; then fresh=0; fi
+  done
+  for f in $(tr ':' ' ' < "$cp_file"); do [ -f "$f" ] || { fresh=0; break; }; done
+else
+  fresh=0
+fi
+if [ "$fresh" = 1 ]; then
+  say "harness module already built ($(tr ':' '\n' < "$cp_file" | wc -l) jars on the classpath)"
+else
+  mvn_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$MODULE/pom.xml" package -DskipTests)
+  start=$(date +%s)
+  if "${mvn_cmd[@]}" -o >/dev/null 2>&1; then
+    touch "$stamp"
+    say "built harness module offline from ~/.m2 in $(( $(date +%s) - start ))s"
+  else
+    say "downloading the Pulsar classpath from Maven Central (about 250 MB on a fresh machine)"
+    "${mvn_cmd[@]}"
+    touch "$stamp"
+    say "built harness module online in $(( $(date +%s) - start ))s"
+  fi
+  say "classpath: $(tr ':' '\n' < "$cp_file" | wc -l) jars"
+fi
+say "done"

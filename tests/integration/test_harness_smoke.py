@@ -1,0 +1,261 @@
+"""Smoke tests proving the real-broker harness works, plus the facts §3.3 downgrade experiment.
+
+Only plain Python byte checks here: the project's own decoder is not used.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+from conftest import start_broker_or_fail
+
+pytestmark = pytest.mark.integration
+
+MAGIC = b"\x0e\x01\x00\x01"  # PIP-160 batched entry prefix: magic 0x0E01 + version 1
+TC_LOG = "pulsar/system/persistent/__transaction_log_0"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def batch_size(entry: bytes) -> int:
+    """Records in an entry: 1 for an unbatched entry, else the count of repeated field 1."""
+    if not entry.startswith(MAGIC[:2]):
+        return 1
+    buf, i, n = entry[4:], 0, 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 2:
+            ln, i = _varint(buf, i)
+            i += ln
+            if field == 1:
+                n += 1
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError(f"bad wire type {wire}")
+    return n
+
+
+def ml_stats(stats: dict) -> dict:
+    inner = stats.get("transactionLogStats") or stats.get("pendingAckLogStats")
+    return inner["managedLedgerInternalStats"]
+
+
+def ledger_ids(stats: dict) -> list[int]:
+    return [lg["ledgerId"] for lg in ml_stats(stats)["ledgers"]]
+
+
+def pos(s: str) -> tuple[int, int]:
+    a, b = s.split(":")
+    return int(a), int(b)
+
+
+def read_entries(broker: harness.PulsarBroker, ledgers, after: tuple[int, int] | None = None):
+    out = []
+    for lid in ledgers:
+        for l_id, e_id, payload in harness.parse_readledger(broker.readledger(lid)):
+            if after is None or (l_id, e_id) > after:
+                out.append((l_id, e_id, payload))
+    return out
+
+
+def set_batching(broker: harness.PulsarBroker, enabled: bool) -> None:
+    broker.set_dynamic_config("transactionLogBatchedWriteEnabled", enabled)
+    broker.set_dynamic_config("transactionPendingAckBatchedWriteEnabled", enabled)
+
+
+def unload_workload_topics(broker: harness.PulsarBroker, prefix: str) -> None:
+    """Unload the workload's topics so their pending-ack stores reopen with the current config."""
+    for t in (f"{prefix}-orders", f"{prefix}plain", f"{prefix}-part"):
+        broker.unload_topic(f"public/default/{t}")
+
+
+# ----------------------------------------------------------------------------- basic
+
+
+def test_broker_starts_with_transactions(pulsar_broker):
+    st, runtime = pulsar_broker.rest("GET", "/admin/v2/brokers/configuration/runtime")
+    assert st == 200
+    assert runtime["transactionCoordinatorEnabled"] == "true"
+    assert runtime["systemTopicEnabled"] == "true"
+    st, stats = pulsar_broker.rest("GET", "/admin/v3/transactions/coordinatorStats")
+    assert st == 200 and stats and all(v["state"] == "Ready" for v in stats.values())
+    st, coords = pulsar_broker.rest("GET", "/admin/v3/transactions/coordinators")
+    assert st == 200 and [c["id"] for c in coords] == sorted(int(k) for k in stats)
+    assert pulsar_broker.start_seconds is not None
+    print(f"broker start: {pulsar_broker.start_seconds:.1f}s")
+
+
+def test_workload_commits_and_aborts(pulsar_broker):
+    lines = pulsar_broker.run_workload(seed=7, txns=8, aborts=3, ops=3, parallel=2, prefix="smoke")
+    done = lines[-1]
+    assert done["event"] == "done" and done["committed"] == 5 and done["aborted"] == 3
+    txns = [r for r in lines if r.get("event") == "txn"]
+    assert len({(r["most"], r["least"]) for r in txns}) == 8
+    ops = {op["op"] for r in txns for op in r["ops"]}
+    assert ops == {"produce", "ack"}
+    topics = {op["topic"] for r in txns for op in r["ops"]}
+    assert any("-partition-" in t for t in topics)
+    # finished transactions are gone from the coordinator
+    most, least = txns[0]["most"], txns[0]["least"]
+    st, _ = pulsar_broker.rest("GET", f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
+    assert st == 404
+    st, stats = pulsar_broker.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")
+    assert st == 200 and stats["state"] == "Ready" and stats["ongoingTxnSize"] == 0
+
+
+def test_batched_prefix_present_then_absent_after_disable_and_reload(pulsar_broker):
+    b = pulsar_broker
+    prefix = "magic"
+    # --- batching on: reload the coordinator (unload of its TC-assign partition) and the topics
+    set_batching(b, True)
+    b.reload_coordinators()
+    unload_workload_topics(b, prefix)
+    tc_before = ml_stats(b.tc_internal_stats(0))["lastConfirmedEntry"]
+    b.run_workload(seed=21, txns=16, aborts=4, ops=4, parallel=4, prefix=prefix)
+    tc_stats = b.tc_internal_stats(0)
+    batched_phase = [e for e in read_entries(b, ledger_ids(tc_stats), after=pos(tc_before))]
+    assert batched_phase, "no TC log entries written"
+    assert all(p.startswith(MAGIC) for _, _, p in batched_phase), "TC log not batched after reload"
+    assert max(batch_size(p) for _, _, p in batched_phase) > 1, "no batch with more than one record"
+
+    pa = b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a")
+    pa_entries = read_entries(b, ledger_ids(pa))
+    # Pending-ack store name carries the subscription name with its '-'
+    assert ml_stats(pa) and pa["pendingAckLogStats"]["managedLedgerName"].endswith(
+        f"{prefix}-orders-sub-a__transaction_pending_ack")
+    assert any(p.startswith(MAGIC) for _, _, p in pa_entries), "pending-ack log not batched"
+
+    # --- batching off: reload again; new entries carry no prefix
+    set_batching(b, False)
+    b.reload_coordinators()
+    unload_workload_topics(b, prefix)
+    tc_mark = ml_stats(b.tc_internal_stats(0))["lastConfirmedEntry"]
+    pa_mark = ml_stats(b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a"))[
+        "lastConfirmedEntry"]
+    b.run_workload(seed=22, txns=10, aborts=2, ops=4, parallel=4, prefix=prefix)
+    after = read_entries(b, ledger_ids(b.tc_internal_stats(0)), after=pos(tc_mark))
+    assert after and not any(p.startswith(MAGIC[:2]) for _, _, p in after)
+    assert all(p[0] == 0x08 for _, _, p in after)  # protobuf field 1 varint
+    pa2 = b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a")
+    pa_after = read_entries(b, ledger_ids(pa2), after=pos(pa_mark))
+    assert not any(p.startswith(MAGIC[:2]) for _, _, p in pa_after)
+
+
+def test_error_answers(pulsar_broker):
+    b = pulsar_broker
+    b.run_workload(seed=3, txns=1, aborts=0, ops=2, prefix="err")
+    st, body = b.rest("GET", "/admin/v3/transactions/pendingAckInternalStats/public/default/err-orders/nosuchsub")
+    assert st == 404, body
+    st, body = b.rest("POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteMaxRecords/20")
+    assert st == 412 and "non-dynamic" in body["reason"]
+
+
+def test_restart_keeps_coordinator(pulsar_broker):
+    if os.environ.get("PULSAR_TXN_IT_SKIP_RESTART") == "1":
+        pytest.skip("restart test disabled by PULSAR_TXN_IT_SKIP_RESTART")
+    b = pulsar_broker
+    before = b.tc_internal_stats(0)["transactionLogStats"]["managedLedgerName"]
+    b.restart()
+    assert b.tc_internal_stats(0)["transactionLogStats"]["managedLedgerName"] == before
+    lines = b.run_workload(seed=5, txns=2, aborts=1, ops=2, prefix="restart")
+    assert lines[-1]["committed"] == 1
+
+
+# ----------------------------------------------------------------------------- facts §3.3
+
+
+EXPERIMENT_CONF = {
+    "managedLedgerMaxEntriesPerLedger": 10,
+    "defaultRetentionTimeInMinutes": 0,
+    "defaultRetentionSizeInMB": 0,
+}
+
+
+def downgrade_experiment(b: harness.PulsarBroker) -> dict:
+    """Batching on -> batches>1 incl. txns held open -> batching off + TC reload -> finish held txns
+    -> more workload across several rollovers -> are the batched TC-log ledgers trimmed?"""
+    obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
+    set_batching(b, True)
+    b.reload_coordinators()
+    run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=4, hold=4, prefix="dg")
+    held_lines = run.wait_holding(timeout=300)
+    s = ml_stats(b.tc_internal_stats(0))
+    batched_ledgers = [lg["ledgerId"] for lg in s["ledgers"]]
+    obs["phase1_ledgers"] = batched_ledgers
+    obs["phase1_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
+    entries = read_entries(b, batched_ledgers)
+    obs["phase1_batch_sizes"] = {f"{l}:{e}": batch_size(p) for l, e, p in entries}
+    obs["held_txns"] = [[r["most"], r["least"]] for r in held_lines if r.get("outcome") == "open"]
+
+    set_batching(b, False)
+    b.reload_coordinators()
+    s = ml_stats(b.tc_internal_stats(0))
+    obs["after_reload_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
+    obs["after_reload_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
+        "ongoingTxnSize"]
+    final = run.finish("commit", timeout=300)
+    obs["held_finished"] = [r["outcome"] for r in final if r.get("event") == "txn"
+                            and [r["most"], r["least"]] in obs["held_txns"] and r["outcome"] != "open"]
+    b.run_workload(seed=34, txns=20, aborts=4, ops=2, parallel=1, prefix="dg")
+    time.sleep(3)
+    b.run_workload(seed=35, txns=3, aborts=0, ops=1, parallel=1, prefix="dg")  # nudge trim after rollover
+    time.sleep(2)
+    s = ml_stats(b.tc_internal_stats(0))
+    cur = s["cursors"]["transaction.subscription"]
+    obs["final_ledgers"] = [lg["ledgerId"] for lg in s["ledgers"]]
+    obs["final_markDelete"] = cur["markDeletePosition"]
+    obs["final_individuallyDeleted"] = cur["individuallyDeletedMessages"]
+    obs["final_lastConfirmed"] = s["lastConfirmedEntry"]
+    obs["final_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
+        "ongoingTxnSize"]
+    obs["batched_ledgers_still_present"] = sorted(set(batched_ledgers) & set(obs["final_ledgers"]))
+    obs["stalled"] = bool(obs["batched_ledgers_still_present"])
+    return obs
+
+
+def _record(name: str, obs: dict) -> None:
+    out = Path(os.environ.get("PULSAR_TXN_IT_RESULTS", "/tmp/pulsar-txn-it-results"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(obs, indent=1))
+    print(json.dumps(obs, indent=1))
+
+
+@pytest.mark.parametrize("ack_at_batch_index", [False, True], ids=["ackBatchIndex=false", "ackBatchIndex=true"])
+def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index):
+    conf = dict(EXPERIMENT_CONF, acknowledgmentAtBatchIndexLevelEnabled=str(ack_at_batch_index).lower())
+    b = start_broker_or_fail(conf, name=f"downgrade-{ack_at_batch_index}")
+    try:
+        obs = downgrade_experiment(b)
+        _record(f"downgrade-ackBatchIndex-{ack_at_batch_index}", obs)
+        assert max(obs["phase1_batch_sizes"].values()) > 1, "experiment needs batches with >1 record"
+        assert obs["held_txns"] and all(o == "committed" for o in obs["held_finished"])
+        assert obs["final_ongoing"] == 0
+        if ack_at_batch_index:
+            assert not obs["stalled"], obs
+    finally:
+        from conftest import _BROKERS
+        _BROKERS.remove(b)
+        b.cleanup()
