@@ -121,7 +121,6 @@ def _auth(s: dict, cert, key):
         token = _read_secret(s["token_file"], "--token-file")
     plugin, params = s.get("auth_plugin"), s.get("auth_params")
     if token is None and params:
-        redact.register(params)
         if plugin and plugin in TLS_PLUGINS:
             values = _kv_params(params)
             cert = cert or values.get("tlsCertFile")
@@ -129,6 +128,7 @@ def _auth(s: dict, cert, key):
         elif plugin and plugin not in TOKEN_PLUGINS:
             raise UsageError(f"auth plugin {plugin} is not supported; use token authentication or TLS client certificates")
         else:
+            redact.register(params)  # token parameters are secret as a whole (token:XXX, JSON)
             token = _token_from_params(params)
     if token is not None:
         token = token.strip()

@@ -4,8 +4,8 @@
   generic clients drop `Authorization` when the host changes. The header is kept, the hop count
   bounded, loops detected, and a token is never sent over plain HTTP after an https start.
 - Retries with exponential backoff and jitter: connection failures (the request never left) for
-  every method; dropped connections, timeouts, 429 (Retry-After honoured) and 502/503/504 only
-  for idempotent methods.
+  every method; dropped connections, 429 (Retry-After honoured) and 502/503/504 only for
+  idempotent methods. A read timeout is final (--request-timeout is the user's choice).
 - Transport failures become one ConnectionFailed sentence; HTTP error statuses are returned to
   the caller (PulsarAdmin), which turns them into sentences for both backends alike.
 """
@@ -172,7 +172,8 @@ def _retriable_error(exc: httpx.HTTPError, method: str) -> bool:
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
         text = str(exc)
         return not ("SSL" in text or "certificate" in text.lower())  # a TLS error does not heal
-    return method in IDEMPOTENT and isinstance(exc, (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError))
+    # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
+    return method in IDEMPOTENT and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError))
 
 
 def _ssl_context(target):

@@ -112,7 +112,8 @@ def test_retries_run_out_on_a_persistent_503():
 def test_slow_response_times_out_with_a_hint():
     with ScriptedServer(always(("sleep", 1.0, json_answer(TENANTS)))) as server:
         with pytest.raises(ConnectionFailed, match="--request-timeout"):
-            rest_admin(server.url, timeout=0.2, retries=0).tenants()
+            rest_admin(server.url, timeout=0.2).tenants()  # retries left, but a timeout is final
+    assert len(server.requests) == 1
 
 
 def test_dropped_connection_then_success():
