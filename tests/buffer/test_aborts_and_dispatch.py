@@ -74,3 +74,12 @@ def test_publishing_before_recovery_is_refused():
     buffer = TransactionBuffer("t", world.log, world.topics, world.config, world.clock)
     with pytest.raises(EngineError, match="still Initializing"):
         buffer.publish(b"x")
+
+
+def test_low_water_mark_of_minus_one_aborts_nothing():
+    """A coordinator whose transaction 0 is still open reports -1."""
+    buffer = World().buffer()
+    buffer.publish(b"t0", txn(0))
+    buffer.publish(b"t1", txn(1))
+    buffer.commit(txn(1), low_water_mark=-1)
+    assert txn(0) in buffer.ongoing and buffer.low_water_marks == {}

@@ -142,7 +142,7 @@ class TransactionBuffer:
         """
         if low_water_mark > self.low_water_marks.get(coordinator, -1):
             self.low_water_marks[coordinator] = low_water_mark
-        mark = self.low_water_marks[coordinator]
+        mark = self.low_water_marks.get(coordinator, -1)  # -1: the coordinator's first txn is still open
         stale = [t for t in self.ongoing if t.most == coordinator and t.least <= mark]
         for txn in stale:
             self._end(txn, messages.ABORT, None)
