@@ -111,7 +111,7 @@ def start(engine_dir: str | None = None, *, engine=None, host: str = "127.0.0.1"
 
 
 def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0, log=None, on_ready=None) -> None:
-    """Serve in the foreground until interrupted; on_ready(url) is called once listening."""
+    """Serve in the foreground until interrupted; on_ready(url) is called once listening (else log gets it)."""
     from pulsar_txn_cli.admin.engine_transport import open_engine
 
     engine = open_engine(engine_dir)
@@ -120,7 +120,11 @@ def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: f
     try:
         if on_ready:
             on_ready(handle.url)
+        elif log:
+            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop)")
         httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is the normal way to stop
     finally:
         httpd.server_close()
         close = getattr(engine, "close", None)
