@@ -1,0 +1,371 @@
+"""Pulsar's admin REST paths and JSON shapes, answered by the engine.
+
+`handle(engine, method, path, query, body) -> (status, json_or_text)` is a plain router: the
+admin layer wraps it in an in-process transport and in the HTTP server of `engine serve`.
+Errors use Pulsar's shape {"reason": "..."} and its status codes. Other issues add their
+routes with `route(...)` (the transaction buffer endpoints come that way).
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+from pulsar_txn_cli import __version__
+from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text, validate
+from pulsar_txn_cli.engine.coordinator import (
+    TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
+)
+from pulsar_txn_cli.engine.pending_ack import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.errors import EngineError
+
+VERSION = "4.0.0"  # the Pulsar behaviour the engine models
+TXN = "/admin/v3/transactions"
+NOT_ENABLED = "This Broker is not configured with transactionCoordinatorEnabled=true."
+ASSIGN_PARTITION = re.compile(r"^transaction_coordinator_assign-partition-(\d+)$")
+
+_ROUTES: list[tuple[str, re.Pattern, object, bool]] = []
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def route(method: str, pattern: str, *, txn: bool = False):
+    """Register fn(engine, query, body, *groups) for METHOD and a path pattern ({x} = one segment)."""
+    regex = re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "/?$")
+
+    def decorate(fn):
+        _ROUTES.append((method, regex, fn, txn))
+        return fn
+
+    return decorate
+
+
+def handle(engine, method: str, path: str, query: dict[str, str] | None = None, body: bytes | None = None):
+    """Answer one request: (status, JSON value or text). Never raises for a request error."""
+    query = query or {}
+    path = path.split("?", 1)[0]
+    method = method.upper()
+    matched_path = False
+    for m, regex, fn, txn in _ROUTES:
+        match = regex.match(path)
+        if not match:
+            continue
+        matched_path = True
+        if m != method:
+            continue
+        args = {k: unquote(v) for k, v in match.groupdict().items()}
+        try:
+            if txn and not engine.enabled:
+                raise HttpError(503, NOT_ENABLED)
+            return fn(engine, query, body, **args)
+        except HttpError as exc:
+            return exc.status, {"reason": exc.reason}
+        except CoordinatorNotFound as exc:
+            return 404, {"reason": str(exc)}
+        except TransactionNotFound as exc:
+            return 404, {"reason": str(exc)}
+        except EngineError as exc:
+            return 500, {"reason": str(exc)}
+    if matched_path:
+        return 405, {"reason": "HTTP 405 Method Not Allowed"}
+    return 404, {"reason": "HTTP 404 Not Found"}
+
+
+def _bool(query, name: str) -> bool:
+    return str(query.get(name, "false")).lower() == "true"
+
+
+def _int(value: str, what: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise HttpError(400, f"{what} must be an integer, not {value!r}") from None
+
+
+def _topic(tenant: str, ns: str, topic: str) -> str:
+    return f"persistent://{tenant}/{ns}/{topic}"
+
+
+def _pending_ack(engine, tenant, ns, topic, sub):
+    full = _topic(tenant, ns, topic)
+    if (full, sub) not in set(engine.subscriptions(full)):
+        if not _topic_exists(engine, full):
+            raise HttpError(404, "Topic not found")
+        raise HttpError(404, "Subscription not found")
+    store = engine.pending_ack_if_exists(full, sub)
+    if store is None:
+        raise HttpError(503, "Pending ack handle not ready")
+    return store
+
+
+# ---------------------------------------------------------------- /admin/v3/transactions
+
+
+@route("GET", TXN + "/coordinatorStats", txn=True)
+def coordinator_stats(engine, query, body):
+    if "coordinatorId" in query and query["coordinatorId"] != "":
+        tc_id = _int(query["coordinatorId"], "coordinatorId")
+        return 200, engine.tc(tc_id).stats()
+    return 200, {str(tc.tc_id): tc.stats() for tc in engine.all_tcs()}
+
+
+@route("GET", TXN + "/coordinatorInternalStats/{tc_id}", txn=True)
+def coordinator_internal_stats(engine, query, body, tc_id):
+    return 200, engine.tc(_int(tc_id, "coordinatorId")).internal_stats(_bool(query, "metadata"))
+
+
+@route("GET", TXN + "/pendingAckStats/{tenant}/{ns}/{topic}/{sub}", txn=True)
+def pending_ack_stats(engine, query, body, tenant, ns, topic, sub):
+    return 200, _pending_ack(engine, tenant, ns, topic, sub).stats(_bool(query, "lowWaterMarks"))
+
+
+@route("GET", TXN + "/pendingAckInternalStats/{tenant}/{ns}/{topic}/{sub}", txn=True)
+def pending_ack_internal_stats(engine, query, body, tenant, ns, topic, sub):
+    return 200, _pending_ack(engine, tenant, ns, topic, sub).internal_stats(_bool(query, "metadata"))
+
+
+@route("GET", TXN + "/transactionMetadata/{most}/{least}", txn=True)
+def txn_metadata(engine, query, body, most, least):
+    tc = engine.tc(_int(most, "mostSigBits"))
+    meta = tc.txns.get(_int(least, "leastSigBits"))
+    if meta is None:
+        raise HttpError(404, f"Transaction not found: ({most},{least})")
+    return 200, transaction_metadata(engine, meta)
+
+
+@route("GET", TXN + "/slowTransactions/{timeout}", txn=True)
+def slow_transactions(engine, query, body, timeout):
+    timeout_ms = _int(timeout, "timeout")
+    tcs = [engine.tc(_int(query["coordinatorId"], "coordinatorId"))] if query.get("coordinatorId") else engine.all_tcs()
+    now = engine.clock.now_ms
+    out = {}
+    for tc in tcs:
+        for meta in tc.txns.values():
+            if meta.start + timeout_ms < now:
+                out[meta.txn_id] = transaction_metadata(engine, meta)
+    return 200, out
+
+
+@route("GET", TXN + "/transactionInPendingAckStats/{tenant}/{ns}/{topic}/{sub}/{most}/{least}", txn=True)
+def txn_in_pending_ack(engine, query, body, tenant, ns, topic, sub, most, least):
+    store = _pending_ack(engine, tenant, ns, topic, sub)
+    return 200, {"cumulativeAckPosition": store.cumulative_ack_position(_int(most, "mostSigBits"), _int(least, "leastSigBits"))}
+
+
+@route("GET", TXN + "/positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledger}/{entry}", txn=True)
+def position_stats(engine, query, body, tenant, ns, topic, sub, ledger, entry):
+    store = _pending_ack(engine, tenant, ns, topic, sub)
+    return 200, {"State": store.position_state(_int(ledger, "ledgerId"), _int(entry, "entryId"))}
+
+
+@route("POST", TXN + "/abortTransaction/{most}/{least}", txn=True)
+def abort_transaction(engine, query, body, most, least):
+    engine.abort_transaction(_int(most, "mostSigBits"), _int(least, "leastSigBits"))
+    return 204, None
+
+
+# ---------------------------------------------------------------- topics, tenants, namespaces
+
+
+@route("GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")
+def tc_assign_partitions(engine, query, body):
+    return 200, {"partitions": engine.coordinator_count, "properties": None}
+
+
+@route("GET", "/lookup/v2/topic/persistent/pulsar/system/{name}")
+def lookup(engine, query, body, name):
+    match = ASSIGN_PARTITION.match(name)
+    if match and int(match.group(1)) >= engine.coordinator_count:
+        raise HttpError(404, f"Topic persistent://pulsar/system/{name} not found")
+    return 200, _lookup_data(engine)
+
+
+@route("GET", "/lookup/v2/topic/persistent/{tenant}/{ns}/{topic}")
+def lookup_any(engine, query, body, tenant, ns, topic):
+    return 200, _lookup_data(engine)
+
+
+def _lookup_data(engine) -> dict:
+    cfg = engine.config.values()
+    host = cfg["advertisedAddress"]
+    return {
+        "brokerUrl": f"pulsar://{host}:{cfg['brokerServicePort']}",
+        "brokerUrlTls": None,
+        "httpUrl": f"http://{host}:{cfg['webServicePort']}",
+        "httpUrlTls": None,
+        "nativeUrl": f"pulsar://{host}:{cfg['brokerServicePort']}",
+    }
+
+
+def _all_topics(engine) -> list[str]:
+    names = set()
+    for ml in engine.managed_ledger_names():
+        parts = ml.split("/", 3)
+        if len(parts) == 4 and parts[2] == "persistent":
+            names.add(f"persistent://{parts[0]}/{parts[1]}/{parts[3]}")
+    for topic, partitions in engine.store.db.execute("SELECT name, partitions FROM topics"):
+        if partitions > 0:
+            names.update(f"{topic}-partition-{i}" for i in range(partitions))
+        else:
+            names.add(topic)
+    return sorted(names)
+
+
+def _is_system(topic: str) -> bool:
+    local = topic.rsplit("/", 1)[-1]
+    return (local.startswith("__transaction_log_") or local.endswith(PENDING_ACK_SUFFIX)
+            or local.startswith("transaction_coordinator_assign") or local.startswith("__"))
+
+
+def _topic_exists(engine, full: str) -> bool:
+    base = re.sub(r"-partition-\d+$", "", full)
+    return full in _all_topics(engine) or any(t == base for t in _all_topics(engine))
+
+
+@route("GET", "/admin/v2/tenants")
+def tenants(engine, query, body):
+    found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in _all_topics(engine)}
+    return 200, sorted(found)
+
+
+@route("GET", "/admin/v2/namespaces/{tenant}")
+def namespaces(engine, query, body, tenant):
+    known = {"public": {"public/default"}, "pulsar": {"pulsar/system"}}
+    found = set(known.get(tenant, set()))
+    for t in _all_topics(engine):
+        tn, ns = t.split("://", 1)[1].split("/")[:2]
+        if tn == tenant:
+            found.add(f"{tn}/{ns}")
+    if not found:
+        raise HttpError(404, "Tenant does not exist")
+    return 200, sorted(found)
+
+
+@route("GET", "/admin/v2/namespaces/{tenant}/{ns}/topics")
+def namespace_topics(engine, query, body, tenant, ns):
+    mode = query.get("mode", "PERSISTENT").upper()
+    if mode == "NON_PERSISTENT":
+        return 200, []
+    include_system = _bool(query, "includeSystemTopic")
+    prefix = f"persistent://{tenant}/{ns}/"
+    return 200, [t for t in _all_topics(engine) if t.startswith(prefix) and (include_system or not _is_system(t))]
+
+
+@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
+def subscriptions(engine, query, body, tenant, ns, topic):
+    full = _topic(tenant, ns, topic)
+    subs = [s for _, s in engine.subscriptions(full)]
+    if not subs and not _topic_exists(engine, full):
+        raise HttpError(404, "Topic not found")
+    return 200, subs
+
+
+@route("PUT", "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload")
+def unload(engine, query, body, tenant, ns, topic):
+    """Reopen the topic's stores: a TC for a transaction_coordinator_assign partition, else the
+    pending-ack stores of the topic's subscriptions."""
+    match = ASSIGN_PARTITION.match(topic)
+    if tenant == "pulsar" and ns == "system" and match:
+        engine.reload(coordinator=int(match.group(1)))
+        return 204, None
+    full = _topic(tenant, ns, topic)
+    if not _topic_exists(engine, full) and not engine.subscriptions(full):
+        raise HttpError(404, "Topic not found")
+    engine.reload(topic=full)
+    return 204, None
+
+
+# ---------------------------------------------------------------- brokers and clusters
+
+
+@route("GET", "/admin/v2/brokers/configuration")
+def dynamic_names(engine, query, body):
+    return 200, sorted(name for name, key in KEYS.items() if key.dynamic)
+
+
+@route("GET", "/admin/v2/brokers/configuration/values")
+def dynamic_values(engine, query, body):
+    return 200, engine.config.overrides()
+
+
+@route("GET", "/admin/v2/brokers/configuration/runtime")
+def runtime_config(engine, query, body):
+    return 200, engine.config.runtime()
+
+
+@route("POST", "/admin/v2/brokers/configuration/{name}/{value}")
+def update_dynamic(engine, query, body, name, value):
+    key = KEYS.get(name)
+    if key is None:
+        raise HttpError(404, f"Couldn't find configuration {name}")  # unknown key
+    if not key.dynamic:
+        raise HttpError(412, "Can't update non-dynamic configuration")
+    try:
+        typed = parse_value(name, value)
+        trial = engine.config.values()
+        trial[name] = typed
+        validate(trial)
+    except ValueError:
+        raise HttpError(412, "Invalid dynamic-config value") from None
+    engine.config.set(name, to_text(typed), dynamic=True)
+    return 204, None
+
+
+@route("DELETE", "/admin/v2/brokers/configuration/{name}")
+def delete_dynamic(engine, query, body, name):
+    key = KEYS.get(name)
+    if key is None:
+        raise HttpError(404, f"Couldn't find configuration {name}")
+    if not key.dynamic:
+        raise HttpError(412, "Can't delete non-dynamic configuration")
+    engine.config.delete_override(name)
+    return 204, None
+
+
+@route("GET", "/admin/v2/clusters")
+def clusters(engine, query, body):
+    return 200, [engine.cluster]
+
+
+@route("GET", "/admin/v2/brokers/version")
+def version(engine, query, body):
+    return 200, VERSION
+
+
+@route("GET", "/admin/v2/brokers/health")
+def health(engine, query, body):
+    return 200, "ok"
+
+
+@route("GET", "/admin/v2/brokers/ready")
+def ready(engine, query, body):
+    return 200, "ok"
+
+
+@route("GET", "/admin/v2/brokers/leaderBroker")
+def leader(engine, query, body):
+    return 200, {"serviceUrl": f"http://{engine.web_service}", "brokerId": engine.web_service}
+
+
+@route("GET", "/admin/v2/brokers/{cluster}")
+def brokers(engine, query, body, cluster):
+    if cluster != engine.cluster:
+        raise HttpError(404, "Cluster does not exist")
+    return 200, [engine.web_service]
+
+
+@route("GET", "/metrics")
+def metrics(engine, query, body):
+    return 200, engine.metrics.prometheus()
+
+
+@route("GET", "/metrics/get")
+def metrics_get(engine, query, body):
+    return 200, engine.metrics.prometheus()
+
+
+ENGINE_VERSION = __version__
