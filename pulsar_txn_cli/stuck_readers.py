@@ -3,7 +3,7 @@
 Works through PulsarAdmin only (the same REST paths on a cluster and on the engine):
   transactionBufferStats        maxReadPosition and the number of ongoing transactions
   .../internalStats             the last written position and the ledgers, to count the gap
-  slowTransactions/0            every open transaction with its produced partitions
+  slowTransactions/-1           every open transaction with its produced partitions
 A partition is held when maxReadPosition is behind the last written position: readers stop
 just before the first message of the oldest open transaction there (its "head" holder).
 """
@@ -97,7 +97,11 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     })
     if not report["held"]:
         return report
-    ordered = sorted(holders, key=lambda h: (_position(h["startPosition"]) is None, _position(h["startPosition"]) or (0, 0)))
+    def order(holder):  # start position when the coordinator knows it, else open time
+        start = _position(holder["startPosition"])
+        return (start is None, start or (0, 0), holder["metadata"].get("openTimestamp") or 0)
+
+    ordered = sorted(holders, key=order)
     out = []
     for index, holder in enumerate(ordered):
         meta = holder["metadata"]
@@ -125,7 +129,9 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
 def find_stuck_readers(admin, *, topic: str | None = None, namespace: str | None = None, now_ms: int,
                        include_all: bool = False) -> dict:
     partitions = partitions_of(admin, topic, namespace)
-    holders = holders_by_partition(admin.slow_transactions(0))
+    # -1, not 0: the broker lists transactions open *longer* than the timeout, and on the engine's
+    # virtual clock a transaction may be open for 0 ms.
+    holders = holders_by_partition(admin.slow_transactions(-1))
     # One named topic that cannot be read is an error; in a namespace, one bad topic is a warning.
     strict = topic is not None and len(partitions) == 1
     reports = [partition_report(admin, p, holders.get(p, []), now_ms, strict) for p in partitions]

@@ -22,7 +22,7 @@ HOLDER = {
 YOUNGER = {**HOLDER, "txnId": "(1,9)", "openTimestamp": OPEN_AT + 5000,
            "producedPartitions": {"persistent://public/default/orders-partition-1": {"startPosition": "4:0", "aborted": False}}}
 ROUTES = {
-    "/admin/v3/transactions/slowTransactions/0": {"(1,9)": YOUNGER, "(0,5)": HOLDER},
+    "/admin/v3/transactions/slowTransactions/-1": {"(1,9)": YOUNGER, "(0,5)": HOLDER},
     "/admin/v2/persistent/public/default/orders/partitions": {"partitions": 2},
     "/admin/v2/namespaces/public/default/topics": [
         "persistent://public/default/orders-partition-0", "persistent://public/default/orders-partition-1",

@@ -31,17 +31,27 @@ def handle(engine, method: str, path: str, query: dict | None = None, body=None)
         return None
     if method != "GET":
         return 405, {"reason": "Method Not Allowed"}
-    query = query or {}
     route, args = parts[0], parts[1:]
     expected = 5 if route == "transactionInBufferStats" else 3
     if len(args) != expected:
         return 404, {"reason": "Not Found"}
+    return answer(engine, route, args, query or {})
+
+
+def answer(engine, route: str, args: list[str], query: dict, topic_known=None):
+    """(status, JSON) for one of ROUTES; args are the decoded path segments after the route name.
+
+    topic_known(topic) -> bool: whether the engine knows the topic though nothing was written to
+    it yet (a broker loads such a topic and answers for an empty buffer).
+    """
     from pulsar_txn_cli.engine.buffer.hooks import service
     from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 
     topic = "persistent://" + "/".join(args[:3])
+    svc = service(engine)
     try:
-        buffer = service(engine).buffer(topic)
+        known = topic_known is not None and topic_known(topic)
+        buffer = svc.buffer(topic, create=known and svc.writable)
         if route == "transactionBufferStats":
             return 200, stats_module.transaction_buffer_stats(buffer, _flag(query, "lowWaterMarks"), _flag(query, "segmentStats"))
         if route == "transactionBufferInternalStats":
