@@ -1,5 +1,156 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""`pulsar-txn analyze`: ledger analytics on Spark or in one local process."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import ExitCode, UsageError
+
+BAR_WIDTH = 30
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    command(app, "analyze")(analyze)
+
+
+def analyze(
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text.", show_default=False)],
+    engine: Annotated[str, typer.Option("--engine", help="spark, local, or auto (spark when PySpark and Java are present).")] = "auto",
+    spark_master: Annotated[str, typer.Option("--spark-master", help="Spark master URL.")] = "local[*]",
+    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable).", show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
+    managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
+    log: Annotated[Optional[str], typer.Option("--log", help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.", show_default=False)] = None,
+    dump_parquet: Annotated[Optional[Path], typer.Option("--dump-parquet", metavar="OUT", help="Convert the inputs to one Parquet file and stop.", show_default=False)] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", metavar="REPORT", help="Also write a self-contained HTML report.", show_default=False)] = None,
+) -> None:
+    """Batching figures per managed ledger and ledger: records and bytes per entry, operations,
+    transactions, entries saved, the last ledger with batched entries, decode failures.
+
+    Exits 3 (after the report) when some entries could not be decoded.
+    """
+    from pulsar_txn_cli import pipeline
+    from pulsar_txn_cli.output import Result, emit
+    from pulsar_txn_cli.pipeline import inputs as inputs_module
+
+    env = current()
+    if log is not None and log not in ("tc", "pending-ack"):
+        raise UsageError(f"--log must be tc or pending-ack, not {log!r}")
+    conf = _spark_conf(spark_conf or [])
+    files = inputs_module.expand(inputs, fmt)
+    inputs_module.check_inputs(files, managed_ledger, log)
+    if dump_parquet is not None:
+        _dump_parquet(env, files, managed_ledger, str(dump_parquet))
+        return
+    chosen = pipeline.choose_engine(engine)
+    if chosen == "spark":
+        from pulsar_txn_cli.pipeline import spark_job
+
+        spark_job.require_spark()
+        env.info(f"engine: spark ({spark_master}), {len(files)} input file(s)")
+        report = spark_job.analyze(files, master=spark_master, conf=conf, managed_ledger=managed_ledger, forced_log=log)
+    else:
+        if spark_conf or spark_master != "local[*]":
+            env.warn("--spark-master and --spark-conf are ignored by --engine local")
+        from pulsar_txn_cli.pipeline import local
+
+        env.info(f"engine: local, {len(files)} input file(s)")
+        with env.progress(None, "analyze") as progress:
+            report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+    if html is not None:
+        from pulsar_txn_cli.pipeline.html_report import render
+
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(render(report), encoding="utf-8")
+        env.info(f"wrote {html}")
+    emit(Result(data=report, records=_records(report), tables=lambda: tables(report)), env)
+    errors = report["totals"]["decodeErrors"]
+    if errors:
+        env.info(f"{errors} of {report['totals']['entries']} entries could not be decoded (see decodeErrorSamples)")
+        raise typer.Exit(int(ExitCode.DATA))
+
+
+def _spark_conf(pairs: list[str]) -> dict:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf takes KEY=VALUE, not {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def _dump_parquet(env, files, managed_ledger, out: str) -> None:
+    from pulsar_txn_cli.pipeline import inputs
+
+    def raw():
+        for f in files:
+            yield from inputs.read(f, managed_ledger)
+
+    count = inputs.write_parquet(raw(), out)
+    env.info(f"wrote {count} entries from {len(files)} input file(s) to {out}")
+
+
+def _records(report: dict):
+    for ml in report["managedLedgers"]:
+        yield {"managedLedger": ml}
+    yield {"totals": report["totals"]}
+
+
+# ---------------------------------------------------------------- table mode
+
+
+def tables(report: dict):
+    from pulsar_txn_cli.output import Table
+
+    managed = report["managedLedgers"]
+    totals = report["totals"]
+    out = [
+        Table(
+            [("name", "managed ledger"), ("log", "log"), ("entries", "entries"), ("batchedEntries", "batched"),
+             ("unbatchedEntries", "unbatched"), ("records", "records"), ("entriesSaved", "saved"), ("bytes", "bytes"),
+             ("transactions", "txns"), ("lastBatchedLedgerId", "last batched ledger"), ("decodeErrors", "errors")],
+            [{**m, "transactions": _txns(m)} for m in managed] + [{**totals, "name": "TOTAL", "log": "", "transactions": _txns(totals)}],
+            title="Managed ledgers",
+        ),
+        Table(
+            [("managedLedger", "managed ledger"), ("ledgerId", "ledger"), ("entries", "entries"), ("batchedEntries", "batched"),
+             ("records", "records"), ("bytes", "bytes"), ("entriesSaved", "saved"), ("decodeErrors", "errors")],
+            [{"managedLedger": m["name"], **ledger} for m in managed for ledger in m["ledgers"]],
+            title="Ledgers",
+        ),
+        Table([("op", "operation"), ("count", "records")], [{"op": k, "count": v} for k, v in totals["ops"].items() if v],
+              title="Operations (all managed ledgers)"),
+        histogram_table(totals["recordsPerEntry"], "Records per entry (all managed ledgers)"),
+        histogram_table(totals["entrySizeBytes"], "Entry size in bytes (all managed ledgers)"),
+    ]
+    samples = [{"managedLedger": m["name"], **s} for m in managed for s in m["decodeErrorSamples"]]
+    if samples:
+        out.append(Table([("managedLedger", "managed ledger"), ("position", "position"), ("error", "error")], samples,
+                         title="Decode failures (first few per managed ledger)"))
+    return out
+
+
+def _txns(summary: dict) -> str:
+    return str(summary["transactions"]) if summary["transactionsExact"] else f"~{summary['transactions']}"
+
+
+def histogram_table(histogram: dict, title: str):
+    from pulsar_txn_cli.output import Table
+
+    return Table([("le", "<="), ("count", "entries"), ("bar", "")], [
+        {"le": b["le"], "count": b["count"], "bar": bar(b["count"], max((x["count"] for x in histogram["buckets"]), default=0))}
+        for b in histogram["buckets"]
+    ], title=f"{title}, mean {histogram['mean']}")
+
+
+def bar(value: int, peak: int, width: int = BAR_WIDTH) -> str:
+    """A terminal bar; a non-zero value always shows at least a sliver."""
+    if not value or not peak:
+        return ""
+    eighths = max(1, round(value * width * 8 / peak))
+    return "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]

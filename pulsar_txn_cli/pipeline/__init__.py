@@ -1,0 +1,52 @@
+"""Ledger analytics (`pulsar-txn analyze`): one analysis, two runners.
+
+- facts.py:     one entry -> one tuple of facts (the shared decode step);
+- analysis.py:  facts -> per-ledger counters -> the report's JSON (build_report);
+- distinct.py:  distinct transactions, exact up to a limit then HyperLogLog, same in both runners;
+- inputs.py:    JSONL dumps, Parquet, readledger text; directories and globs; Parquet output;
+- local.py:     the streaming single-process runner;
+- spark_job.py: the PySpark runner (mapInArrow + DataFrame aggregations), also a spark-submit script;
+- html_report.py: the self-contained HTML report.
+
+Library entry points (no printing, no exits): `analyze(...)` and `batched_ledgers(...)`.
+"""
+from __future__ import annotations
+
+ENGINES = ("auto", "spark", "local")
+
+
+def choose_engine(engine: str) -> str:
+    """auto -> spark when PySpark and Java are present, else local."""
+    from pulsar_txn_cli.errors import UsageError
+
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine != "auto":
+        return engine
+    from pulsar_txn_cli.pipeline.spark_job import spark_available
+
+    return "spark" if spark_available() else "local"
+
+
+def analyze(paths, *, engine="local", fmt="auto", managed_ledger=None, log=None,
+            spark_master="local[*]", spark_conf=None, progress=None) -> dict:
+    """The analysis report (the JSON of `analyze -o json`) of dump files, directories or globs."""
+    from pulsar_txn_cli.pipeline import inputs
+
+    files = inputs.expand([str(p) for p in paths], fmt)
+    inputs.check_inputs(files, managed_ledger, log)
+    if choose_engine(engine) == "spark":
+        from pulsar_txn_cli.pipeline import spark_job
+
+        return spark_job.analyze(files, master=spark_master, conf=spark_conf, managed_ledger=managed_ledger, forced_log=log)
+    from pulsar_txn_cli.pipeline import local
+
+    return local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+
+
+def batched_ledgers(paths, *, engine="local", **options) -> dict[str, dict[int, int]]:
+    """{managedLedger: {ledgerId: batchedEntries}} for every ledger that still holds batched
+    entries (for `downgrade check --verify-entries`). Managed ledgers without any are absent."""
+    from pulsar_txn_cli.pipeline.analysis import batched_ledgers as from_report
+
+    return {ml: ledgers for ml, ledgers in from_report(analyze(paths, engine=engine, **options)).items() if ledgers}

@@ -1,0 +1,200 @@
+"""Where entries come from: input expansion, format detection, readers and Parquet output.
+
+Inputs are files, directories (walked recursively, hidden and `_`-prefixed files skipped, as
+Spark writes `_SUCCESS` and `.crc` files) and globs. Each file is one of:
+- jsonl:      the project's dump format (codec.dumps), one entry a line;
+- parquet:    columns managedLedger (string), ledgerId, entryId (integers), data (binary);
+- readledger: `bookkeeper shell readledger -m -ef hex` text, for one managed ledger (--managed-ledger).
+A reader yields raw tuples (managedLedger, ledgerId, entryId, data, where, error) in file order.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulsar_txn_cli.errors import DataError, UsageError
+
+FORMATS = ("auto", "jsonl", "parquet", "readledger")
+PARQUET_COLUMNS = ("managedLedger", "ledgerId", "entryId", "data")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    label: str  # as shown in positions and messages
+    path: str
+    fmt: str
+
+
+def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
+    """Every input file, in a stable order, with its format."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if not inputs:
+        raise UsageError("nothing to analyze: give dump files, directories or globs")
+    files: list[str] = []
+    for name in inputs:
+        if _GLOB_CHARS & set(name):
+            matches = sorted(glob.glob(name, recursive=True))
+            if not matches:
+                raise UsageError(f"no file matches {name}")
+            for match in matches:
+                files.extend(_walk(match))
+        elif os.path.isdir(name):
+            found = _walk(name)
+            if not found:
+                raise UsageError(f"the directory {name} holds no dump files")
+            files.extend(found)
+        elif os.path.isfile(name):
+            files.append(name)
+        else:
+            raise UsageError(f"cannot read {name}: no such file or directory")
+    seen: set[str] = set()
+    out = []
+    for path in files:
+        key = os.path.realpath(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(InputFile(path, path, fmt if fmt != "auto" else detect(path)))
+    return out
+
+
+def _walk(root: str) -> list[str]:
+    if not os.path.isdir(root):
+        return [root]
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found.extend(os.path.join(folder, n) for n in sorted(names) if not n.startswith((".", "_")))
+    return found
+
+
+def detect(path: str) -> str:
+    if path.lower().endswith(_PARQUET_SUFFIXES):
+        return "parquet"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if b"Lid=" in head and b"Eid=" in head:
+        return "readledger"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") or not stripped:
+        return "jsonl"
+    raise DataError(f"{path} is neither a JSONL dump, Parquet nor readledger hex text; name its format with --format")
+
+
+def check_inputs(files: list[InputFile], managed_ledger: str | None, forced_log: str | None) -> None:
+    """Fail before any work on what cannot be analyzed (Parquet without the columns, a
+    readledger text without a managed-ledger name)."""
+    for f in files:
+        if f.fmt == "readledger" and not managed_ledger and not forced_log:
+            raise UsageError(f"{f.label} is readledger text, which names no managed ledger; pass --managed-ledger NAME")
+        if f.fmt == "parquet":
+            _check_parquet(f)
+
+
+def _check_parquet(f: InputFile) -> None:
+    pq = _pyarrow_parquet()
+    try:
+        schema = pq.read_schema(f.path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError... on a damaged file
+        raise DataError(f"{f.label} is not a readable Parquet file ({exc})") from None
+    missing = [c for c in PARQUET_COLUMNS if c not in schema.names]
+    if missing:
+        raise DataError(f"{f.label} lacks the Parquet column(s) {', '.join(missing)} (needs {', '.join(PARQUET_COLUMNS)})")
+
+
+def _pyarrow_parquet():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError("Parquet input and --dump-parquet need pyarrow: pip install 'pulsar-txn[spark]'") from None
+    return pq
+
+
+def read(f: InputFile, managed_ledger: str | None = None, advance=None, batch_rows: int = 4096):
+    """Raw tuples of one file; `advance(n)` is told about every n bytes consumed (progress)."""
+    if f.fmt == "parquet":
+        yield from _read_parquet(f, managed_ledger, advance, batch_rows)
+    else:
+        yield from _read_text(f, managed_ledger, advance)
+
+
+def _read_text(f: InputFile, managed_ledger, advance):
+    from pulsar_txn_cli.codec import dumps
+
+    with open(f.path, "rb") as stream:
+        done = 0
+        for n, raw in enumerate(dumps.read_entries(stream, f.fmt, source=f.label)):
+            error = str(raw.error) if raw.error is not None else None
+            yield (raw.managed_ledger or managed_ledger, raw.ledger_id, raw.entry_id, raw.data, raw.where, error)
+            if advance is not None and n % 1024 == 1023:
+                now = stream.tell()
+                advance(now - done)
+                done = now
+        if advance is not None:
+            advance(os.path.getsize(f.path) - done)
+
+
+def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows):
+    pq = _pyarrow_parquet()
+    parquet = pq.ParquetFile(f.path)
+    size = os.path.getsize(f.path)
+    rows = max(parquet.metadata.num_rows, 1)
+    row = 0
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(PARQUET_COLUMNS)):
+        yield from parquet_rows(batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist(),
+                                batch.column(3).to_pylist(), f.label, row, managed_ledger)
+        row += batch.num_rows
+        if advance is not None:
+            advance(size * batch.num_rows // rows)
+
+
+def parquet_rows(mls, ledgers, entries, datas, label, first_row, managed_ledger=None):
+    """Raw tuples of Parquet rows."""
+    for i, (ml, lid, eid, data) in enumerate(zip(mls, ledgers, entries, datas)):
+        yield parquet_raw(ml, lid, eid, data, label, first_row + i, managed_ledger)
+
+
+def parquet_raw(ml, lid, eid, data, label, row_index, managed_ledger=None):
+    """The raw tuple of one Parquet row (row_index 0-based; also used by the Spark executors)."""
+    error = None if data is not None else "the Parquet row has no data"
+    return (ml or managed_ledger, lid, eid, data, f"{label} #{row_index + 1}", error)
+
+
+def write_parquet(raw_tuples, out: str, row_group_rows: int = 8192) -> int:
+    """Write raw tuples to one Parquet file; returns the number of rows. Row groups are kept
+    small so Spark can split the file across tasks."""
+    import pyarrow as pa
+
+    pq = _pyarrow_parquet()
+    schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{out}.tmp-{os.getpid()}"
+    count = 0
+    columns: list[list] = [[], [], [], []]
+    try:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for ml, lid, eid, data, _where, _error in raw_tuples:
+                for column, value in zip(columns, (ml, lid, eid, data)):
+                    column.append(value)
+                count += 1
+                if len(columns[0]) >= row_group_rows:
+                    writer.write_table(pa.table(columns, schema=schema), row_group_size=row_group_rows)
+                    columns = [[], [], [], []]
+            if columns[0]:
+                writer.write_table(pa.table(columns, schema=schema), row_group_size=row_group_rows)
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return count
