@@ -51,6 +51,15 @@ KEYS: dict[str, Key] = {
     ]
 }
 
+def _buffer_keys() -> list[Key]:
+    """The transaction buffer's settings (PIP-178), declared by its package."""
+    from pulsar_txn_cli.engine.buffer import hooks
+
+    return [Key(*spec) for spec in hooks.config_keys()]
+
+
+KEYS.update({k.name: k for k in _buffer_keys()})
+
 BATCH_GROUPS = {
     "transactionLogBatchedWriteEnabled": "transactionLogBatchedWrite",
     "transactionPendingAckBatchedWriteEnabled": "transactionPendingAckBatchedWrite",

@@ -224,7 +224,10 @@ class Engine:
         if meta is None:
             return
         subs = list(meta.subscriptions)
-        # Hook for the transaction buffer issue: commit/abort markers on meta.partitions go here.
+        if meta.partitions:
+            from pulsar_txn_cli.engine.buffer import hooks
+
+            hooks.on_transaction_end(self, (meta.most, least), meta.partitions, commit, tc.low_water_mark())
         remaining = [len(subs)]
 
         def finish():

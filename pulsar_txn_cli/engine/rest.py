@@ -72,6 +72,11 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
             return 500, {"reason": str(exc)}
     if matched_path:
         return 405, {"reason": "HTTP 405 Method Not Allowed"}
+    from pulsar_txn_cli.engine.buffer import hooks  # the transaction buffer's routes
+
+    answer = hooks.rest_handle(engine, method, path, query, body)
+    if answer is not None:
+        return answer
     return 404, {"reason": "HTTP 404 Not Found"}
 
 

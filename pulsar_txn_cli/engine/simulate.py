@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from pulsar_txn_cli.engine.buffer import hooks
 from pulsar_txn_cli.errors import UsageError
 
 SIM_NAMESPACE = "public/default"
@@ -150,7 +151,11 @@ def simulate(engine, opts: SimOptions, progress=None) -> dict:
                 state["i"] = i + 1
                 step = steps[i]
                 if step[0] == "part":
-                    tc.add_partitions(least, [step[1]], timed(lambda pos: later(next_step)), failed)
+                    def produced(pos, topic=step[1]):
+                        hooks.produce(engine, topic, (tc.tc_id, least))  # the transaction's message
+                        later(next_step)
+
+                    tc.add_partitions(least, [step[1]], timed(produced), failed)
                 elif step[0] == "sub":
                     tc.add_subscriptions(least, [step[1]], timed(lambda pos: later(next_step)), failed)
                 else:

@@ -109,8 +109,11 @@ class Store:
             self._rollback()
             raise EngineError(f"the engine database {self.directory / DB_NAME} refused a commit: {exc}") from None
         after, self._after, self._on_rollback = self._after, [], []
-        for fn in after:
-            fn()
+        if after:
+            # What the callbacks write shares one further commit (their own callbacks follow it).
+            with self.tx():
+                for fn in after:
+                    fn()
 
     def _rollback(self) -> None:
         try:
