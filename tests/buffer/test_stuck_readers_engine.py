@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-import pulsar_txn_cli.engine.buffer.routes  # noqa: F401  (engine/rest.py imports it too once wired)
 from pulsar_txn_cli.engine.buffer import hooks
 from pulsar_txn_cli.engine.engine import Engine
 

@@ -1,11 +1,14 @@
 """The buffer's routes of Pulsar's admin REST API, for the engine's router (engine/rest.py).
 
 `handle(engine, method, path, query, body)` answers (status, JSON value) for the paths below,
-or None for any other path so the router can go on:
+or None for any other path so the router can go on (the router calls it for paths it has no
+route of its own for, through `hooks.rest_handle`):
 
   GET /admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}?lowWaterMarks=&segmentStats=
   GET /admin/v3/transactions/transactionBufferInternalStats/{tenant}/{ns}/{topic}?metadata=
   GET /admin/v3/transactions/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}
+  GET /admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats   (PersistentTopicInternalStats)
+  GET /admin/v2/persistent/{tenant}/{ns}/{topic}/partitions      (PartitionedTopicMetadata)
 """
 from __future__ import annotations
 
@@ -16,26 +19,76 @@ from pulsar_txn_cli.engine.buffer.positions import TxnID
 from pulsar_txn_cli.errors import EngineError
 
 PREFIX = "/admin/v3/transactions/"
+TOPICS = "/admin/v2/persistent/"
 ROUTES = ("transactionBufferStats", "transactionBufferInternalStats", "transactionInBufferStats")
+NOT_ENABLED = "This Broker is not configured with transactionCoordinatorEnabled=true."
 
 
 def _flag(query: dict, name: str) -> bool:
     return str(query.get(name, "false")).lower() == "true"
 
 
+def _segments(path: str, prefix: str) -> list[str]:
+    return [unquote(p) for p in path.split("?", 1)[0][len(prefix):].strip("/").split("/")]
+
+
 def handle(engine, method: str, path: str, query: dict | None = None, body=None):
-    if not path.startswith(PREFIX):
-        return None
-    parts = [unquote(p) for p in path[len(PREFIX):].strip("/").split("/")]
-    if parts[0] not in ROUTES:
-        return None
-    if method != "GET":
-        return 405, {"reason": "Method Not Allowed"}
-    route, args = parts[0], parts[1:]
-    expected = 5 if route == "transactionInBufferStats" else 3
-    if len(args) != expected:
-        return 404, {"reason": "Not Found"}
-    return answer(engine, route, args, query or {})
+    query = query or {}
+    if path.startswith(PREFIX):
+        parts = _segments(path, PREFIX)
+        if parts[0] not in ROUTES:
+            return None
+        if method.upper() != "GET":
+            return 405, {"reason": "HTTP 405 Method Not Allowed"}
+        route, args = parts[0], parts[1:]
+        if len(args) != (5 if route == "transactionInBufferStats" else 3):
+            return 404, {"reason": "HTTP 404 Not Found"}
+        if not getattr(engine, "enabled", True):
+            return 503, {"reason": NOT_ENABLED}
+        return answer(engine, route, args, query, _router_knows(engine))
+    if path.startswith(TOPICS):
+        parts = _segments(path, TOPICS)
+        if len(parts) != 4 or parts[3] not in ("internalStats", "partitions"):
+            return None
+        if method.upper() != "GET":
+            return 405, {"reason": "HTTP 405 Method Not Allowed"}
+        topic = "persistent://" + "/".join(parts[:3])
+        if parts[3] == "partitions":
+            return 200, {"partitions": _partitions(engine, topic), "properties": None}
+        return topic_internal_stats(engine, topic, _flag(query, "metadata"))
+    return None
+
+
+def _router_knows(engine):
+    """The engine router's own notion of an existing topic (registered, or with a ledger)."""
+    def known(topic: str) -> bool:
+        try:
+            from pulsar_txn_cli.engine import rest as router
+
+            return router._topic_exists(engine, topic)
+        except (ImportError, AttributeError):
+            return False
+
+    return known
+
+
+def _partitions(engine, topic: str) -> int:
+    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (topic,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def topic_internal_stats(engine, topic: str, metadata: bool = False):
+    """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
+    from pulsar_txn_cli.engine.buffer.ledgers import managed_ledger_name
+    from pulsar_txn_cli.engine.ledger import ManagedLedger
+
+    ml = ManagedLedger(engine.store, engine.clock, managed_ledger_name(topic))
+    if not ml.exists:
+        return 404, {"reason": "Topic not found"}
+    stats = ml.internal_stats(metadata)
+    stats["schemaLedgers"] = []
+    stats["compactedLedger"] = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False, "underReplicated": False}
+    return 200, stats
 
 
 def answer(engine, route: str, args: list[str], query: dict, topic_known=None):
