@@ -154,13 +154,16 @@ def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, store
     stores = stores_of(admin, log, concurrency) if stores is None else stores
     snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
     admin.update_dynamic_config(log.key, enabled)
-    change = {"value": enabled, "previous": before["configured"], "at": now_ms(), "recoverStartTimes": snapshot}
     state = load_state(admin.target)
-    state.setdefault("changes", {})[log.key] = change
-    save_state(admin.target, state)
+    change = state.setdefault("changes", {}).get(log.key)
+    if not (change and change.get("value") == enabled and before["configured"] == enabled):
+        # A repeated set keeps the first record: stores opened before it still run with the older value.
+        change = {"value": enabled, "previous": before["configured"], "at": now_ms(), "recoverStartTimes": snapshot}
+        state["changes"][log.key] = change
+        save_state(admin.target, state)
     return {
-        "target": admin.target.describe(), "setting": log.key, "value": enabled, "previous": before["configured"],
-        "at": change["at"], log.detail_key: len(stores),
+        "target": admin.target.describe(), "setting": log.key, "value": enabled, "previous": change["previous"],
+        "at": change["at"], log.detail_key: len(stores), "openStores": sum(1 for s in stores if s.get("state") == "Ready"),
         "note": f"takes effect for each {log.store} only when its store is reopened "
                 f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
     }
@@ -191,6 +194,8 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
     """(effective, reason) for one store. Pure: no I/O."""
     start = store.get("recoverStartTime") or 0
     state = store.get("state")
+    if store.get("discovery") == "orphan":
+        return None, "the subscription no longer exists; only its pending-ack ledger remains"
     if state != "Ready" or not start:
         shown = "not loaded" if state is None else f"in state {state}"
         return None, f"the store is {shown}; when it opens it will use the configured value"
@@ -210,11 +215,11 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
     else:
         reopened = start >= at
     if reopened:
-        return change.get("value"), f"the store was opened at {iso(start)}, after the change at {iso(at)}"
+        return change.get("value"), f"the store was reopened (at {iso(start)}) after the change at {iso(at)}"
     previous = change.get("previous")
     if previous is None:
-        return None, f"the store was opened at {iso(start)}, before the change at {iso(at)}, and the value before the change is unknown"
-    return previous, f"the store was opened at {iso(start)}, before the change at {iso(at)}; reload it for the change to take effect"
+        return None, f"the store was not reopened since the change at {iso(at)}, and the value before the change is unknown"
+    return previous, f"the store was not reopened since the change at {iso(at)} (opened at {iso(start)}); reload it for the change to take effect"
 
 
 def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool = True) -> dict:

@@ -105,7 +105,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
         ok = sum(1 for r in reloaded if r["unloaded"])
         env.info(f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened.")
     else:
-        env.info(f"It takes effect for each {log.store} only when its store is reopened: the {len(stores)} open "
+        env.info(f"It takes effect for each {log.store} only when its store is reopened: the {result['openStores']} open "
                  f"{log.store} store(s) keep their old setting until then. Rerun with --reload to reopen them now, "
                  f"then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat.")
     data = {**result, "reload": reloaded}
@@ -136,7 +136,7 @@ def _stat(log, *, concurrency: int) -> None:
     rows = [{**d, "opened": batchlog.iso(d.get("recoverStartTime"))} for d in detail]
     key_columns = [("coordinatorId", "coordinator"), ("broker", "broker")] if log.kind == "tc" else [("topic", "topic"), ("subscription", "subscription")]
     columns = key_columns + [("state", "state"), ("configured", "configured"), ("effective", "effective"), ("opened", "opened"), ("reason", "reason")]
-    brokers = Table([("broker", "broker"), ("runtime", log.key), ("batches", "batches written")], data["brokers"], title="brokers")
+    brokers = Table([("broker", "broker"), ("runtime", "runtime value"), ("batches", "batches written")], data["brokers"], title="brokers")
     effective = [d["effective"] for d in detail]
     verdict = (f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
                f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "

@@ -3,6 +3,7 @@
 In process (--engine-dir: the engine's router called directly) and over HTTP (--admin-url to
 admin/server.py serving the same engine directory on 127.0.0.1, port 0).
 """
+import re
 import shutil
 
 import pytest
@@ -21,6 +22,7 @@ READ_COMMANDS = [
     ["pending-ack-internal-stats", "-t", "persistent://public/default/sim-topic-1", "-s", "sim-sub-1"],
     ["slow-transactions", "-t", "0s"],
     ["transaction-buffer-stats", "-t", "sim-topic-0"],
+    ["buffer-snapshot-internal-stats", "-t", "sim-topic-0"],
     ["subscriptions"],
     ["get-txn-tc-batch-log-stat"],
     ["get-txn-pending-ack-batch-log-stat"],
@@ -30,7 +32,6 @@ FAILING_COMMANDS = [
     ["coordinator-stats", "-c", "9"],
     ["transaction-metadata", "(0,999999)"],
     ["pending-ack-stats", "-t", "sim-topic-0", "-s", "no-such-sub"],
-    ["buffer-snapshot-internal-stats", "-t", "sim-topic-0"],
 ]
 
 
@@ -54,6 +55,8 @@ def without_local_fields(value):
         return {k: without_local_fields(v) for k, v in value.items() if k not in ("target", "at", "scraped")}
     if isinstance(value, list):
         return [without_local_fields(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "<time>", value)
     return value
 
 
@@ -61,6 +64,8 @@ def both(cli, directory, args):
     local = cli([*args, "--engine-dir", str(directory), "-o", "json"])
     with server.start(str(directory)) as served:
         remote = cli([*args, "--admin-url", served.url, "-o", "json"])
+    local.stderr = local.stderr.replace(f"engine {directory}", "<target>")
+    remote.stderr = remote.stderr.replace(f"cluster {served.url}", "<target>")
     return local, remote
 
 
@@ -70,16 +75,15 @@ def test_read_commands_agree(cli, engine_dir, args):
     assert local.exit_code == 0, local.stderr
     assert remote.exit_code == 0, remote.stderr
     assert without_local_fields(local.json()) == without_local_fields(remote.json())
-    assert f"target: engine {engine_dir}" in local.stderr
-    assert "target: cluster http://127.0.0.1:" in remote.stderr
+    assert local.stderr.startswith("target: <target>") and remote.stderr.startswith("target: <target>")
 
 
 @pytest.mark.parametrize("args", FAILING_COMMANDS, ids=" ".join)
 def test_failures_agree(cli, engine_dir, args):
     local, remote = both(cli, engine_dir, args)
     assert local.exit_code == remote.exit_code == 4, (local.stderr, remote.stderr)
-    strip = lambda text: [line.split(" on ", 1)[0] + line.split(")", 1)[-1] for line in text.splitlines() if line.startswith("error:")]
-    assert strip(local.stderr) == strip(remote.stderr)
+    assert "error:" in local.stderr
+    assert local.stderr == remote.stderr  # the same sentence, the target aside
 
 
 def test_subscriptions_found(cli, engine_dir):
@@ -93,22 +97,19 @@ def test_subscriptions_found(cli, engine_dir):
 @pytest.mark.parametrize("log", ["tc", "pending-ack"])
 def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     """The same sequence on two copies of the engine, one per backend, ends in the same judgement."""
-    results = []
+    def sequence(target):
+        steps = [[f"set-txn-{log}-batch-log", "--enable"], [f"get-txn-{log}-batch-log-stat"],
+                 [f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes"], [f"get-txn-{log}-batch-log-stat"]]
+        outputs = [cli([*step, *target, "-o", "json"]) for step in steps]
+        for output in outputs:
+            assert output.exit_code == 0, output.stderr
+        return [without_local_fields(output.json()) for output in outputs]
+
     for backend in ("engine", "http"):
-        copy = tmp_path / backend
-        shutil.copytree(engine_dir, copy)
-
-        def run(*args):
-            if backend == "engine":
-                return cli([*args, "--engine-dir", str(copy), "-o", "json"])
-            with server.start(str(copy)) as served:
-                return cli([*args, "--admin-url", served.url, "-o", "json"])
-
-        steps = [run(f"set-txn-{log}-batch-log", "--enable"), run(f"get-txn-{log}-batch-log-stat"),
-                 run(f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes"), run(f"get-txn-{log}-batch-log-stat")]
-        for step in steps:
-            assert step.exit_code == 0, step.stderr
-        results.append([without_local_fields(step.json()) for step in steps])
+        shutil.copytree(engine_dir, tmp_path / backend)
+    results = [sequence(["--engine-dir", str(tmp_path / "engine")])]
+    with server.start(str(tmp_path / "http")) as served:  # one server: the target (and its state file) stays the same
+        results.append(sequence(["--admin-url", served.url]))
     assert results[0] == results[1]
     flag, array = ("txnTcBatchLogEnabled", "coodinatorArray") if log == "tc" else ("txnPendingAckBatchLogEnabled", "subscriptionArray")
     before_reload, after_reload = results[0][1], results[0][3]

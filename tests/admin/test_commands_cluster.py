@@ -118,7 +118,7 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
     pending = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()
     assert pending["txnTcBatchLogEnabled"] is True
     assert pending["coodinatorArray"] == [{"0": False}, {"1": False}]  # opened before the change
-    assert "before the change" in pending["coordinators"][0]["reason"]
+    assert "not reopened since the change" in pending["coordinators"][0]["reason"]
     broker.unload("pulsar", "system", "transaction_coordinator_assign-partition-1")  # someone reloads coordinator 1
     partial = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()
     assert partial["coodinatorArray"] == [{"0": False}, {"1": True}]

@@ -1,0 +1,80 @@
+"""Admin layer: request overhead per backend, and discovery/stat with bounded concurrency over a slow link.
+
+Builds a small engine (simulate), then measures
+- requests per second for coordinator-stats: in process vs over HTTP (admin/server.py);
+- `subscriptions` discovery and get-txn-pending-ack-batch-log-stat at concurrency 1 vs 8 against
+  `engine serve --latency-ms N` (a remote broker's round trip).
+Options: --latency-ms N (default 5), --subscriptions N (default 32), --requests N (default 300).
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+
+def _opts(argv):
+    values = {"--latency-ms": 5, "--subscriptions": 32, "--requests": 300}
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key in values and value:
+            values[key] = int(value)
+    return values
+
+
+def _admin_for(url=None, engine_dir=None):
+    from pulsar_txn_cli.admin import connect
+    from pulsar_txn_cli.cli.env import TargetFlags
+
+    return connect(TargetFlags(admin_url=url, engine_dir=engine_dir), environ={})
+
+
+def _rate(label, n, fn):
+    started = time.perf_counter()
+    for _ in range(n):
+        fn()
+    elapsed = time.perf_counter() - started
+    print(f"  {label:<44} {n / elapsed:9.0f} req/s   ({elapsed * 1000 / n:.2f} ms each)")
+
+
+def _timed(label, fn):
+    started = time.perf_counter()
+    result = fn()
+    print(f"  {label:<44} {(time.perf_counter() - started) * 1000:9.0f} ms")
+    return result
+
+
+def main(argv):
+    from pulsar_txn_cli.admin import batchlog, server
+    from pulsar_txn_cli.admin.discovery import transactional_subscriptions
+    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.simulate import SimOptions, simulate
+
+    opts = _opts(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = str(Path(tmp) / "engine")
+        engine = Engine.init(directory, coordinators=4)
+        simulate(engine, SimOptions(transactions=200, concurrency=16, topics=8, subscriptions=opts["--subscriptions"], seed=3))
+        engine.close()
+        print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions (figures under the shared machine's load)")
+
+        local = _admin_for(engine_dir=directory)
+        _rate("coordinator-stats, in process", opts["--requests"], local.coordinator_stats)
+        local.close()
+        with server.start(directory) as served:
+            remote = _admin_for(url=served.url)
+            _rate("coordinator-stats, HTTP on loopback", opts["--requests"], remote.coordinator_stats)
+            remote.close()
+
+        latency = opts["--latency-ms"]
+        with server.start(directory, latency_ms=latency) as served:
+            remote = _admin_for(url=served.url)
+            print(f"over HTTP with {latency} ms added per request:")
+            for concurrency in (1, 8):
+                found = _timed(f"subscriptions, concurrency {concurrency}",
+                               lambda: transactional_subscriptions(remote, concurrency=concurrency))
+            for concurrency in (1, 8):
+                _timed(f"get-txn-pending-ack-batch-log-stat, concurrency {concurrency}",
+                       lambda: batchlog.batch_log_stat(remote, batchlog.PENDING_ACK, concurrency=concurrency))
+            print(f"  ({len(found)} subscriptions found)")
+            remote.close()
