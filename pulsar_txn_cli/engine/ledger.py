@@ -102,7 +102,19 @@ class Ledger:
 class ManagedLedger:
     """One managed ledger. Loading it does not change it; open_new_ledger() is a (re)open."""
 
+    def __new__(cls, store, clock, name: str):
+        # One object per managed ledger and store, whoever asks for it (coordinators, pending-ack
+        # stores, the transaction buffer, verify): two copies would overwrite each other's state.
+        cache = store.__dict__.setdefault("_managed_ledgers", {})
+        found = cache.get(name)
+        if found is None:
+            found = cache[name] = super().__new__(cls)
+        return found
+
     def __init__(self, store, clock, name: str):
+        if getattr(self, "_loaded", False):
+            return
+        self._loaded = True
         self.store = store
         self.clock = clock
         self.name = name
@@ -296,6 +308,11 @@ class ManagedLedger:
             md = self.first_position()
             cursor = Cursor(self, name, {"md": list(md)})
             self.cursors[name] = cursor
+        if not batch_index_deletion and cursor.batch_deleted:
+            # ManagedCursorImpl recovers deleted batch indexes only when batch-index deletion is
+            # on; without it they are forgotten and those records replay again (facts §3.3, [I]).
+            cursor.forgotten_batch_indexes += len(cursor.batch_deleted)
+            cursor.batch_deleted = {}
         cursor.batch_index_deletion = batch_index_deletion
         cursor._dirty()
         return cursor
@@ -330,6 +347,7 @@ class ManagedLedger:
             self.store.db.execute("DELETE FROM ledgers WHERE ml=?", (self.name,))
             self.store.db.execute("DELETE FROM cursors WHERE ml=?", (self.name,))
             self.store.db.execute("DELETE FROM managed_ledgers WHERE name=?", (self.name,))
+        self.store.__dict__.get("_managed_ledgers", {}).pop(self.name, None)
 
     # ---------------------------------------------------------------- stats
 
@@ -383,11 +401,12 @@ class Cursor:
         self.deleted: set[tuple[int, int]] = {tuple(p) for p in state.get("deleted", [])}
         # (ledgerId, entryId) -> [bits still present (1 = not deleted), batchSize]
         self.batch_deleted: dict[tuple[int, int], list[int]] = {
-            (int(k.split(":")[0]), int(k.split(":")[1])): v for k, v in state.get("batch", {}).items()
+            (int(k.split(":")[0]), int(k.split(":")[1])): [int(v[0], 16), v[1]] for k, v in state.get("batch", {}).items()
         }
         self.batch_index_deletion: bool = state.get("batchIndexDeletion", False)
         self.consumed = state.get("consumed", 0)
         self.ignored_deletes = state.get("ignoredDeletes", 0)
+        self.forgotten_batch_indexes = state.get("forgottenBatchIndexes", 0)
         self.last_switch = state.get("lastSwitch", 0)
 
     def _dirty(self) -> None:
@@ -397,10 +416,11 @@ class Cursor:
         state = {
             "md": list(self.mark_delete),
             "deleted": sorted(self.deleted),
-            "batch": {f"{k[0]}:{k[1]}": v for k, v in sorted(self.batch_deleted.items())},
+            "batch": {f"{k[0]}:{k[1]}": [format(v[0], "x"), v[1]] for k, v in sorted(self.batch_deleted.items())},
             "batchIndexDeletion": self.batch_index_deletion,
             "consumed": self.consumed,
             "ignoredDeletes": self.ignored_deletes,
+            "forgottenBatchIndexes": self.forgotten_batch_indexes,
             "lastSwitch": self.last_switch,
         }
         self.ml.store.db.execute(

@@ -132,13 +132,16 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
             if r.metadata_op == UPDATE and r.new_status in FINAL:
                 state["ended"] = True
     ended = [least for least, s in txns.items() if s["ended"]]
+    cursor = ml.cursors.get("transaction.subscription")
     if ended or stuck:
-        ignored = ml.cursors["transaction.subscription"].ignored_deletes
-        message = (f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still in the log")
-        if ignored:
-            warnings.append(message + f"; {ignored} batch-index delete(s) were ignored because batch-index deletion is off (facts §3.3)")
-        else:
-            warnings.append(message + " (a replay deletes them)")
+        warnings.append(f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still "
+                        "in the log (the next replay deletes them)")
+    if cursor is not None and (cursor.ignored_deletes or cursor.forgotten_batch_indexes):
+        warnings.append(
+            f"{ml.name}: batch-index deletion is off on this log, so {cursor.ignored_deletes} delete(s) inside batched "
+            f"entries were ignored and {cursor.forgotten_batch_indexes} partly deleted entr(y/ies) lost their deleted "
+            "indexes; records of ended transactions stay in the log (blocking trimming) and replay as open "
+            "transactions (facts §3.3). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining.")
     prop = int(ml.properties.get("max_local_txn_id", -1))
     if max_id > prop:
         problems.append(f"{ml.name}: max_local_txn_id {prop} is below transaction id {max_id} found in the log")

@@ -40,6 +40,7 @@ class Recovered:
     max_read_position: Position | None
     full_replay: bool = False
     note: str | None = None
+    snapshot_time: int = 0  # publish time of the snapshot (or index) recovered from
 
 
 class SingleAbortedTxns:
@@ -75,11 +76,11 @@ class SingleAbortedTxns:
         self.store.write(self.topic_name, snapshot)
 
     def recover(self, ledger_exists) -> Recovered:
-        snapshot = self.store.latest(self.topic_name)
+        snapshot, published = self.store.latest_entry(self.topic_name)
         if snapshot is None:
             return Recovered(None)
         self.aborts = {TxnID(a.txnIdMostBits, a.txnIdLeastBits): Position(a.ledgerId, a.entryId) for a in snapshot.aborts}
-        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId))
+        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId), snapshot_time=published)
 
     def reset(self) -> None:
         self.aborts = {}
@@ -159,7 +160,7 @@ class SegmentedAbortedTxns:
         self._write_indexes(self.last_metadata)
 
     def recover(self, ledger_exists) -> Recovered:
-        indexes = self.indexes_store.latest(self.topic_name)
+        indexes, published = self.indexes_store.latest_entry(self.topic_name)
         if indexes is None:
             return self._recover_old_snapshot()
         dropped = False
@@ -187,18 +188,18 @@ class SegmentedAbortedTxns:
         if indexes.snapshot is None:
             return Recovered(None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic")
         return Recovered(Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId),
-                         note="dropped index entries of pruned segments" if dropped else None)
+                         note="dropped index entries of pruned segments" if dropped else None, snapshot_time=published)
 
     def _recover_old_snapshot(self) -> Recovered:
         """No index yet: start from a v1 single snapshot if there is one (enabling segments later)."""
         if self.single_store is None:
             return Recovered(None)
-        snapshot = self.single_store.latest(self.topic_name)
+        snapshot, published = self.single_store.latest_entry(self.topic_name)
         if snapshot is None:
             return Recovered(None)
         self.unsealed = [TxnID(a.txnIdMostBits, a.txnIdLeastBits) for a in snapshot.aborts]
         return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId),
-                         note="recovered from a single (v1) snapshot")
+                         note="recovered from a single (v1) snapshot", snapshot_time=published)
 
     def reset(self) -> None:
         """Forget everything but the sequence counter (new segments must not reuse a key)."""

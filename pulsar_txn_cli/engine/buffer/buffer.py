@@ -50,11 +50,11 @@ class TransactionBuffer:
         self.clock = clock
         self.snapshot_topics = snapshot_topics
         if self.config.segmented:
-            self.aborts = SegmentedAbortedTxns(topic, SystemTopicStore(snapshot_topics.segments),
-                                               SystemTopicStore(snapshot_topics.indexes), self.config.segment_size,
-                                               SystemTopicStore(snapshot_topics.single))
+            self.aborts = SegmentedAbortedTxns(topic, SystemTopicStore(snapshot_topics.segments, clock),
+                                               SystemTopicStore(snapshot_topics.indexes, clock), self.config.segment_size,
+                                               SystemTopicStore(snapshot_topics.single, clock))
         else:
-            self.aborts = SingleAbortedTxns(topic, SystemTopicStore(snapshot_topics.single))
+            self.aborts = SingleAbortedTxns(topic, SystemTopicStore(snapshot_topics.single, clock))
         self.state = INITIALIZING
         self.ongoing: dict[TxnID, Ongoing] = {}  # oldest first
         self.max_read_position = log.last_confirmed()
@@ -72,6 +72,7 @@ class TransactionBuffer:
         self.recover_start_time = self.clock()
         recovered: Recovered = self.aborts.recover(self.log.ledger_exists)
         self.recovery_note = recovered.note
+        self.last_snapshot_timestamp = recovered.snapshot_time
         start = EARLIEST if recovered.full_replay or recovered.max_read_position is None else recovered.max_read_position
         if recovered.max_read_position is not None and not recovered.full_replay:
             self.max_read_position = recovered.max_read_position

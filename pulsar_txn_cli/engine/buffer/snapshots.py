@@ -123,19 +123,26 @@ _DECODERS = {
 }
 
 
-def encode_entry(key: str, value) -> bytes:
+def encode_entry(key: str, value, publish_time: int = 0) -> bytes:
     schema = type(value).__name__ if value is not None else None
-    return orjson.dumps({"key": key, "schema": schema, "value": asdict(value) if value is not None else None})
+    return orjson.dumps({"key": key, "schema": schema, "publishTime": publish_time,
+                         "value": asdict(value) if value is not None else None})
 
 
 def decode_entry(data: bytes, where: str = "?"):
     """(key, value or None) of one system-topic entry."""
+    key, value, _ = decode_entry_timed(data, where)
+    return key, value
+
+
+def decode_entry_timed(data: bytes, where: str = "?"):
+    """(key, value or None, publish time in ms) of one system-topic entry."""
     try:
         doc = orjson.loads(data)
         value = doc.get("value")
         if value is not None:
             value = _DECODERS[doc["schema"]](value)
-        return doc["key"], value
+        return doc["key"], value, int(doc.get("publishTime") or 0)
     except (ValueError, KeyError, TypeError) as exc:
         raise DataError(f"snapshot entry {where} cannot be read: {exc}") from None
 
@@ -148,29 +155,33 @@ def segment_key(topic_name: str, sequence_id: int) -> str:
 class SystemTopicStore:
     """Snapshots on one system topic's log (any object with append/read/read_after)."""
 
-    def __init__(self, log):
+    def __init__(self, log, clock=None):
         self.log = log
+        self.clock = clock or (lambda: 0)  # stamps each entry's publishTime, in ms
 
     def write(self, key: str, value) -> Position:
-        return self.log.append(encode_entry(key, value))
+        return self.log.append(encode_entry(key, value, self.clock()))
 
     def read(self, position: Position):
         data = self.log.read(position)
         return None if data is None else decode_entry(data, str(position))
 
-    def entries(self) -> Iterator[tuple[Position, str, object]]:
+    def entries(self) -> Iterator[tuple[Position, str, object, int]]:
         for position, data in self.log.read_after(EARLIEST):
             if data is not None:
-                key, value = decode_entry(data, str(position))
-                yield position, key, value
+                key, value, published = decode_entry_timed(data, str(position))
+                yield position, key, value, published
+
+    def latest_entry(self, key: str) -> tuple[object, int]:
+        """(newest value for `key` or None when absent or deleted, its publish time), like a table view."""
+        found, published = None, 0
+        for _, entry_key, value, when in self.entries():
+            if entry_key == key:
+                found, published = value, when
+        return found, published
 
     def latest(self, key: str):
-        """The newest value for `key` (None when absent or deleted), like the broker's table view."""
-        found = None
-        for _, entry_key, value in self.entries():
-            if entry_key == key:
-                found = value
-        return found
+        return self.latest_entry(key)[0]
 
 
 def abort_list(aborts: dict[TxnID, Position]) -> list[AbortTxnMetadata]:
