@@ -50,10 +50,7 @@ def emit(result: Result, env) -> None:
         records = result.records
         if records is None:
             records = result.data if _is_sequence(result.data) else [result.data]
-        write = out.write
-        for record in records:
-            write(dumps(record))
-            write("\n")
+        _write_jsonl(records, out, per_line_flush=env.stdout_isatty)
     else:
         tables = result.tables() if callable(result.tables) else result.tables
         if tables is None:
@@ -64,6 +61,28 @@ def emit(result: Result, env) -> None:
         for line in result.lines:
             print(line, file=out)
     out.flush()
+
+
+def _write_jsonl(records, out, per_line_flush: bool) -> None:
+    """One compact document a line. Bytes go straight to the binary buffer when there is one
+    (no str round trip per record); on a terminal each line is flushed as it comes."""
+    option = _JSON_OPTS | orjson.OPT_APPEND_NEWLINE
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        write = out.write
+        for record in records:
+            write(orjson.dumps(record, option=option).decode())
+        return
+    out.flush()  # keep anything already written through the text layer first
+    write = buffer.write
+    if per_line_flush:
+        for record in records:
+            write(orjson.dumps(record, option=option))
+            buffer.flush()
+    else:
+        for record in records:
+            write(orjson.dumps(record, option=option))
+    buffer.flush()
 
 
 def _is_sequence(value) -> bool:
