@@ -128,3 +128,15 @@ def test_hooks_end_a_transaction_on_every_partition(parts):
     markers = hooks.on_transaction_end(engine, (0, 1), partitions, committed=False, low_water_mark=1)
     assert set(markers) == set(partitions)
     assert hooks.in_buffer_stats(engine, partitions[1], "(0,1)") == {"startPosition": None, "aborted": True}
+
+
+def test_last_snapshot_time_survives_a_restart(parts):
+    svc = parts.service
+    svc.publish(TOPIC, b"a")
+    with parts.store.tx():
+        parts.clock.advance_ms(7000)
+    svc.buffer(TOPIC).take_snapshot()
+    taken = svc.buffer(TOPIC).last_snapshot_timestamp
+    assert taken == parts.clock.now_ms
+    parts.restart()
+    assert parts.service.buffer(TOPIC).last_snapshot_timestamp == taken

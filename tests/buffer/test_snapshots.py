@@ -16,7 +16,7 @@ SEGMENT_OF_2 = len(TOPIC) + 8 + 6  # room for two aborted ids per segment (Pulsa
 
 
 def _values(log):
-    return [value for _, _, value in SystemTopicStore(log).entries()]
+    return [value for _, _, value, _ in SystemTopicStore(log).entries()]
 
 
 def test_snapshot_after_max_transaction_count_changes():
@@ -134,7 +134,7 @@ def test_interrupted_segmented_write_segment_written_index_not():
     assert all(recovered.is_aborted(txn(n)) for n in (1, 2, 3, 4))
     # the orphan's key is reused: compaction would keep the newest segment of that key
     assert recovered.aborts.next_sequence >= 1
-    keys = [key for _, key, _ in SystemTopicStore(world.topics.segments).entries()]
+    keys = [key for _, key, _, _ in SystemTopicStore(world.topics.segments).entries()]
     assert keys[:2] == [segment_key(TOPIC, 0), segment_key(TOPIC, 1)]
 
 
