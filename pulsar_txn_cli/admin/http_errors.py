@@ -34,7 +34,7 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
     elif status == 403:
         msg = f"{what} was forbidden (403){said}; the token's role lacks permission (broker dynamic config and transaction stats need a super-user role)"
     elif status == 404:
-        msg = f"{what} found nothing (404){said}; check the coordinator id, topic, subscription or configuration name"
+        msg = f"{what} found nothing (404){said}; {_what_to_check(path)}"
     elif status == 405 and "managedledger" in lowered.replace(" ", ""):
         msg = f"{what} is not available (405){said}; internal stats exist only for managed-ledger stores (MLTransactionMetadataStore / MLPendingAckStore)"
     elif status == 405:
@@ -56,3 +56,18 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
     else:
         msg = f"{what} failed with HTTP {status}{said}"
     return ConnectionFailed(msg, status=status)
+
+
+def _what_to_check(path: str) -> str:
+    """The 404 hint that fits the endpoint."""
+    if "coordinator" in path.lower():
+        return "check the coordinator id (coordinators-list shows them)"
+    if "/transactionMetadata/" in path:
+        return "check the transaction id; a committed or aborted transaction is forgotten by its coordinator"
+    if "/pendingAck" in path:
+        return "check the topic and the subscription (subscriptions lists those that use transactions)"
+    if "/configuration/" in path:
+        return "check the configuration name (dynamic settings only)"
+    if "/transactionBuffer" in path or "/persistent/" in path or "/lookup/" in path:
+        return "check the topic name (persistent://tenant/namespace/topic)"
+    return "check the URL (--admin-url should be the broker's web service, e.g. http://broker:8080)"

@@ -144,7 +144,7 @@ def test_not_json_is_reported():
 @pytest.mark.parametrize("status, reason, expected", [
     (401, "Authentication required", "unauthenticated (401)"),
     (403, "Don't have permission to administrate resources on this tenant", "permission"),
-    (404, "Subscription not found", "check the coordinator id, topic, subscription"),
+    (404, "Coordinator not found", "check the coordinator id"),
     (405, "Pending ack handle don't use managedLedger!", "managed-ledger stores"),
     (409, "Concurrent modification", "conflicted"),
     (412, "Can't update non-dynamic configuration", "only dynamic settings"),
