@@ -1,0 +1,136 @@
+"""The running-broker rule, reload, two processes, an unclean stop."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.errors import EngineBusy
+
+
+def test_a_new_invocation_does_not_reopen_stores(tmp_path):
+    directory = tmp_path / "e"
+    engine = Engine.init(directory, coordinators=2)
+    ledgers = [engine.tc(i).ml.current for i in range(2)]
+    times = [engine.tc(i).stats()["recoverStartTime"] for i in range(2)]
+    engine.close()
+    engine = Engine.open(directory)
+    try:
+        assert [engine.tc(i).ml.current for i in range(2)] == ledgers
+        assert [engine.tc(i).stats()["recoverStartTime"] for i in range(2)] == times
+    finally:
+        engine.close()
+
+
+def test_a_dynamic_change_reaches_a_store_only_at_reload(tmp_path):
+    directory = tmp_path / "e"
+    engine = Engine.init(directory, coordinators=2)
+    engine.config.set("transactionLogBatchedWriteEnabled", "true")
+    engine.close()
+    engine = Engine.open(directory)
+    try:
+        assert not engine.tc(0).writer.batch_enabled  # still as it was opened
+        before = engine.tc(0).ml.current
+        engine.reload(coordinator=0)
+        assert engine.tc(0).writer.batch_enabled and engine.tc(0).ml.current > before
+        assert not engine.tc(1).writer.batch_enabled  # not reloaded
+    finally:
+        engine.close()
+    engine = Engine.open(directory)
+    try:
+        assert engine.tc(0).writer.batch_enabled and not engine.tc(1).writer.batch_enabled
+    finally:
+        engine.close()
+
+
+def test_reload_of_a_topic_reopens_its_pending_ack_stores_only(tmp_path):
+    engine = Engine.init(tmp_path / "e", coordinators=1)
+    try:
+        a = engine.pending_ack("persistent://public/default/a", "s")
+        b = engine.pending_ack("persistent://public/default/b", "s")
+        la, lb = a.ml.current, b.ml.current
+        engine.config.set("transactionPendingAckBatchedWriteEnabled", "true")
+        reopened = engine.reload(topic="persistent://public/default/a")
+        assert reopened == [a.name]
+        assert engine.pending_ack("persistent://public/default/a", "s").writer.batch_enabled
+        assert engine.pending_ack("persistent://public/default/a", "s").ml.current > la
+        assert engine.pending_ack("persistent://public/default/b", "s").ml.current == lb
+    finally:
+        engine.close()
+
+
+def test_config_validation_and_layers(tmp_path):
+    from pulsar_txn_cli.errors import UsageError
+
+    engine = Engine.init(tmp_path / "e")
+    try:
+        assert engine.config.set("transactionLogBatchedWriteMaxRecords", "5") == "static"  # fine while disabled
+        with pytest.raises(UsageError, match="greater than or equal to 10"):
+            engine.config.set("transactionLogBatchedWriteEnabled", "true")
+        engine.config.set("transactionLogBatchedWriteMaxRecords", "10")
+        assert engine.config.set("transactionLogBatchedWriteEnabled", "true") == "dynamic"
+        assert engine.config.overrides() == {"transactionLogBatchedWriteEnabled": "true"}
+        assert engine.config.runtime()["transactionLogBatchedWriteMaxRecords"] == "10"
+        with pytest.raises(UsageError, match="unknown"):
+            engine.config.set("noSuchKey", "1")
+        with pytest.raises(UsageError, match="true or false"):
+            engine.config.set("transactionPendingAckBatchedWriteEnabled", "yes")
+    finally:
+        engine.close()
+
+
+def test_a_second_process_waits_then_fails_clearly(tmp_path, monkeypatch):
+    directory = tmp_path / "e"
+    Engine.init(directory).close()
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pulsar_txn_cli.engine.engine import Engine
+        e = Engine.open({str(directory)!r})
+        print("locked", flush=True)
+        sys.stdin.readline()
+        e.close()
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setenv("PULSAR_TXN_ENGINE_LOCK_TIMEOUT", "0.2")
+        with pytest.raises(EngineBusy, match=f"in use by another process \\(pid {holder.pid}\\)"):
+            Engine.open(directory)
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+    Engine.open(directory).close()  # free again
+
+
+def test_an_unclean_stop_is_a_broker_restart(tmp_path):
+    directory = tmp_path / "e"
+    Engine.init(directory, coordinators=1).close()
+    script = textwrap.dedent(f"""
+        import os
+        from pulsar_txn_cli.engine.engine import Engine
+        e = Engine.open({str(directory)!r})
+        got = []
+        e.tc(0).new_transaction(60000, got.append)
+        e.checkpoint()
+        print(e.tc(0).ml.current, got[0], flush=True)
+        os._exit(9)  # dies without closing
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    ledger, least = map(int, out.stdout.split())
+    engine = Engine.open(directory)
+    try:
+        assert engine.unclean
+        tc = engine.tc(0)
+        assert tc.ml.current > ledger and least in tc.txns  # reopened, and the txn survived
+    finally:
+        engine.close()
+    engine = Engine.open(directory)
+    try:
+        assert not engine.unclean
+    finally:
+        engine.close()
