@@ -1,6 +1,7 @@
 """Entry point: runs the app and maps every failure to one line on stderr and an exit code."""
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -19,6 +20,10 @@ def run(argv: list[str]) -> int:
     from pulsar_txn_cli.cli import env as env_module
     from pulsar_txn_cli.cli.app import app
 
+    if "_PULSAR_TXN_COMPLETE" in os.environ:  # a shell asks for completions (scripts in completions/)
+        from typer._completion_classes import completion_init
+
+        completion_init()
     env = env_module.reset(env_module.Env(stdout=sys.stdout, stderr=sys.stderr))
     debug = "--debug" in argv
     try:

@@ -1,0 +1,61 @@
+"""completions/: not stale, and they really complete (bash runs the checked-in script)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPLETIONS = ROOT / "completions"
+BIN = Path(sys.executable).parent
+
+
+def test_checked_in_completions_are_not_stale(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_completions.py"), str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    fresh = sorted(p.name for p in tmp_path.iterdir())
+    assert fresh == ["_pulsar-txn", "pulsar-txn.bash", "pulsar-txn.fish"]
+    stale = [name for name in fresh if not (COMPLETIONS / name).exists() or (COMPLETIONS / name).read_text() != (tmp_path / name).read_text()]
+    assert not stale, f"completions/{stale} are stale; run: .venv/bin/python scripts/gen_completions.py"
+
+
+def _ask(shell_env: dict) -> str:
+    """What pulsar-txn answers a shell's completion request (a real process, as a shell runs it)."""
+    env = {**os.environ, **shell_env}
+    result = subprocess.run([sys.executable, "-m", "pulsar_txn_cli"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_zsh_and_fish_requests_are_answered():
+    zsh = _ask({"_PULSAR_TXN_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --format "})
+    assert all(f'"{choice}"' in zsh for choice in ("auto", "raw", "hex", "base64", "readledger", "jsonl"))
+    fish = _ask({"_PULSAR_TXN_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --st"})
+    assert fish.startswith("--strict\t")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_script_completes_commands_options_and_choices():
+    script = f"""
+        set -e
+        export PATH={BIN}:$PATH
+        source {COMPLETIONS / "pulsar-txn.bash"}
+        ask() {{ COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _pulsar_txn_completion pulsar-txn; echo "${{COMPREPLY[*]}}"; }}
+        ask pulsar-txn dec
+        ask pulsar-txn decode --lo
+        ask pulsar-txn decode --log ''
+        complete -p pulsar-txn
+    """
+    if not (BIN / "pulsar-txn").exists():
+        pytest.skip("the pulsar-txn console script is not installed next to this Python")
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "decode"
+    assert lines[1] == "--log"
+    assert lines[2].split() == ["auto", "tc", "pending-ack"]
+    assert lines[3] == "complete -o default -F _pulsar_txn_completion pulsar-txn"
