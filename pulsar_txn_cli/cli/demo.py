@@ -1,5 +1,38 @@
-"""Placeholder: registered by its owner as the command group is built."""
+"""`pulsar-txn demo`: PIP-160's whole story on a fresh embedded engine, narrated step by step.
+
+It calls the library (engine, admin layer, downgrade runner) in process, on one engine instance,
+and leaves the engine directory in place so the user can try the commands on it.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
 
 
-def register(app) -> None:
-    pass
+def register(app: typer.Typer) -> None:
+    command(app, "demo")(demo)
+
+
+def demo(
+    directory: Annotated[Optional[str], typer.Option(
+        "--dir", metavar="DIR", show_default=False,
+        help="A new directory for the demo's engine (default: a new temporary directory).")] = None,
+    coordinators: Annotated[int, typer.Option("--coordinators", min=1, max=64, help="Transaction coordinators.")] = 4,
+    transactions: Annotated[int, typer.Option("--transactions", min=10, max=100_000,
+                                              help="Transactions per workload round.")] = 400,
+) -> None:
+    """Walk PIP-160 on a fresh embedded engine: enable batching, run a workload, see the entries
+    saved, disable it, and follow the downgrade check from WAIT to SAFE."""
+    from pulsar_txn_cli.downgrade.demo import DemoStory
+    from pulsar_txn_cli.output import Result, emit
+
+    env = current()
+    say = env.info if env.output != "table" else (lambda line: print(line, file=env.stdout, flush=True))
+    story = DemoStory(directory, coordinators=coordinators, transactions=transactions, say=say)
+    summary = story.run()
+    if env.output != "table":
+        emit(Result(data=summary, records=[summary]), env)

@@ -125,23 +125,10 @@ def _downgrade_lines(verdict, result) -> list[str]:
     lines += [f"fix: {f}" for f in verdict.fixes]
     recorded = (f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
                 if verdict.newly_recorded else "")
+    from pulsar_txn_cli.downgrade.verdict import verdict_line
+
     lines.append(verdict_line(verdict) + recorded)
     return lines
-
-
-def verdict_line(verdict) -> str:
-    items = verdict.items
-    held = sum(not i.clear for i in items)
-    counts = f"{len(verdict.coordinators)} coordinator(s), {len(verdict.subscriptions)} subscription(s)"
-    if verdict.verdict == "SAFE":
-        return (f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone "
-                f"({counts})")
-    if verdict.verdict == "WAIT":
-        why = f"{held} of {len(items)} logs still hold ledgers that may contain batched entries" if held else \
-            f"{len(verdict.problems)} problem(s) above"
-        return f"WAIT: {verdict.target} cannot be downgraded yet: {why}; check again later (--wait polls)"
-    return (f"BLOCKED: {verdict.target} cannot be downgraded until an operator acts: "
-            f"{verdict.problems[0] if verdict.problems else 'see above'}")
 
 
 def status(checkpoint: CheckpointOpt = None) -> None:

@@ -109,6 +109,13 @@ def enable_command(key: str) -> str:
     return f"pulsar-admin brokers update-dynamic-config --config {key} --value true"
 
 
+def set_command(key: str, want: bool) -> str:
+    """pulsar-txn's own switch: it records the moment of the change, which is what lets the
+    admin layer tell where the change is effective (admin/batchlog.py), and reloads the stores."""
+    name = "set-txn-tc-batch-log" if key == BATCH_KEYS[0] else "set-txn-pending-ack-batch-log"
+    return f"pulsar-txn {name} --{'enable' if want else 'disable'} --reload --yes"
+
+
 def reload_command(obs: LogObservation) -> str:
     """Reopening the store is what makes a configuration change effective (facts §4)."""
     if obs.kind == COORDINATOR:
@@ -185,7 +192,10 @@ def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | No
 def _step1_config(obs: Observations, findings: _Findings, *, want: bool) -> None:
     """Both batch settings in the dynamic configuration and in every broker's runtime configuration."""
     state = "enabled" if want else "disabled"
-    command = enable_command if want else disable_command
+
+    def command(key: str) -> str:
+        findings.fix(set_command(key, want))
+        return (enable_command if want else disable_command)(key)
     if obs.dynamic_error:
         findings.waiting.append(f"could not read the dynamic configuration: {obs.dynamic_error}")
     elif obs.dynamic_config is None:
@@ -233,8 +243,8 @@ def _step1_effective(obs: Observations, findings: _Findings, *, want: bool) -> N
             continue  # reported with the item itself
         if log.effective_batching is None:
             why = f" ({log.effective_reason})" if log.effective_reason else ""
-            findings.blocked.append(f"{log.label}: whether batching is effective is unknown{why}; reload it")
-            findings.fix(reload_command(log))
+            findings.blocked.append(f"{log.label}: whether batching is effective is unknown{why}")
+            findings.fix(set_command(BATCH_KEYS[0] if log.kind == COORDINATOR else BATCH_KEYS[1], want))
         elif log.effective_batching != want:
             on = "still batching" if log.effective_batching else "not batching yet"
             why = f" ({log.effective_reason})" if log.effective_reason else ""
@@ -308,8 +318,11 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     if log.kind == COORDINATOR:
         return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
     return CAUSE_CURSOR_STUCK, (
-        f"the pending-ack cursor follows the subscription's mark-delete position: check its consumers and "
-        f"backlog (`pulsar-admin topics stats {log.topic}`), and slow transactions that hold acknowledgements")
+        f"the pending-ack log is trimmed only up to its sparse index, which gains a point every "
+        f"transactionPendingAckLogIndexMinLag records (default 500) and moves once the subscription's "
+        f"mark-delete position passes it: a subscription with few transactional acknowledgements keeps its "
+        f"old ledgers until then; check its consumers and backlog (`pulsar-admin topics stats {log.topic}`) "
+        f"and slow transactions that hold acknowledgements")
 
 
 BATCH_INDEX_ADVICE = (
@@ -352,6 +365,21 @@ def _missing_item(log: LogObservation, record: Record, why: str) -> ItemVerdict:
     return ItemVerdict(log, None, record.last_batched_ledger_id, False, why, CAUSE_MISSING,
                        "if it was deleted on purpose, `pulsar-txn downgrade reset` and check again "
                        "(a new record is taken; that only delays SAFE, it never hastens it)")
+
+
+def verdict_line(verdict) -> str:
+    items = verdict.items
+    held = sum(not i.clear for i in items)
+    counts = f"{len(verdict.coordinators)} coordinator(s), {len(verdict.subscriptions)} subscription(s)"
+    if verdict.verdict == "SAFE":
+        return (f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone "
+                f"({counts})")
+    if verdict.verdict == "WAIT":
+        why = f"{held} of {len(items)} logs still hold ledgers that may contain batched entries" if held else \
+            f"{len(verdict.problems)} problem(s) above"
+        return f"WAIT: {verdict.target} cannot be downgraded yet: {why}; check again later (--wait polls)"
+    return (f"BLOCKED: {verdict.target} cannot be downgraded until an operator acts: "
+            f"{verdict.problems[0] if verdict.problems else 'see above'}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -133,7 +133,8 @@ def test_an_unreadable_checkpoint_is_blocked_and_left_alone():
 def test_batching_on_in_the_dynamic_config_is_blocked_with_the_fix(key):
     result = v.downgrade_verdict(obs([tc(0, (3,))], dynamic={key: "true"}), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == [f"pulsar-admin brokers update-dynamic-config --config {key} --value false"]
+    assert result.fixes == [v.set_command(key, False),
+                            f"pulsar-admin brokers update-dynamic-config --config {key} --value false"]
     assert result.newly_recorded == 0
 
 
@@ -141,7 +142,7 @@ def test_batching_on_in_one_brokers_runtime_is_blocked():
     result = v.downgrade_verdict(obs([tc(0, (3,))], brokers=[broker(), broker("b2:8080", batching=True)]), None)
     assert result.verdict == v.BLOCKED
     assert any("b2:8080" in p for p in result.problems)
-    assert len(result.fixes) == 2
+    assert len(result.fixes) == 4
 
 
 @pytest.mark.parametrize("value", [None, "yes", ""])
@@ -180,6 +181,7 @@ def test_an_unknown_effective_state_is_blocked():
     result = v.downgrade_verdict(obs([tc(0, (3,), effective=None, effective_reason="no stats")]), None)
     assert result.verdict == v.BLOCKED
     assert "no stats" in result.problems[0]
+    assert result.fixes == ["pulsar-txn set-txn-tc-batch-log --disable --reload --yes"]
 
 
 def test_batching_on_again_drops_the_records():
