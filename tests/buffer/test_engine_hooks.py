@@ -68,3 +68,21 @@ def test_config_keys_fit_the_engine_config_table():
                                "transactionBufferSnapshotMaxTransactionCount": 1000,
                                "transactionBufferSnapshotMinTimeInMillis": 5000}[name]
         assert not key.dynamic
+
+
+def test_snapshot_form_changes_only_at_a_broker_restart(tmp_path):
+    """Not dynamic: a topic keeps the form it was loaded with until `engine reload`."""
+    directory = tmp_path / "engine"
+    engine = Engine.init(directory, coordinators=1)
+    hooks.publish(engine, TOPIC, b"a")
+    engine.config.set("transactionBufferSegmentedSnapshotEnabled", "true")
+    engine.close()
+    engine = Engine.open(directory)
+    assert hooks.service(engine).buffer(TOPIC).aborts.kind == "Single"
+    engine.reload()
+    engine.close()
+    engine = Engine.open(directory)
+    try:
+        assert hooks.service(engine).buffer(TOPIC).aborts.kind == "Segment"
+    finally:
+        engine.close()

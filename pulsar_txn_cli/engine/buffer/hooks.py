@@ -23,7 +23,7 @@ def service(engine):
         from pulsar_txn_cli.engine.buffer.service import BufferService
 
         found = BufferService(engine.store, engine.clock, _settings(getattr(engine, "config", None)),
-                              writable=not getattr(engine, "readonly", False))
+                              writable=not getattr(engine, "readonly", False), boot=getattr(engine, "boot", None))
         setattr(engine, _ATTRIBUTE, found)
     return found
 

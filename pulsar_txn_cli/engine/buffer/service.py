@@ -6,6 +6,8 @@ namespace, as on a broker. Time-based snapshots follow the engine's clock.
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
 from pulsar_txn_cli.engine.buffer.config import BufferConfig
 from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog, managed_ledger_name, namespace_of
@@ -41,11 +43,16 @@ def normalize_topic(name: str) -> str:
 
 
 class BufferService:
-    def __init__(self, store, clock, settings=None, *, writable: bool = True):
+    def __init__(self, store, clock, settings=None, *, writable: bool = True, boot: int | None = None):
         """settings(name, default) -> value: the engine's broker configuration.
 
-        writable=False (a read-only engine): loading a buffer writes nothing."""
+        writable=False (a read-only engine): loading a buffer writes nothing.
+        boot: the engine's broker-restart epoch; a buffer keeps the settings it was loaded with
+        until the next restart (`engine reload`), as a broker reads them on topic load only.
+        """
         self.writable = writable
+        self.boot = boot
+        self._unrecorded: dict[str, BufferConfig] = {}  # loaded before their ledger existed
         self.store = store
         self.clock = clock
         self.settings = settings or (lambda name, default: default)
@@ -85,10 +92,33 @@ class BufferService:
         log = self.log(managed_ledger_name(topic))
         if not log.ml.exists and not create:
             raise TopicNotFound(f"topic {topic} does not exist in the engine")
-        buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self.config, lambda: self.clock.now_ms)
+        buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self._config_for(log),
+                                   lambda: self.clock.now_ms)
         buffer.recover(snapshot_if_missing=self.writable)
         self.buffers[topic] = buffer
         return buffer
+
+    def _config_for(self, log: ManagedLedgerLog) -> BufferConfig:
+        """The settings of the topic's last load in this boot, else the current ones (recorded)."""
+        current = self.config
+        if self.boot is None:
+            return current
+        owner = log.ml.owner or {}
+        saved = owner.get("transactionBuffer")
+        if saved and owner.get("transactionBufferBoot") == self.boot:
+            return BufferConfig(**saved)
+        self._remember(log, current)
+        return current
+
+    def _remember(self, log: ManagedLedgerLog, config: BufferConfig) -> None:
+        """Record the settings on the topic's ledger (once it exists: the first write creates it)."""
+        if self.boot is None or not self.writable:
+            return
+        if log.ml.exists:
+            log.ml.set_owner_state(transactionBufferBoot=self.boot, transactionBuffer=asdict(config))
+            self._unrecorded.pop(log.name, None)
+        else:
+            self._unrecorded[log.name] = config
 
     # -- what producers and the coordinator do ------------------------------------------------
 
@@ -113,6 +143,8 @@ class BufferService:
             # The in-memory state may be ahead of what was stored: reload on next use.
             self.buffers.pop(buffer.topic, None)
             raise
+        if buffer.log.name in self._unrecorded:
+            self._remember(buffer.log, self._unrecorded[buffer.log.name])
         return result
 
     # -- the snapshot timer -------------------------------------------------------------------
