@@ -116,3 +116,14 @@ def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     assert before_reload[flag] is True and after_reload[flag] is True
     assert all(v is False for item in before_reload[array] for v in item.values())
     assert after_reload[array] and all(v is True for item in after_reload[array] for v in item.values())
+
+
+def test_every_command_renders_table_and_jsonl(cli, engine_dir):
+    for args in READ_COMMANDS:
+        for fmt in ("table", "jsonl"):
+            result = cli([*args, "--engine-dir", str(engine_dir), "-o", fmt])
+            assert result.exit_code == 0, (args, fmt, result.stderr)
+            if fmt == "jsonl":
+                assert all(isinstance(line, dict) for line in result.jsonl()), args
+            else:
+                assert result.stdout.strip(), args
