@@ -126,6 +126,7 @@ class TransactionBuffer:
         self._require_ready()
         position = self.log.append(messages.encode(messages.TopicEntry(txn, marker, b"", self.clock())))
         if marker == messages.ABORT:
+            self.aborts.trim(self.log.ledger_exists)  # cheap: stops at the first id still readable
             self.aborts.put(txn, position)
             self.changes += 1
         self.ongoing.pop(txn, None)
