@@ -23,8 +23,6 @@ def stuck_readers(
 
     Readers stop at a partition's maxReadPosition, just before the first message of the oldest open transaction written there. Each holder comes with its transaction metadata and the commands that abort it.
     """
-    import time
-
     from pulsar_txn_cli.output import Result, Table, emit
     from pulsar_txn_cli.stuck_readers import find_stuck_readers
 
@@ -33,7 +31,8 @@ def stuck_readers(
         raise UsageError("give exactly one of -t/--topic or -n/--namespace")
     if namespace and namespace.count("/") != 1:
         raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
-    report = find_stuck_readers(env.admin(), topic=topic, namespace=namespace, now_ms=int(time.time() * 1000), include_all=show_all)
+    admin = env.admin()
+    report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=_target_now(admin), include_all=show_all)
     rows = [_row(p) for p in report["partitions"]]
     lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions"]
     for partition in report["partitions"]:
@@ -46,6 +45,15 @@ def stuck_readers(
     columns = [("topic", "TOPIC"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
                ("entriesBehind", "BEHIND"), ("heldSince", "HELD SINCE"), ("holders", "HOLDERS (head first)")]
     emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
+
+
+def _target_now(admin) -> int:
+    """The target's time in ms: the engine runs on its own (virtual) clock, a cluster on ours."""
+    import time
+
+    engine = getattr(admin.transport, "engine", None)
+    clock = getattr(engine, "clock", None)
+    return clock.now_ms if clock is not None else int(time.time() * 1000)
 
 
 def _row(partition: dict) -> dict:

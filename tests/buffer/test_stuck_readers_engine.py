@@ -34,6 +34,8 @@ def held(tmp_path):
     hooks.produce(engine, p1, (0, second))
     hooks.on_transaction_end(engine, (0, second), [p1], committed=True)  # p1 sees its end early
     hooks.publish(engine, p0, b"after")
+    with engine.store.tx():
+        engine.clock.advance_ms(90_000)  # the engine's virtual time: held for 90 s
     engine.close()
     return directory, (1, first), (0, second)
 
@@ -51,6 +53,7 @@ def test_engine_topic_held_by_open_transactions(cli, held):
     assert holders[0]["txnId"] == "({},{})".format(*head) and holders[0]["head"]
     assert "({},{})".format(*other) in [h["txnId"] for h in holders]
     assert holders[0]["metadata"]["status"] == "OPEN"
+    assert holders[0]["openForMs"] == 90_000 and partition["heldSince"] == holders[0]["openTimestamp"]
     assert f"pulsar-admin transactions abort-transaction -m {head[0]} -l {head[1]}" in holders[0]["fix"]
 
 
@@ -60,6 +63,7 @@ def test_engine_namespace_and_table(cli, held):
     assert result.exit_code == 0, result.stderr
     assert "orders-partition-0" in result.stdout and "orders-partition-1" not in result.stdout
     assert "1 of 2 partition(s) held back" in result.stdout
+    assert "(1m30s ago)" in result.stdout
     assert "transaction_buffer_snapshot" not in result.stdout
 
 
