@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError as _ProtoDecodeError
 from pulsar_txn_cli.codec.gen import PulsarApi_pb2 as api_pb2
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
+from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.errors import DecodeError
 
 TC_LOG = "tc"
@@ -200,50 +201,10 @@ def _varint(value: int) -> bytes:
 # ---------------------------------------------------------------- JSON shape
 
 
-def _text(value) -> str:
-    # upb hands back bytes for a proto2 string that is not valid UTF-8; show it, lossy, as text.
-    return value if type(value) is str else value.decode("utf-8", "replace")
-
-
-def _converter(descriptor):
-    """A fast message -> dict function for one message type (proto field names, enum names).
-
-    The hot loop does one dict lookup per set field; only enums, strings, repeated and nested
-    fields get a conversion function, plain numbers are stored as they are.
-    """
-    names, special = {}, {}
-    for fd in descriptor.fields:
-        names[fd] = fd.name
-        if fd.enum_type is not None:
-            labels = {v.number: v.name for v in fd.enum_type.values}
-            one = labels.__getitem__  # closed proto2 enums: upb keeps unknown numbers out
-        elif fd.message_type is not None:
-            one = _converter(fd.message_type)
-        elif fd.type == fd.TYPE_STRING:
-            one = _text
-        else:
-            one = None
-        if fd.is_repeated:
-            special[fd] = list if one is None else (lambda values, one=one: [one(v) for v in values])
-        elif one is not None:
-            special[fd] = one
-    find = special.get
-
-    def convert(message, out=None) -> dict:
-        if out is None:
-            out = {}
-        for fd, value in message.ListFields():
-            fn = find(fd)
-            out[names[fd]] = value if fn is None else fn(value)
-        return out
-
-    return convert
-
-
-_TO_DICT = {
-    TC_LOG: _converter(tc_pb2.TransactionMetadataEntry.DESCRIPTOR),
-    PENDING_ACK_LOG: _converter(pa_pb2.PendingAckMetadataEntry.DESCRIPTOR),
-}
+_text = tojson.text
+_RECORD_TO_DICT, _RECORDS_TO_DICTS = {}, {}
+for _log, _type in _RECORD.items():
+    _RECORD_TO_DICT[_log], _RECORDS_TO_DICTS[_log] = tojson.converters(_type.DESCRIPTOR)
 
 
 def txn_id(record) -> str:
@@ -253,23 +214,14 @@ def txn_id(record) -> str:
 
 def record_to_dict(record, log: str, batch_index: int | None = None) -> dict:
     """One record in the documented JSON shape (batchIndex only for records of a batch)."""
-    out: dict = {"batchIndex": batch_index, "txnId": None} if batch_index is not None else {"txnId": None}
-    _TO_DICT[log](record, out)
-    out["txnId"] = f"({out.get('txnid_most_bits', 0)},{out.get('txnid_least_bits', 0)})"
-    return out
+    txn = txn_id(record)
+    out = {"batchIndex": batch_index, "txnId": txn} if batch_index is not None else {"txnId": txn}
+    return _RECORD_TO_DICT[log](record, out)
 
 
 def records_to_dicts(records, log: str, batched: bool) -> list[dict]:
-    """record_to_dict over an entry's records, with the per-record overhead hoisted out."""
-    convert = _TO_DICT[log]
-    result = []
-    append = result.append
-    for index, record in enumerate(records):
-        out = {"batchIndex": index, "txnId": None} if batched else {"txnId": None}
-        convert(record, out)
-        out["txnId"] = f"({out.get('txnid_most_bits', 0)},{out.get('txnid_least_bits', 0)})"
-        append(out)
-    return result
+    """record_to_dict over an entry's records (batchIndex = position when batched), in one loop."""
+    return _RECORDS_TO_DICTS[log](records, batched)
 
 
 def entry_to_json(entry: DecodedEntry) -> dict:
