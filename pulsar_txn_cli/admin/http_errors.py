@@ -19,6 +19,9 @@ def reason_of(body: bytes | str | None) -> str:
     except ValueError:
         pass
     text = " ".join(text.split())
+    if "Message:" in text and "unexpected error occurred" in text:
+        # Pulsar's 500 page: keep the message, drop the Java stack trace
+        text = text.split("Message:", 1)[1].split("Stacktrace:", 1)[0].strip()
     if text.lstrip().startswith("<"):  # an HTML error page: nothing useful to quote
         return ""
     return redact(text[:300])
@@ -53,6 +56,8 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what} was a bad request (400){said}; check the names and values given"
     elif 300 <= status < 400:
         msg = f"{what} answered a redirect ({status}) without a usable Location header"
+    elif status == 500:
+        msg = f"{what} failed inside the broker (500){said}; retry, and check the broker's log if it persists"
     else:
         msg = f"{what} failed with HTTP {status}{said}"
     return ConnectionFailed(msg, status=status)

@@ -184,3 +184,15 @@ def test_https_to_http_redirect_keeps_no_token(self_signed):
             with pytest.raises(ConnectionFailed, match="refusing to send the token unencrypted"):
                 rest_admin(secure.url, tls_trust_cert_path=str(cert)).tenants()
     assert plain.requests == []
+
+
+def test_a_broker_500_keeps_the_message_not_the_stack_trace():
+    page = ("\n --- An unexpected error occurred in the server --- \n\nMessage: org.apache.pulsar.client.admin.PulsarAdminException"
+            "$NotFoundException: Transaction coordinator not found! coordinator id : 0\n\nStacktrace:\n\njava.util.concurrent."
+            "CompletionException: ...\n\tat java.base/java.util.concurrent.CompletableFuture.encodeThrowable(CompletableFuture.java:332)\n")
+    with ScriptedServer(always((500, {"Content-Type": "text/plain"}, page))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url).slow_transactions(1000)
+    message = str(info.value)
+    assert "failed inside the broker (500)" in message and "Transaction coordinator not found! coordinator id : 0" in message
+    assert "Stacktrace" not in message and "CompletableFuture" not in message
