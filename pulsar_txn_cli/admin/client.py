@@ -181,7 +181,7 @@ class PulsarAdmin:
         result = []
         for tc_id in range(self.tc_partitions()):
             data = self.lookup(f"{TC_ASSIGN}-partition-{tc_id}") or {}
-            web = data.get("httpUrlTls") if self.target.kind == "cluster" and str(self.target.url).startswith("https") else None
+            web = data.get("httpUrlTls") if str(self.target.url or "").startswith("https") else None
             result.append({"id": tc_id, "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
                            "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls")})
         return result
