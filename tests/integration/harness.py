@@ -195,8 +195,8 @@ class PulsarBroker:
                 "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
             "transactionLogBatchedWriteEnabled": "false",
             "transactionPendingAckBatchedWriteEnabled": "false",
-            "transactionLogBatchedWriteMaxDelayInMillis": 20,
-            "transactionPendingAckBatchedWriteMaxDelayInMillis": 20,
+            "transactionLogBatchedWriteMaxDelayInMillis": 100,
+            "transactionPendingAckBatchedWriteMaxDelayInMillis": 100,
             "transactionPendingAckLogIndexMinLag": 1,
             # fast rollover / trimming
             "managedLedgerMaxEntriesPerLedger": 10,
@@ -231,7 +231,7 @@ class PulsarBroker:
         conf = "".join(f"{k}={v}\n" for k, v in self.broker_conf().items())
         (self.base / "standalone.conf").write_text(conf)
         (self.base / "log4j2-broker.xml").write_text(_log4j_xml(str(self.log_path)))
-        (self.base / "log4j2-shell.xml").write_text(_log4j_xml("STDOUT"))
+        (self.base / "log4j2-shell.xml").write_text(_log4j_xml("STDOUT", quiet=("org.apache.zookeeper",)))
         (self.base / "bk.conf").write_text(
             f"metadataServiceUri=zk://127.0.0.1:{self.zk_port}/ledgers\n"
             f"zkServers=127.0.0.1:{self.zk_port}\n"

@@ -134,7 +134,7 @@ def test_batched_prefix_present_then_absent_after_disable_and_reload(pulsar_brok
     b.reload_coordinators()
     unload_workload_topics(b, prefix)
     tc_before = ml_stats(b.tc_internal_stats(0))["lastConfirmedEntry"]
-    b.run_workload(seed=21, txns=16, aborts=4, ops=4, parallel=4, prefix=prefix)
+    b.run_workload(seed=21, txns=16, aborts=4, ops=4, parallel=8, prefix=prefix)
     tc_stats = b.tc_internal_stats(0)
     batched_phase = [e for e in read_entries(b, ledger_ids(tc_stats), after=pos(tc_before))]
     assert batched_phase, "no TC log entries written"
@@ -149,13 +149,15 @@ def test_batched_prefix_present_then_absent_after_disable_and_reload(pulsar_brok
     assert any(p.startswith(MAGIC) for _, _, p in pa_entries), "pending-ack log not batched"
 
     # --- batching off: reload again; new entries carry no prefix
-    set_batching(b, False)
-    b.reload_coordinators()
-    unload_workload_topics(b, prefix)
+    # (marks taken before the unload: an unloaded topic answers 404 "Topic not found" to
+    # pendingAckInternalStats until a client loads it again)
     tc_mark = ml_stats(b.tc_internal_stats(0))["lastConfirmedEntry"]
     pa_mark = ml_stats(b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a"))[
         "lastConfirmedEntry"]
-    b.run_workload(seed=22, txns=10, aborts=2, ops=4, parallel=4, prefix=prefix)
+    set_batching(b, False)
+    b.reload_coordinators()
+    unload_workload_topics(b, prefix)
+    b.run_workload(seed=22, txns=10, aborts=2, ops=4, parallel=8, prefix=prefix)
     after = read_entries(b, ledger_ids(b.tc_internal_stats(0)), after=pos(tc_mark))
     assert after and not any(p.startswith(MAGIC[:2]) for _, _, p in after)
     assert all(p[0] == 0x08 for _, _, p in after)  # protobuf field 1 varint
@@ -184,6 +186,23 @@ def test_restart_keeps_coordinator(pulsar_broker):
     assert lines[-1]["committed"] == 1
 
 
+def test_scale_to_two_coordinators(pulsar_broker):
+    """Standalone starts with one coordinator; the scale endpoint adds more (runs last on the session broker)."""
+    b = pulsar_broker
+    st, body = b.rest("POST", "/admin/v3/transactions/transactionCoordinator/replicas", body=2)
+    assert st == 204, (st, body)
+    st, meta = b.rest("GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")
+    assert meta["partitions"] == 2
+    stats = b.wait_coordinators_ready()
+    assert sorted(stats) == ["0", "1"]
+    st, coords = b.rest("GET", "/admin/v3/transactions/coordinators")
+    assert sorted(c["id"] for c in coords) == [0, 1]
+    lines = b.run_workload(seed=9, txns=6, aborts=2, ops=2, parallel=2, prefix="scale")
+    assert {r["most"] for r in lines if r.get("event") == "txn"} == {0, 1}
+    st, body = b.rest("POST", "/admin/v3/transactions/transactionCoordinator/replicas", body=1)
+    assert st == 406, (st, body)  # scale-down refused
+
+
 # ----------------------------------------------------------------------------- facts §3.3
 
 
@@ -200,7 +219,7 @@ def downgrade_experiment(b: harness.PulsarBroker) -> dict:
     obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
     set_batching(b, True)
     b.reload_coordinators()
-    run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=4, hold=4, prefix="dg")
+    run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=8, hold=4, prefix="dg")
     held_lines = run.wait_holding(timeout=300)
     s = ml_stats(b.tc_internal_stats(0))
     batched_ledgers = [lg["ledgerId"] for lg in s["ledgers"]]
@@ -253,8 +272,11 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index):
         assert max(obs["phase1_batch_sizes"].values()) > 1, "experiment needs batches with >1 record"
         assert obs["held_txns"] and all(o == "committed" for o in obs["held_finished"])
         assert obs["final_ongoing"] == 0
-        if ack_at_batch_index:
-            assert not obs["stalled"], obs
+        # Observed on 4.0.7 (docs/real-broker-findings.md): with batch-index-level deletion off the
+        # cursor's mark-delete stays at the first batched entry holding a record of a transaction
+        # that was open across the switch, so no TC-log ledger from there on is ever trimmed;
+        # with it on, everything is trimmed.
+        assert obs["stalled"] is (not ack_at_batch_index), obs
     finally:
         from conftest import _BROKERS
         _BROKERS.remove(b)
