@@ -37,6 +37,7 @@ class DemoStory:
             self._enable(engine, admin)
             self._workload(engine, "a transactional workload with batching on")
             self._stats(admin)
+            self._upgrade(admin)
             self._disable(engine, admin)
             first = self._check(admin, "2-1..2-7", "the first check records the last ledgers that may hold batched entries")
             verdict = first
@@ -127,6 +128,20 @@ class DemoStory:
             share = f" ({saved / records:.0%} fewer writes)" if records else ""
             self.say(f"{log.pip_flag}={str(stat[log.pip_flag]).lower()}: effective on {on} of {len(detail)} "
                      f"{log.store}(s); {saved} entries saved{share}")
+
+    def _upgrade(self, admin) -> None:
+        from pulsar_txn_cli.downgrade import gather
+        from pulsar_txn_cli.downgrade.verdict import upgrade_verdict
+
+        self._step("The upgrade order, checked: pulsar-txn upgrade check")
+        verdict = upgrade_verdict(gather.gather(admin, versions=True))
+        for problem in verdict.problems[:3]:
+            self.say(f"  problem: {problem}")
+        versions = sorted({b["version"] for b in verdict.brokers if b["version"]})
+        self.say(f"{verdict.verdict}: {len(verdict.brokers)} broker(s) on {', '.join(versions) or '?'}; batching "
+                 f"effective on {len(verdict.coordinators)} coordinator(s) and {len(verdict.subscriptions)} "
+                 "subscription(s)" if verdict.verdict == "COMPLETE" else f"{verdict.verdict}: see the problems above")
+        self.summary["steps"].append({"step": "upgrade check", "verdict": verdict.verdict})
 
     def _disable(self, engine, admin) -> None:
         self._step("Downgrade step 1: disable the batch log on every broker and reload the stores")

@@ -56,7 +56,8 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
     counter.add()
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
     problems: list[str] = []
-    with ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade")
+    try:
         dynamic = pool.submit(_attempt, counter, admin.dynamic_config_values)
         broker_urls = pool.submit(_attempt, counter, admin.broker_web_urls)
         tc_stats = pool.submit(_attempt, counter, admin.coordinator_stats)
@@ -84,6 +85,11 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
         brokers = tuple(f.result() for f in broker_futures)
         coordinators = [f.result() for f in tc_futures]
         subscriptions = [f.result() for f in sub_futures]
+    except BaseException:
+        # Ctrl-C or a failure: drop the queued calls instead of finishing hundreds of them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     if stats_error:
         coordinators = [replace(c, error=c.error or f"coordinator stats: {stats_error}") for c in coordinators]
     judged = effective.Judge(admin.target, dynamic_config, brokers)
