@@ -266,7 +266,7 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
         # error answers
         ("error_404_pendingAckInternalStats_missing_subscription",
          f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/no-such-sub"),
-        ("error_404_pendingAckStats_missing_subscription", f"/admin/v3/transactions/pendingAckStats/{t_enc}/no-such-sub"),
+        ("error_500_pendingAckStats_missing_subscription", f"/admin/v3/transactions/pendingAckStats/{t_enc}/no-such-sub"),
         ("error_404_transactionMetadata_unknown_txn", "/admin/v3/transactions/transactionMetadata/0/999999"),
         ("error_404_coordinatorStats_unknown_id", "/admin/v3/transactions/coordinatorStats?coordinatorId=7"),
         ("error_404_coordinatorInternalStats_unknown_id", "/admin/v3/transactions/coordinatorInternalStats/7"),
@@ -293,16 +293,16 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
         ("error_412_update_unknown_config", "POST", "/admin/v2/brokers/configuration/noSuchConfigName/1"),
         ("error_412_invalid_dynamic_config_value", "POST",
          "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/notaboolean"),
-        ("error_404_delete_unknown_config", "DELETE", "/admin/v2/brokers/configuration/noSuchConfigName"),
+        ("error_412_delete_unknown_config", "DELETE", "/admin/v2/brokers/configuration/noSuchConfigName"),
     ]:
         st, body = b.rest(method, path)
         save(out, name, method, path, st, body)
         log(f"{method} {path} -> {st}")
     # success answers of the updates the tool makes (value restored right after)
     for name, method, path in [
-        ("update_dynamic_config_204", "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/false"),
-        ("delete_dynamic_config_204", "DELETE", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled"),
-        ("unload_tc_assign_partition_0_204", "PUT",
+        ("update_dynamic_config", "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/false"),
+        ("delete_dynamic_config", "DELETE", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled"),
+        ("unload_tc_assign_partition_0", "PUT",
          "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload"),
     ]:
         st, body = b.rest(method, path)
