@@ -3,6 +3,7 @@
 What the tool prints (apache/bookkeeper ReadLedgerCommand, HexDumpEntryFormatter):
 - per entry a header `--------- Lid=L, Eid=E, EntrySize=N ---------`, written through the
   logger, so it may carry a log prefix (timestamp, level, class) and is lost without INFO logging;
+  N is the ledger's cumulative length up to that entry, not the entry's size (see _expected_size);
 - then, on stdout, commons-io HexDump rows: an 8-digit uppercase hex offset (0 for every entry),
   a space, 16 cells of `XX ` (missing bytes of the last row padded with three spaces), the ASCII
   column;
@@ -12,8 +13,9 @@ pretty hex dump, a box of `|OOOOOOOO| xx xx ... |ascii|` rows; that buffer proba
 with BookKeeper's own entry header (ledger id, entry id, LAC, length, digest), which is stripped
 when its ids match the dump's header.
 
+An entry ends at the next header (or, without headers, at a row whose offset restarts at 0).
 Only lines that match the row grammar at the next expected offset are taken, so interleaved log
-lines cannot corrupt an entry. Without headers, an offset that restarts at 0 starts a new entry.
+lines cannot corrupt an entry.
 """
 from __future__ import annotations
 
@@ -48,33 +50,31 @@ def looks_like(text: str, first_line: str) -> bool:
 class _Entry:
     """An entry being assembled from rows."""
 
-    __slots__ = ("raw", "expected", "buf", "stray", "gap", "pretty")
+    __slots__ = ("raw", "entry_size", "buf", "stray", "gap", "pretty")
 
-    def __init__(self, raw: RawEntry, expected: int | None):
+    def __init__(self, raw: RawEntry, entry_size: int | None):
         self.raw = raw
-        self.expected = expected  # bytes announced by EntrySize, None when unknown
+        self.entry_size = entry_size  # the header's EntrySize (see _expected_size), None if absent
         self.buf = bytearray()
         self.stray = 0  # non-log text lines between the header and the first row
-        self.gap = None  # offset of the first row that came out of sequence
+        self.gap = None  # offset where a row is missing (rows after it are skipped)
         self.pretty = False
-
-    def full(self) -> bool:
-        return self.expected is not None and len(self.buf) >= self.expected
 
 
 def parse(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]:
     current: _Entry | None = None
+    previous: _Entry | None = None  # the entry before current, for cumulative EntrySize
     index = 0
     for line in lines:
         line = line.rstrip("\r\n")
         header = HEADER.search(line)
         if header:
             if current is not None:
-                yield _finish(current)
+                yield _finish(current, previous)
             raw = RawEntry(None, index, source=source, entry_id=int(header["eid"]))
             index += 1
             raw.ledger_id = _ledger_id(header["lid"], raw)
-            current = _Entry(raw, int(header["size"]) if header["size"] is not None else None)
+            previous, current = current, _Entry(raw, int(header["size"]) if header["size"] is not None else None)
             continue
         row = HEX_ROW.match(line)
         pretty = False
@@ -83,28 +83,52 @@ def parse(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]
             pretty = row is not None
         if row is not None:
             offset = int(row["offset"], 16)
-            if offset == 0 and (current is None or current.buf or current.full()):
+            if offset == 0 and (current is None or current.buf):
                 # A dump without headers (INFO logging off): a new entry starts at offset 0.
                 if current is not None:
-                    yield _finish(current)
-                current = _Entry(RawEntry(None, index, source=source), None)
+                    yield _finish(current, previous)
+                previous, current = None, _Entry(RawEntry(None, index, source=source), None)
                 index += 1
-            if current is None or current.full():
-                continue
             if offset != len(current.buf):
                 if current.gap is None and offset > len(current.buf):
                     current.gap = len(current.buf)
                 continue
-            cells = row["cells"].split()
-            if current.expected is not None:
-                cells = cells[: current.expected - len(current.buf)]
-            current.buf += bytes.fromhex("".join(cells))
+            if current.gap is not None:
+                continue
+            current.buf += bytes.fromhex(row["cells"].replace(" ", ""))
             current.pretty = current.pretty or pretty
             continue
         if current is not None and not current.buf and line.strip() and not _LOG_LINE.search(line) and not _BORDER.match(line):
             current.stray += 1
     if current is not None:
-        yield _finish(current)
+        yield _finish(current, previous)
+
+
+def _expected_size(entry: _Entry, previous: _Entry | None) -> tuple[set[int], int | None]:
+    """(sizes that mean "complete", the size known for sure or None).
+
+    BookKeeper prints LedgerEntry.getLength() as EntrySize, which is the ledger's cumulative
+    length up to and including the entry (seen in real dumps), not the entry's own size. So an
+    entry's size is EntrySize minus the previous entry's EntrySize when the two follow each other,
+    and EntrySize itself for entry 0. An EntrySize that equals the byte count is accepted too.
+    """
+    size, raw = entry.entry_size, entry.raw
+    if size is None:
+        return set(), None
+    ok = {size}
+    sure = None
+    if raw.entry_id == 0:
+        sure = size
+    elif (
+        previous is not None
+        and previous.entry_size is not None
+        and previous.raw.ledger_id == raw.ledger_id
+        and previous.raw.entry_id == raw.entry_id - 1
+        and size >= previous.entry_size
+    ):
+        sure = size - previous.entry_size
+        ok.add(sure)
+    return ok, sure
 
 
 def _ledger_id(text: str, raw: RawEntry) -> int | None:
@@ -122,30 +146,32 @@ def _ledger_id(text: str, raw: RawEntry) -> int | None:
             return None
 
 
-def _finish(entry: _Entry) -> RawEntry:
-    raw, buf, expected = entry.raw, entry.buf, entry.expected
-    if expected is not None and len(buf) < expected:
-        if not buf:
-            if entry.gap is not None:
-                raw.error = DecodeError("the hex dump of the entry lacks its first row (offset 00000000)", offset=0)
-            elif entry.stray:
-                raw.error = DecodeError(LOSSY_MESSAGE)
-            elif expected == 0:
-                raw.data = b""
-            else:
-                raw.error = DecodeError(
-                    f"the dump has the header of a {expected}-byte entry but none of its bytes; "
-                    "dump it with `readledger -m -ef hex` (-m prints the entry)"
-                )
+def _finish(entry: _Entry, previous: _Entry | None) -> RawEntry:
+    raw, buf = entry.raw, entry.buf
+    if not buf:
+        if entry.gap is not None:
+            raw.error = DecodeError("the hex dump of the entry lacks its first row (offset 00000000)", offset=0)
+        elif entry.stray:
+            raw.error = DecodeError(LOSSY_MESSAGE)
+        elif entry.entry_size == 0:
+            raw.data = b""  # an empty entry, for the codec to reject
         else:
-            missing = f"; the row at offset {entry.gap:08X} is missing" if entry.gap is not None else ""
             raw.error = DecodeError(
-                f"the hex dump of the entry stops after {len(buf)} of {expected} bytes{missing}", offset=len(buf)
+                "the dump has an entry header but none of the entry's bytes; "
+                "dump it with `readledger -m -ef hex` (-m prints the entry)"
             )
         return raw
-    if not buf and expected is None:
-        raw.error = DecodeError(LOSSY_MESSAGE if entry.stray else "the dump has an entry header but no hex rows")
+    if entry.gap is not None:
+        raw.error = DecodeError(
+            f"the hex dump of the entry has a gap: the row at offset {entry.gap:08X} is missing", offset=entry.gap
+        )
         return raw
+    ok, sure = _expected_size(entry, previous)
+    if sure is not None and len(buf) not in ok:
+        if len(buf) < sure:
+            raw.error = DecodeError(f"the hex dump of the entry stops after {len(buf)} of {sure} bytes", offset=len(buf))
+            return raw
+        raw.warnings.append(f"the dump holds {len(buf)} bytes but its header announces {sure}")
     data = bytes(buf)
     if entry.pretty:
         data = _strip_bookie_header(data, raw)
@@ -186,7 +212,19 @@ def hexdump_rows(data: bytes) -> list[str]:
     return rows
 
 
-def format_entry(ledger_id, entry_id: int, data: bytes, log_prefix: str = "") -> str:
-    """One entry as readledger -m -ef hex prints it (header through the logger, then the rows)."""
-    header = f"{log_prefix}--------- Lid={ledger_id}, Eid={entry_id}, EntrySize={len(data)} ---------"
+def format_entry(ledger_id, entry_id: int, data: bytes, log_prefix: str = "", entry_size: int | None = None) -> str:
+    """One entry as readledger -m -ef hex prints it (header through the logger, then the rows).
+    entry_size is what the header shows (BookKeeper prints the ledger's cumulative length)."""
+    size = len(data) if entry_size is None else entry_size
+    header = f"{log_prefix}--------- Lid={ledger_id}, Eid={entry_id}, EntrySize={size} ---------"
     return "\n".join([header, *hexdump_rows(data)]) + "\n"
+
+
+def format_ledger(ledger_id, entries: list[bytes], log_prefix: str = "", first_entry: int = 0, start_length: int = 0) -> str:
+    """Entries first_entry.. of a ledger as readledger prints them, with cumulative EntrySize
+    (start_length: the ledger's length before first_entry)."""
+    out, length = [], start_length
+    for offset, data in enumerate(entries):
+        length += len(data)
+        out.append(format_entry(ledger_id, first_entry + offset, data, log_prefix, entry_size=length))
+    return "".join(out)

@@ -38,7 +38,7 @@ def test_files_in_every_format(cli, tmp_path):
     (tmp_path / "e.bin").write_bytes(BATCH)
     (tmp_path / "e.hex").write_text(BATCH.hex() + "\n" + SINGLE.hex() + "\n")
     (tmp_path / "e.b64").write_text(base64.b64encode(SINGLE).decode() + "\n")
-    (tmp_path / "e.txt").write_text(readledger.format_entry(9, 0, BATCH, LOG_PREFIX) + readledger.format_entry(9, 1, SINGLE, LOG_PREFIX))
+    (tmp_path / "e.txt").write_text(readledger.format_ledger(9, [BATCH, SINGLE], LOG_PREFIX))
     (tmp_path / "e.jsonl").write_text(jsonl_dump((TC_ML, 9, 2, BATCH)))
     names = ["e.bin", "e.hex", "e.b64", "e.txt", "e.jsonl"]
     result = cli(["decode", "--log", "tc", "-o", "json", *[tmp_path / n for n in names]])

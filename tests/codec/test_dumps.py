@@ -166,21 +166,37 @@ def test_readledger_ignores_interleaved_log_lines_and_crlf():
 
 
 def test_readledger_many_entries_exact_multiple_of_16():
-    data = [codec.encode_batch(tc_lifecycle(i)) for i in range(5)] + [b"\x08\x01" * 8]
+    data = [b"\x08\x01" * 8, codec.encode_batch(tc_lifecycle(1)), b"\x08\x02" * 16, b"\x08\x03"]
     text = "".join(readledger.format_entry(7, i, d, LOG_PREFIX) for i, d in enumerate(data))
     assert [e.data for e in entries(text)] == data
 
 
+def test_readledger_entry_size_is_cumulative_as_bookkeeper_prints_it():
+    # Real dumps: EntrySize is the ledger's length up to and including the entry.
+    data = [codec.encode_batch(tc_lifecycle(i)) for i in range(4)] + [b"\x08\x01" * 8]
+    text = readledger.format_ledger(7, data, LOG_PREFIX)
+    assert f"Eid=1, EntrySize={len(data[0]) + len(data[1])} " in text
+    got = entries(text)
+    assert [e.data for e in got] == data and all(not e.warnings for e in got)
+    # A dump that starts in the middle of the ledger (-fe 3) cannot check its first entry.
+    got = entries(readledger.format_ledger(7, data[3:], LOG_PREFIX, first_entry=3, start_length=999))
+    assert [e.data for e in got] == data[3:] and all(e.error is None for e in got)
+
+
 def test_readledger_truncated_dump_says_how_far_it_got():
-    cut = READLEDGER_TEXT.rsplit("\n", 2)[0] + "\n"  # the last row is gone
-    [entry] = entries(cut)
-    assert str(entry.error) == "the hex dump of the entry stops after 32 of 41 bytes (at byte 32)"
+    data = [codec.encode_batch(tc_lifecycle(1)), ENTRY]
+    text = readledger.format_ledger(21, data, LOG_PREFIX)
+    first, second = entries(text.rsplit("\n", 2)[0] + "\n")  # the last row is gone
+    assert first.data == data[0]
+    assert str(second.error) == "the hex dump of the entry stops after 32 of 41 bytes (at byte 32)"
+    [only] = entries(readledger.format_entry(21, 0, ENTRY, LOG_PREFIX)[:-60])  # entry 0: EntrySize is its size
+    assert "stops after 32 of 41 bytes" in str(only.error)
 
 
 def test_readledger_missing_row_in_the_middle():
     rows = READLEDGER_TEXT.splitlines()
     [entry] = entries("\n".join(rows[:4] + rows[5:]))
-    assert "stops after 16 of 41 bytes; the row at offset 00000010 is missing" in str(entry.error)
+    assert str(entry.error) == "the hex dump of the entry has a gap: the row at offset 00000010 is missing (at byte 16)"
     [entry] = entries("\n".join(rows[:3] + rows[4:]))
     assert str(entry.error) == "the hex dump of the entry lacks its first row (offset 00000000) (at byte 0)"
 
@@ -195,7 +211,7 @@ def test_readledger_string_formatter_dump_is_called_lossy():
 def test_readledger_header_without_body_asks_for_m():
     text = LOG_PREFIX + "--------- Lid=21, Eid=4, EntrySize=41 ---------\n" + LOG_PREFIX + "--------- Lid=21, Eid=5, EntrySize=0 ---------\n"
     first, second = entries(text)
-    assert "none of its bytes" in str(first.error) and "-m" in str(first.error)
+    assert "none of the entry's bytes" in str(first.error) and "-m" in str(first.error)
     assert second.data == b"" and second.error is None  # an empty entry, for the codec to reject
 
 
