@@ -58,23 +58,29 @@ def test_real_dump_holds_the_manifest_transactions(decoded, name, info):
         by_txn.setdefault(record["txnId"], []).append(record)
     txns = info["txns"]
     assert txns, "the manifest names no transactions"
-    for position, txn in enumerate(txns):
+    unfinished = []
+    for txn in txns:
         key = f"({txn['most']},{txn['least']})"
         assert key in by_txn, f"{key} ({txn['outcome']}) is not in {name}"
-        last_one = position == len(txns) - 1  # the newest entry of an open ledger may be missing
         if info["kind"] == "transaction_log":
             ops = [r.get("metadata_op", "NEW") for r in by_txn[key]]
             assert ops[0] == "NEW"
-            statuses = [r.get("new_status") for r in by_txn[key] if r.get("metadata_op") == "UPDATE"]
+            last = [r.get("new_status") for r in by_txn[key] if r.get("metadata_op") == "UPDATE"][-1:]
             final = {"committed": "COMMITTED", "aborted": "ABORTED"}.get(txn["outcome"])
-            if final and not last_one:
-                assert statuses[-1] == final, (key, statuses)
         else:
             ops = [r.get("pending_ack_op", "ACK") for r in by_txn[key]]
             assert ops[0] == "ACK"
-            end = {"committed": "COMMIT", "aborted": "ABORT"}.get(txn["outcome"])
-            if end and not last_one:
-                assert ops[-1] == end, (key, ops)
+            last = [op for op in ops if op != "ACK"][-1:]
+            final = {"committed": "COMMIT", "aborted": "ABORT"}.get(txn["outcome"])
+        if final is None:
+            continue
+        if last == [final]:
+            continue
+        if last and last[0] not in ("COMMITTING", "ABORTING"):
+            pytest.fail(f"{key} ended {last[0]} in {name}, the workload saw it {txn['outcome']}")
+        unfinished.append(key)
+    # The ledger was open when dumped: its newest entry (up to one batch of records) may be missing.
+    assert len(unfinished) <= info["maxRecordsPerEntry"], unfinished
 
 
 def test_real_dumps_round_trip_through_the_jsonl_format(decoded, tmp_path):
