@@ -32,9 +32,8 @@ class Judge:
         return replace(log, effective_batching=state, effective_reason=reason,
                        ongoing_txns=ongoing if isinstance(ongoing, int) else None)
 
-    def coordinator(self, log: LogObservation, tc_stats: dict) -> LogObservation:
-        store = tc_stats.get(str(log.coordinator_id)) or tc_stats.get(log.coordinator_id) or {}
-        return self._judge(log, TC_BATCH_KEY, store if isinstance(store, dict) else {}, str(log.coordinator_id))
+    def coordinator(self, log: LogObservation, stats: dict) -> LogObservation:
+        return self._judge(log, TC_BATCH_KEY, stats, str(log.coordinator_id))
 
     def subscription(self, log: LogObservation, stats: dict) -> LogObservation:
         return self._judge(log, PENDING_ACK_BATCH_KEY, stats, f"{log.topic}-{log.subscription}")

@@ -80,7 +80,10 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
 
         only = len(urls or ()) == 1  # one broker: ask through the admin URL (it may advertise an unreachable address)
         broker_futures = [pool.submit(lambda u: tick(_broker(admin, u, only, versions, counter)), u) for u in urls or ()]
-        tc_futures = [pool.submit(lambda i: tick(_coordinator(admin, i, counter)), i) for i in range(tc_count)]
+        # A real broker answers 500 to the all-coordinators stats while one coordinator is not
+        # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
+        all_stats = stats if isinstance(stats, dict) and not stats_error else None
+        tc_futures = [pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter)), i) for i in range(tc_count)]
         sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
         coordinators = [f.result() for f in tc_futures]
@@ -90,11 +93,8 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    if stats_error:
-        coordinators = [replace(c, error=c.error or f"coordinator stats: {stats_error}") for c in coordinators]
     judged = effective.Judge(admin.target, dynamic_config, brokers)
-    tc_stats_map = stats if isinstance(stats, dict) else {}
-    coordinators = [judged.coordinator(log, tc_stats_map) for log in coordinators]
+    coordinators = [judged.coordinator(log, tc_stats) for log, tc_stats in coordinators]
     subscriptions = [judged.subscription(log, pa_stats) for log, pa_stats in subscriptions]
     return Observations(
         target=admin.target.identity, taken_at=taken_at,
@@ -167,9 +167,17 @@ def _broker(admin, url: str, only: bool, versions: bool, counter: Counter) -> Br
     return BrokerObservation(url, runtime, version, error)
 
 
-def _coordinator(admin, tc_id: int, counter: Counter) -> LogObservation:
+def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) -> tuple[LogObservation, dict]:
+    """The TC log and the coordinator's stats (state, open time, open transactions)."""
     data, error = _attempt(counter, admin.coordinator_internal_stats, tc_id)
-    return _log(COORDINATOR, data, error, "transactionLogStats", TC_CURSOR, coordinator_id=tc_id)
+    log = _log(COORDINATOR, data, error, "transactionLogStats", TC_CURSOR, coordinator_id=tc_id)
+    if all_stats is not None:
+        stats = all_stats.get(str(tc_id)) or all_stats.get(tc_id) or {}
+    else:
+        stats, stats_error = _attempt(counter, admin.coordinator_stats, tc_id)
+        if stats_error and not log.error:
+            log = replace(log, error=f"coordinator stats: {stats_error}")
+    return log, stats if isinstance(stats, dict) else {}
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:
@@ -195,4 +203,5 @@ def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **iden
         return LogObservation(kind, error="a ledger in the answer has no numeric ledgerId", **ident)
     cursor_stats = (ml.get("cursors") or {}).get(cursor) or {}
     return LogObservation(kind, ledgers=ledgers, last_confirmed=ml.get("lastConfirmedEntry"),
-                          mark_delete=cursor_stats.get("markDeletePosition"), **ident)
+                          mark_delete=cursor_stats.get("markDeletePosition"),
+                          individually_deleted=cursor_stats.get("individuallyDeletedMessages"), **ident)

@@ -40,6 +40,7 @@ class LogObservation:
     ledgers: tuple[int, ...] | None = None  # ids of the ledgers that still exist
     last_confirmed: str | None = None  # "ledgerId:entryId"
     mark_delete: str | None = None  # the log's cursor
+    individually_deleted: str | None = None  # the cursor's individuallyDeletedMessages ("[]" when none)
     effective_batching: bool | None = None  # None: not known
     effective_reason: str | None = None  # why the admin layer thinks so
     ongoing_txns: int | None = None

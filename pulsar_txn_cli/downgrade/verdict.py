@@ -307,10 +307,12 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     if mark is not None and mark[0] > recorded:
         return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
     if log.ongoing_txns:
-        return CAUSE_OPEN_TXN, (
-            "let the open transactions commit, abort or time out; list them with "
-            "`pulsar-admin transactions slow-transactions -t 1m` and abort a stuck one with "
-            "`pulsar-admin transactions abort-transaction -m MOST -l LEAST`")
+        advice = ("let the open transactions commit, abort or time out; list them with "
+                  "`pulsar-admin transactions slow-transactions -t 1m` and abort a stuck one with "
+                  "`pulsar-admin transactions abort-transaction -m MOST -l LEAST`")
+        if log.kind == COORDINATOR and batch_index is not True:
+            advice += ("; but beware: " + OPEN_ACROSS_SWITCH)
+        return CAUSE_OPEN_TXN, advice
     if log.kind == COORDINATOR and batch_index is not False:
         return CAUSE_CURSOR_STUCK, (
             "look for slow transactions (`pulsar-admin transactions slow-transactions -t 1m`) and abort the "
@@ -325,11 +327,25 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
         f"and slow transactions that hold acknowledgements")
 
 
+# facts §3.3, confirmed on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
+# acknowledgmentAtBatchIndexLevelEnabled=false, once TC batching is off and the coordinator reloaded,
+# deletes of records inside batched entries are no-ops, so a transaction open across the switch pins
+# the TC log's cursor for good; with it true, the same sequence trims every batched ledger.
+OPEN_ACROSS_SWITCH = (
+    "with acknowledgmentAtBatchIndexLevelEnabled=false (or unknown), records of these transactions that sit "
+    "in batched entries cannot be deleted once batching is off, so when they end the cursor stays pinned for "
+    "good (seen on a real Pulsar 4.0.7 broker); set acknowledgmentAtBatchIndexLevelEnabled=true in every "
+    "broker.conf and restart the brokers while they are still open (with it true the real broker trimmed "
+    "every batched ledger)")
 BATCH_INDEX_ADVICE = (
-    "with acknowledgmentAtBatchIndexLevelEnabled=false, records inside old batched TC-log entries cannot be "
-    "deleted once batching is off (facts §3.3), so the cursor can stall there: set "
-    "acknowledgmentAtBatchIndexLevelEnabled=true in broker.conf and restart the brokers (it is not dynamic) "
-    "for the drain, or re-enable TC batching until these ledgers are trimmed, then disable it again")
+    "this is the batch-index deletion stall of facts §3.3, confirmed on a real Pulsar 4.0.7 broker: with "
+    "acknowledgmentAtBatchIndexLevelEnabled=false, deletes of records inside batched TC-log entries are "
+    "no-ops once batching is off, so the cursor stays in the batched ledger while its individually deleted "
+    "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
+    "broker.conf and restart the brokers (it is not dynamic), so the coordinator reopens its log with "
+    "batch-index deletion and replays the pinned records (that this releases an already pinned cursor is "
+    "not verified on a real broker: watch the mark-delete position move). Next time, set it before "
+    "disabling batching, or end every open transaction before the switch")
 
 
 def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
@@ -338,10 +354,18 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         CAUSE_TRIM_PENDING: "the cursor is past the batched entries; the old ledgers are not trimmed yet",
         CAUSE_OPEN_TXN: f"{log.ongoing_txns} open transaction(s) keep the cursor "
                         f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
-        CAUSE_BATCH_INDEX: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed}), "
-                           "likely the batch-index deletion caveat",
+        CAUSE_BATCH_INDEX: f"the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}"
+                           f"{_ranges(log)}), likely the batch-index deletion stall",
         CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
     }.get(cause, cause)
+
+
+def _ranges(log: LogObservation) -> str:
+    ranges = (log.individually_deleted or "").strip()
+    if not ranges or ranges == "[]":
+        return ""
+    count = ranges.count("..")
+    return f"; {count} individually deleted range(s) after it" if count else ""
 
 
 def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[ItemVerdict]:

@@ -1,7 +1,7 @@
 """`--verify-entries`: decode dumps of the remaining ledgers and count batched entries per ledger.
 
-Uses the analysis pipeline's local runner (pipeline/local.py), the project's one definition of
-"batched entry", over any of the project's dump formats.
+Uses the analysis pipeline's library entry point (`pipeline.analyze`, local runner): the
+project's one definition of "batched entry", over any of the project's dump formats.
 """
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from pulsar_txn_cli.errors import PulsarTxnError
 
 
 def scan(paths: list[str], progress=None) -> EntryScan:
-    from pulsar_txn_cli.pipeline import analysis, inputs, local
+    from pulsar_txn_cli.pipeline import analysis, analyze
 
     try:
-        files = inputs.expand(list(paths))
-        report = local.run(files, progress=progress)
+        report = analyze(list(paths), engine="local", progress=progress)
     except PulsarTxnError as exc:
         return EntryScan({}, 0, 0, error=str(exc))
     batched = {}
