@@ -38,7 +38,7 @@ def test_a_transaction_through_coordinator_and_buffer(engine):
     assert start == str(buffer.ongoing[(0, least)].first_position)
     hooks.on_transaction_end(engine, (0, least), [TOPIC], committed=True, low_water_mark=engine.tc(0).low_water_mark())
     assert [e.payload for _, e in buffer.dispatch()] == [b"simulated", b"simulated", b"plain"]
-    assert hooks.in_buffer_stats(engine, "persistent://public/default/never", (0, least)) == {"startPosition": None, "aborted": False}
+    assert hooks.in_buffer_stats(engine, "persistent://public/default/never", (0, least)) == {"aborted": False}
 
 
 def test_buffer_state_survives_reopening_the_engine(tmp_path):
@@ -86,3 +86,12 @@ def test_snapshot_form_changes_only_at_a_broker_restart(tmp_path):
         assert hooks.service(engine).buffer(TOPIC).aborts.kind == "Segment"
     finally:
         engine.close()
+
+
+def test_a_topic_ledger_created_by_the_engine_after_a_lookup_is_used(engine):
+    """in_buffer_stats looks first; the engine then creates the topic's ledger (a subscription)."""
+    assert hooks.in_buffer_stats(engine, TOPIC, (0, 1)) == {"aborted": False}
+    ledger = engine.topic_ledger(TOPIC)
+    position = hooks.publish(engine, TOPIC, b"x")
+    assert position.ledger == ledger
+    assert [l.ledger_id for l in hooks.service(engine).log("public/default/persistent/orders").ml.ledgers] == [ledger]

@@ -22,26 +22,31 @@ def _values(log):
 def test_snapshot_after_max_transaction_count_changes():
     world = World(max_count=3, min_time=10**9)
     buffer = world.buffer()
-    initial = len(_values(world.topics.single))
-    assert initial == 1  # a buffer without a snapshot takes one at once
-    buffer.publish(b"a")
-    buffer.publish(b"b")
-    assert len(_values(world.topics.single)) == initial
-    buffer.publish(b"c")  # the third move of maxReadPosition
+    assert buffer.state == "NoSnapshot" and _values(world.topics.single) == []
+    buffer.publish(b"plain")  # no transaction yet: nothing is counted
+    buffer.publish(b"t", txn(1))  # the first transactional write takes the first snapshot
+    assert buffer.state == "Ready" and len(_values(world.topics.single)) == 1
+    buffer.commit(txn(1))  # moves maxReadPosition: 1
+    buffer.publish(b"a")  # 2
+    assert len(_values(world.topics.single)) == 1
+    buffer.publish(b"b")  # 3: the count is reached
     snapshots = _values(world.topics.single)
-    assert len(snapshots) == initial + 1
+    assert len(snapshots) == 2
     last = snapshots[-1]
     assert (last.topicName, Position(last.maxReadPositionLedgerId, last.maxReadPositionEntryId)) == (TOPIC, buffer.max_read_position)
 
 
 def test_snapshot_after_min_time_when_something_changed():
+    """The timer fires every min_time after the load; it snapshots only when something changed."""
     world = World(max_count=1000, min_time=5000)
     buffer = world.buffer()
+    buffer.publish(b"t", txn(1))
     count = len(_values(world.topics.single))
-    assert not buffer.tick()  # nothing changed
-    buffer.publish(b"a")
+    world.clock.now += 5000
+    assert not buffer.tick()  # nothing changed since the first snapshot
+    buffer.commit(txn(1))
     world.clock.now += 4999
-    assert not buffer.tick()
+    assert not buffer.tick()  # the next period ends at 10000
     world.clock.now += 1
     assert buffer.tick()
     assert len(_values(world.topics.single)) == count + 1
@@ -90,7 +95,11 @@ def test_segments_are_sealed_at_capacity_and_listed_in_the_index():
     index = SystemTopicStore(world.topics.indexes).latest(TOPIC)
     assert [str(a) for a in index.snapshot.aborts] == ["(0,5)"]  # the unsealed id
     assert Position(index.snapshot.maxReadPositionLedgerId, index.snapshot.maxReadPositionEntryId) == buffer.max_read_position
-    assert buffer.aborts.snapshot_stats() == {"segmentsSize": 2, "unsealedAbortTxnIDs": 1}
+    assert buffer.aborts.snapshot_stats(segment_stats=True) == {
+        "segmentsSize": 2, "currentSegmentCapacity": 2, "unsealedAbortTxnIDSize": 1,
+        "lastTookSnapshotSegmentTimestamp": world.clock.now,
+        "segmentStats": [{"lastTxnID": "(0,2)", "persistentPosition": str(markers[1])},
+                         {"lastTxnID": "(0,4)", "persistentPosition": str(markers[3])}]}
 
 
 class Crash(Exception):

@@ -29,12 +29,12 @@ ROUTES = {
         "persistent://public/default/__change_events"],
     "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0": {
         "state": "Ready", "maxReadPosition": "7:3", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 0,
-        "recoverStartTime": 1, "recoverEndTime": 2},
+        "recoverStartTime": 1, "recoverEndTime": 2, "totalAbortedTransactions": 0, "snapshotType": "Single"},
     "/admin/v2/persistent/public/default/orders-partition-0/internalStats": {
         "lastConfirmedEntry": "7:3", "ledgers": [{"ledgerId": 7, "entries": 0, "size": 0}]},
     "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-1": {
         "state": "Ready", "maxReadPosition": "3:1", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 2,
-        "recoverStartTime": 1, "recoverEndTime": 2},
+        "recoverStartTime": 1, "recoverEndTime": 2, "totalAbortedTransactions": 0, "snapshotType": "Single"},
     "/admin/v2/persistent/public/default/orders-partition-1/internalStats": {
         "lastConfirmedEntry": "4:2", "ledgers": [{"ledgerId": 3, "entries": 5, "size": 10}, {"ledgerId": 4, "entries": 0, "size": 0}]},
 }

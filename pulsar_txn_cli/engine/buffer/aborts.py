@@ -40,7 +40,6 @@ class Recovered:
     max_read_position: Position | None
     full_replay: bool = False
     note: str | None = None
-    snapshot_time: int = 0  # publish time of the snapshot (or index) recovered from
 
 
 class SingleAbortedTxns:
@@ -76,16 +75,16 @@ class SingleAbortedTxns:
         self.store.write(self.topic_name, snapshot)
 
     def recover(self, ledger_exists) -> Recovered:
-        snapshot, published = self.store.latest_entry(self.topic_name)
+        snapshot = self.store.latest(self.topic_name)
         if snapshot is None:
             return Recovered(None)
         self.aborts = {TxnID(a.txnIdMostBits, a.txnIdLeastBits): Position(a.ledgerId, a.entryId) for a in snapshot.aborts}
-        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId), snapshot_time=published)
+        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId))
 
     def reset(self) -> None:
         self.aborts = {}
 
-    def snapshot_stats(self) -> None:
+    def snapshot_stats(self, segment_stats: bool = False) -> None:
         return None
 
 
@@ -105,6 +104,7 @@ class SegmentedAbortedTxns:
         self.segment_txns: dict[int, list[TxnID]] = {}
         self.next_sequence = 0
         self.last_metadata: TransactionBufferSnapshotIndexesMetadata | None = None
+        self.last_segment_timestamp = 0  # lastTookSnapshotSegmentTimestamp
 
     def put(self, txn: TxnID, marker: Position) -> None:
         if self.contains(txn):
@@ -126,6 +126,7 @@ class SegmentedAbortedTxns:
         txns, self.unsealed = self.unsealed, []
         segment = TransactionBufferSnapshotSegment(self.topic_name, sequence, marker.ledger, marker.entry, txn_data(txns))
         where = self.segments.write(segment_key(self.topic_name, sequence), segment)
+        self.last_segment_timestamp = self.segments.clock()
         index = TransactionBufferSnapshotIndex(sequence, marker.ledger, marker.entry, where.ledger, where.entry)
         self._add_segment(index, txns)
         # Like Pulsar, the index keeps the last regular snapshot's maxReadPosition and unsealed ids.
@@ -160,7 +161,7 @@ class SegmentedAbortedTxns:
         self._write_indexes(self.last_metadata)
 
     def recover(self, ledger_exists) -> Recovered:
-        indexes, published = self.indexes_store.latest_entry(self.topic_name)
+        indexes = self.indexes_store.latest(self.topic_name)
         if indexes is None:
             return self._recover_old_snapshot()
         dropped = False
@@ -188,23 +189,34 @@ class SegmentedAbortedTxns:
         if indexes.snapshot is None:
             return Recovered(None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic")
         return Recovered(Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId),
-                         note="dropped index entries of pruned segments" if dropped else None, snapshot_time=published)
+                         note="dropped index entries of pruned segments" if dropped else None)
 
     def _recover_old_snapshot(self) -> Recovered:
         """No index yet: start from a v1 single snapshot if there is one (enabling segments later)."""
         if self.single_store is None:
             return Recovered(None)
-        snapshot, published = self.single_store.latest_entry(self.topic_name)
+        snapshot = self.single_store.latest(self.topic_name)
         if snapshot is None:
             return Recovered(None)
         self.unsealed = [TxnID(a.txnIdMostBits, a.txnIdLeastBits) for a in snapshot.aborts]
         return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId),
-                         note="recovered from a single (v1) snapshot", snapshot_time=published)
+                         note="recovered from a single (v1) snapshot")
 
     def reset(self) -> None:
         """Forget everything but the sequence counter (new segments must not reuse a key)."""
         self.unsealed, self.sealed, self.indexes, self.segment_txns = [], {}, {}, {}
 
-    def snapshot_stats(self) -> dict:
-        """TransactionBufferStats.SnapshotStats: both are counts."""
-        return {"segmentsSize": len(self.indexes), "unsealedAbortTxnIDs": len(self.unsealed)}
+    def snapshot_stats(self, segment_stats: bool = False) -> dict:
+        """SegmentsStats (segmentStats, one entry per segment, only when asked)."""
+        stats = {
+            "segmentsSize": len(self.indexes),
+            "currentSegmentCapacity": self.capacity,
+            "unsealedAbortTxnIDSize": len(self.unsealed),
+            "lastTookSnapshotSegmentTimestamp": self.last_segment_timestamp,
+        }
+        if segment_stats:
+            stats["segmentStats"] = [
+                {"lastTxnID": str(self.segment_txns[seq][-1]),
+                 "persistentPosition": f"{index.abortedMarkLedgerID}:{index.abortedMarkEntryID}"}
+                for seq, index in self.indexes.items() if self.segment_txns.get(seq)]
+        return stats

@@ -19,7 +19,8 @@ from pulsar_txn_cli.engine.buffer.positions import EARLIEST, Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.errors import EngineError
 
-INITIALIZING, READY = "Initializing", "Ready"
+# TopicTransactionBufferState.State values the engine goes through
+INITIALIZING, READY, NO_SNAPSHOT = "Initializing", "Ready", "NoSnapshot"
 
 
 def now_ms() -> int:
@@ -60,7 +61,8 @@ class TransactionBuffer:
         self.max_read_position = log.last_confirmed()
         self.low_water_marks: dict[int, int] = {}
         self.changes = 0  # maxReadPosition moves and aborts since the last snapshot
-        self.last_snapshot_timestamp = 0
+        self.last_snapshot_timestamp = 0  # taken by this load; 0 until then, as on a broker
+        self.timer_origin = 0  # the snapshot timer runs every min_time_ms from here
         self.recover_start_time = 0
         self.recover_end_time = 0
         self.recovery_note: str | None = None
@@ -68,11 +70,15 @@ class TransactionBuffer:
     # -- recovery -----------------------------------------------------------------------------
 
     def recover(self, snapshot_if_missing: bool = True) -> "TransactionBuffer":
-        """Load the last snapshot, then replay the topic after its maxReadPosition."""
+        """Load the last snapshot, then replay the topic after its maxReadPosition.
+
+        No snapshot at all means transactions never wrote here: the buffer is NoSnapshot and takes
+        its first snapshot before the first transactional write, as a broker does. (The engine
+        still replays the topic then, which finds nothing unless a snapshot topic was lost.)
+        """
         self.recover_start_time = self.clock()
         recovered: Recovered = self.aborts.recover(self.log.ledger_exists)
         self.recovery_note = recovered.note
-        self.last_snapshot_timestamp = recovered.snapshot_time
         start = EARLIEST if recovered.full_replay or recovered.max_read_position is None else recovered.max_read_position
         if recovered.max_read_position is not None and not recovered.full_replay:
             self.max_read_position = recovered.max_read_position
@@ -81,10 +87,11 @@ class TransactionBuffer:
                 self._replay(position, messages.decode(data, f"{self.topic} {position}"))
         self._update_max_read_position()
         self.aborts.trim(self.log.ledger_exists)
-        self.state = READY
-        self.recover_end_time = self.clock()
-        if snapshot_if_missing and (recovered.max_read_position is None or recovered.full_replay):
-            self.take_snapshot()  # like the broker: a buffer without a snapshot takes one at once
+        self.recover_end_time = self.timer_origin = self.clock()
+        self.state = NO_SNAPSHOT if recovered.max_read_position is None and not recovered.full_replay else READY
+        if recovered.full_replay and snapshot_if_missing:
+            self.take_snapshot()
+        self.snapshot_if_missing = snapshot_if_missing
         return self
 
     def _replay(self, position: Position, entry: messages.TopicEntry) -> None:
@@ -105,6 +112,7 @@ class TransactionBuffer:
         self._require_ready()
         if txn is not None:
             self._check_not_ended(txn)
+            self._first_snapshot()
         now = self.clock()
         position = self.log.append(messages.encode(messages.TopicEntry(txn, None, payload, now)))
         if txn is None:
@@ -124,6 +132,7 @@ class TransactionBuffer:
 
     def _end(self, txn: TxnID, marker: str, low_water_mark: int | None) -> Position:
         self._require_ready()
+        self._first_snapshot()
         position = self.log.append(messages.encode(messages.TopicEntry(txn, marker, b"", self.clock())))
         if marker == messages.ABORT:
             self.aborts.trim(self.log.ledger_exists)  # cheap: stops at the first id still readable
@@ -168,8 +177,10 @@ class TransactionBuffer:
 
     def _set_max_read(self, position: Position) -> None:
         if position != self.max_read_position:
+            forward = position > self.max_read_position
             self.max_read_position = position
-            self.changes += 1
+            if forward and self.state == READY:  # updateMaxReadPosition counts forward moves only
+                self.changes += 1
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -202,8 +213,13 @@ class TransactionBuffer:
             self.tick()
 
     def tick(self) -> bool:
-        """The broker's snapshot timer: take one when something changed and the interval passed."""
-        if self.changes and self.clock() - self.last_snapshot_timestamp >= self.config.min_time_ms:
+        """The broker's snapshot timer (every min_time_ms after recovery): snapshot if anything changed."""
+        now = self.clock()
+        if self.state != READY or now - self.timer_origin < self.config.min_time_ms:
+            return False
+        periods = (now - self.timer_origin) // self.config.min_time_ms
+        self.timer_origin += periods * self.config.min_time_ms
+        if self.changes:
             self.take_snapshot()
             return True
         return False
@@ -214,13 +230,26 @@ class TransactionBuffer:
         self.aborts.take_snapshot(self.max_read_position)
         self.last_snapshot_timestamp = self.clock()
 
+    def _first_snapshot(self) -> None:
+        """NoSnapshot -> Ready: the first transactional write waits for a first snapshot."""
+        if self.state == NO_SNAPSHOT:
+            if getattr(self, "snapshot_if_missing", True):
+                self.take_snapshot()
+            self.state = READY
+
     def _require_ready(self) -> None:
-        if self.state != READY:
+        if self.state not in (READY, NO_SNAPSHOT):
             raise EngineError(f"the transaction buffer of {self.topic} is still {self.state}")
 
     # -- views --------------------------------------------------------------------------------
 
     def in_buffer_stats(self, txn: TxnID) -> dict:
-        """TransactionInBufferStats: where the transaction starts on this partition, and whether it aborted."""
+        """TransactionInBufferStats: whether it aborted, and its start here while it is ongoing.
+
+        (A broker leaves a null startPosition out of the JSON.)
+        """
+        stats = {"aborted": self.aborts.contains(txn)}
         ongoing = self.ongoing.get(txn)
-        return {"startPosition": str(ongoing.first_position) if ongoing else None, "aborted": self.aborts.contains(txn)}
+        if ongoing is not None:
+            stats["startPosition"] = str(ongoing.first_position)
+        return stats

@@ -5,7 +5,7 @@
 - `on_transaction_end(engine, txn, partitions, committed, low_water_mark=None)`: the coordinator's
   end-transaction reaching the produced partitions (with its low-water mark, as Pulsar sends it).
 - `produce(engine, topic, txn, count=1)`: simulate's transactional messages on a registered partition.
-- `in_buffer_stats(engine, topic, txn)`: {startPosition, aborted} for TransactionMetadata.producedPartitions.
+- `in_buffer_stats(engine, topic, txn)`: {aborted[, startPosition]} for TransactionMetadata.producedPartitions.
 - `on_time_passed(engine)`: after the engine's clock moved, the snapshot timer of loaded buffers.
 - `rest_handle(engine, method, path, query, body)`: the buffer's REST routes, or None.
 - `config_keys()`: the four broker settings, as (name, type, default, dynamic, doc) for the engine's config table.
@@ -70,7 +70,7 @@ def in_buffer_stats(engine, topic: str, txn) -> dict:
     """TransactionInBufferStats; a partition never written has no start position yet."""
     svc = service(engine)
     if not svc.exists(topic):
-        return {"startPosition": None, "aborted": False}
+        return {"aborted": False}
     return svc.buffer(topic).in_buffer_stats(_txn(txn))
 
 

@@ -68,7 +68,7 @@ class BufferService:
 
     def log(self, managed_ledger: str) -> ManagedLedgerLog:
         log = self._logs.get(managed_ledger)
-        if log is None:
+        if log is None or not log.ml.exists:  # not yet created: another part of the engine may create it
             from pulsar_txn_cli.engine.ledger import ManagedLedger
 
             log = ManagedLedgerLog(ManagedLedger(self.store, self.clock, managed_ledger), self._ledger_settings())

@@ -5,7 +5,11 @@ from pulsar_txn_cli.engine.buffer.aborts import SEGMENT
 
 
 def transaction_buffer_stats(buffer, low_water_marks: bool = False, segment_stats: bool = False) -> dict:
-    """TransactionBufferStats; lowWaterMarks only when asked, snapshotStats only with segments."""
+    """TransactionBufferStats as a 4.x broker answers it (null fields are left out, as Jackson does).
+
+    lowWaterMarks only when asked; segmentsStats only with segmented snapshots (its segmentStats
+    list only when asked).
+    """
     stats = {
         "state": buffer.state,
         "maxReadPosition": str(buffer.max_read_position),
@@ -17,7 +21,9 @@ def transaction_buffer_stats(buffer, low_water_marks: bool = False, segment_stat
     stats["recoverStartTime"] = buffer.recover_start_time
     stats["recoverEndTime"] = buffer.recover_end_time
     if buffer.aborts.kind == SEGMENT:
-        stats["snapshotStats"] = buffer.aborts.snapshot_stats()
+        stats["segmentsStats"] = buffer.aborts.snapshot_stats(segment_stats)
+    stats["totalAbortedTransactions"] = len(buffer.aborts)
+    stats["snapshotType"] = buffer.aborts.kind
     return stats
 
 
@@ -34,9 +40,12 @@ def transaction_buffer_internal_stats(buffer, metadata: bool = False) -> dict:
 
 
 def _system_topic(log, metadata: bool) -> dict:
-    """SnapshotSystemTopicInternalStats {managedLedgerName, managedLedgerInternalStats}."""
+    """SnapshotSystemTopicInternalStats {managedLedgerName, managedLedgerInternalStats}.
+
+    A 4.x broker names the system topic here by its local name (e.g. __transaction_buffer_snapshot).
+    """
     internal = log.internal_stats(metadata) if hasattr(log, "internal_stats") else _memory_internal_stats(log)
-    return {"managedLedgerName": log.name, "managedLedgerInternalStats": internal}
+    return {"managedLedgerName": log.name.rsplit("/", 1)[-1], "managedLedgerInternalStats": internal}
 
 
 def _memory_internal_stats(log) -> dict:
