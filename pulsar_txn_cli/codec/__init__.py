@@ -135,8 +135,14 @@ def _parse_error(descriptor, data: bytes, start: int, what: str) -> DecodeError:
     verdict = "is truncated" if problem.kind == "truncated" else "is not valid protobuf"
     context, detail = _batch_context(descriptor, data, start, problem.offset), problem.detail
     if context:
-        detail = detail.removeprefix(f"in {descriptor.fields[0].name}: ")
-    return DecodeError(f"{what} {verdict}: {context}{detail}", offset=problem.offset)
+        inner = detail.removeprefix(f"in {descriptor.fields[0].name}: ")
+        if inner != detail:
+            detail = f"{context}, {inner}"  # the problem is inside the record
+        elif detail.startswith("field 1 claims"):
+            detail = f"{context} {detail.removeprefix('field 1 ')}"  # the record's own length
+        else:
+            detail = f"{context}: {detail}"
+    return DecodeError(f"{what} {verdict}: {detail}", offset=problem.offset)
 
 
 def _missing_fields_error(message, data: bytes, start: int, what: str) -> DecodeError:
@@ -156,14 +162,14 @@ def _missing_fields_error(message, data: bytes, start: int, what: str) -> Decode
 
 
 def _batch_context(descriptor, data: bytes, start: int, offset: int) -> str:
-    """'record N of the batch: ' when the problem sits inside a batched container's record."""
+    """'record N of the batch' when the problem sits in (or after) a batched container's record N."""
     if not descriptor.name.startswith("Batched"):
         return ""
     from pulsar_txn_cli.codec import wire
 
     spans = wire.element_spans(data, start, len(data), 1)
     index = sum(1 for _, _, value_end in spans if value_end <= offset)
-    return f"record {index} of the batch, "
+    return f"record {index} of the batch"
 
 
 # ---------------------------------------------------------------- encoding

@@ -30,7 +30,7 @@ def decoded():
 
     out = {}
     for name, info in FILES:
-        result = run_cli(["decode", REAL / name, "--format", "readledger", "--log", LOGS[info["kind"]], "-o", "json"])
+        result = run_cli(["decode", REAL / name, "--log", LOGS[info["kind"]], "-o", "json"])
         out[name] = (result, result.json() if result.stdout.strip() else [])
     return out
 
