@@ -109,3 +109,22 @@ def test_unknown_topic_is_one_clear_line(cli, broker):
     assert result.stdout == ""
     [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
     assert "transactionBufferStats/public/default/missing" in line and "Topic not found" in line
+
+
+def test_holders_from_a_real_brokers_slow_transactions():
+    """The real broker's slowTransactions answer (captured by the harness) gives the holders."""
+    from pathlib import Path
+
+    from pulsar_txn_cli.stuck_readers import holders_by_partition
+
+    captured = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest" / "slowTransactions_1000ms.json"
+    if not captured.exists():
+        pytest.skip("no captured slowTransactions answer yet")
+    body = json.loads(captured.read_text())["body"]
+    holders = holders_by_partition(body)
+    expected = {p: sorted(t for t, m in body.items() if p in m["producedPartitions"] and not m["producedPartitions"][p]["aborted"])
+                for m in body.values() for p in m["producedPartitions"]}
+    assert {p: sorted(h["txnId"] for h in hs) for p, hs in holders.items()} == expected
+    for partition, found in holders.items():
+        for holder in found:
+            assert holder["startPosition"] == body[holder["txnId"]]["producedPartitions"][partition].get("startPosition")
