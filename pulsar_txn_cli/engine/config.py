@@ -170,6 +170,13 @@ class Config:
             )
         return layer
 
+    def store_override(self, name: str, text: str) -> None:
+        """What POST /admin/v2/brokers/configuration does: store the override as given."""
+        with self.store.tx():
+            self.store.db.execute(
+                "INSERT INTO dynamic_config(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (name, text))
+
     def delete_override(self, name: str) -> bool:
         self.require(name)
         with self.store.tx():

@@ -31,7 +31,9 @@ _MAGIC = MAGIC.to_bytes(2, "big")
 
 
 class CoordinatorNotFound(EngineError):
-    pass
+    def __init__(self, message: str, tc_id=None):
+        super().__init__(message)
+        self.tc_id = tc_id
 
 
 class TransactionNotFound(EngineError):

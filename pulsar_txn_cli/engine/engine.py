@@ -60,6 +60,9 @@ class Engine:
         self.broker = cfg["advertisedAddress"]
         self.web_service = f"{self.broker}:{cfg['webServicePort']}"
         self.metrics = Metrics(store, self.cluster, self.broker)
+        if not self.metrics.created_ms:
+            self.metrics.created_ms = self.clock.now_ms
+            store.dirty(self.metrics)
         self.boot = int(store.meta("boot") or 1)
         self.unclean = store.meta("running") == "1"
         if not readonly:
@@ -153,7 +156,8 @@ class Engine:
         """The coordinator, loaded (attached, or reopened after a restart) on first use."""
         if not isinstance(tc_id, int) or not 0 <= tc_id < self.coordinator_count:
             raise CoordinatorNotFound(
-                f"transaction coordinator {tc_id} does not exist; this engine has {self.coordinator_count} (0..{self.coordinator_count - 1})")
+                f"transaction coordinator {tc_id} does not exist; this engine has {self.coordinator_count} (0..{self.coordinator_count - 1})",
+                tc_id)
         tc = self.coordinators.get(tc_id)
         if tc is None:
             tc = Coordinator(self, tc_id)

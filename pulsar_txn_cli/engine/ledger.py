@@ -9,6 +9,7 @@ batch-index deletion (facts §3.3).
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 
 import orjson
@@ -145,12 +146,14 @@ class ManagedLedger:
         """A (re)open: close the current ledger (dropping it when empty) and start a new one."""
         with self.store.tx():
             self.settings = dict(settings)
+            self.entries_added = 0  # entriesAddedCounter counts since the managed ledger was opened
             cur = self._current()
             if cur is not None:
                 self._close_ledger(cur)
             self._create_ledger()
             self.exists = True
             self._dirty()
+            self.trim()  # the closed ledger may now be wholly behind the cursors
 
     def _current(self) -> Ledger | None:
         return self._by_id.get(self.current) if self.current is not None else None
@@ -222,6 +225,7 @@ class ManagedLedger:
                 db.execute("UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?", (ledger.entries, ledger.size, ledger.ledger_id))
                 self._close_ledger(ledger)
                 self._create_ledger()
+                self.trim()
         if rows:
             self._flush_rows(rows)
             ledger = self._by_id[self.current]
@@ -367,11 +371,12 @@ class ManagedLedger:
                 "underReplicated": False,
             }
             if metadata:
+                b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
                 info["metadata"] = (
                     f"LedgerMetadata{{formatVersion=3, ensembleSize=1, writeQuorumSize=1, ackQuorumSize=1, "
-                    f"state={'OPEN' if is_open else 'CLOSED'}, digestType=CRC32C, "
-                    f"ctime={ledger.created_ms}, customMetadata={{component=base64(managed-ledger), "
-                    f"pulsar/managed-ledger=base64({self.name}), application=base64(pulsar)}}}}"
+                    f"state={'OPEN' if is_open else 'CLOSED'}, digestType=CRC32C, password=OMITTED, "
+                    f"ensembles={{0=[engine]}}, customMetadata={{pulsar/managed-ledger=base64:{b64(self.name)}, "
+                    f"component=base64:{b64('managed-ledger')}, application=base64:{b64('pulsar')}}}}}"
                 )
             ledgers.append(info)
         return {
@@ -518,8 +523,8 @@ class Cursor:
             "cursorLedgerLastEntry": -1,
             "individuallyDeletedMessages": self.individually_deleted_text(),
             "lastLedgerSwitchTimestamp": timestamp_text(self.last_switch) if self.last_switch else "",
-            "state": "NoLedger",
-            "active": False,
+            "state": "Open",
+            "active": True,
             "numberOfEntriesSinceFirstNotAckedMessage": backlog + 1,
             "totalNonContiguousDeletedMessagesRange": len(self.individually_deleted_text().split("(")) - 1,
             "subscriptionHavePendingRead": False,

@@ -68,6 +68,7 @@ class Metrics:
         self.cluster = cluster
         self.broker = broker
         saved = orjson.loads(store.meta("metrics") or "{}")
+        self.created_ms = int(saved.get("createdMs", 0))
         self.writers = {p: WriterMetrics(self, p, saved.get(p)) for p in PREFIXES}
 
     @property
@@ -82,7 +83,9 @@ class Metrics:
         self.store.dirty(self)
 
     def save(self) -> None:
-        self.store.set_meta("metrics", orjson.dumps({p: w.state() for p, w in self.writers.items()}).decode())
+        state = {p: w.state() for p, w in self.writers.items()}
+        state["createdMs"] = self.created_ms
+        self.store.set_meta("metrics", orjson.dumps(state).decode())
 
     def reset(self) -> None:
         self.writers = {p: WriterMetrics(self, p) for p in PREFIXES}
@@ -102,12 +105,12 @@ class Metrics:
     def prometheus(self) -> str:
         """Prometheus text exposition, as the broker's /metrics servlet writes these families."""
         labels = f'cluster="{_esc(self.cluster)}",broker="{_esc(self.broker)}"'
+        created = java_double(self.created_ms / 1000.0)
         out: list[str] = []
         for prefix, w in self.writers.items():
             for name, (buckets, help_) in HISTOGRAMS.items():
                 full = f"{prefix}_bufferedwriter_{name}"
                 h = w.hist[name]
-                out.append(f"# HELP {full} {help_}")
                 out.append(f"# TYPE {full} histogram")
                 running = 0
                 for bound, count in zip([*buckets, None], h["buckets"]):
@@ -116,12 +119,27 @@ class Metrics:
                     out.append(f'{full}_bucket{{{labels},le="{le}"}} {float(running)}')
                 out.append(f"{full}_count{{{labels}}} {float(h['count'])}")
                 out.append(f"{full}_sum{{{labels}}} {float(h['sum'])}")
+                out.append(f"{full}_created{{{labels}}} {created}")
             for trigger, help_ in COUNTERS.items():
                 full = f"{prefix}_bufferedwriter_flush_trigger_{trigger}"
-                out.append(f"# HELP {full} {help_}")
                 out.append(f"# TYPE {full} counter")
                 out.append(f"{full}_total{{{labels}}} {float(w.counters[trigger])}")
+                out.append(f"{full}_created{{{labels}}} {created}")
         return "\n".join(out) + "\n"
+
+
+def java_double(value: float) -> str:
+    """Java's Double.toString, as the Prometheus simpleclient prints samples (1.795312910881E9)."""
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(float(value))
+        return text if "e" not in text else text
+    from decimal import Decimal
+
+    sign, digits, exponent = Decimal(repr(float(value))).as_tuple()
+    digits = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len("".join(map(str, Decimal(repr(float(value))).as_tuple().digits))) + exponent - 1
+    mantissa = digits[0] + "." + (digits[1:] or "0")
+    return ("-" if sign else "") + f"{mantissa}E{power}"
 
 
 def _esc(value: str) -> str:

@@ -11,7 +11,7 @@ import re
 from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
-from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text, validate
+from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
     TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
@@ -61,23 +61,32 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
         try:
             if txn and not engine.enabled:
                 raise HttpError(503, NOT_ENABLED)
-            return fn(engine, query, body, **args)
+            status, value = fn(engine, query, body, **args)
+            return status, _without_nulls(value)  # Pulsar's Jackson mapper omits null fields
         except HttpError as exc:
             return exc.status, {"reason": exc.reason}
         except CoordinatorNotFound as exc:
-            return 404, {"reason": str(exc)}
+            return 404, {"reason": f"Transaction coordinator not found! coordinator id : {exc.tc_id}"}
         except TransactionNotFound as exc:
             return 404, {"reason": str(exc)}
         except EngineError as exc:
             return 500, {"reason": str(exc)}
     if matched_path:
-        return 405, {"reason": "HTTP 405 Method Not Allowed"}
+        return 405, None
     from pulsar_txn_cli.engine.buffer import hooks  # the transaction buffer's routes
 
     answer = hooks.rest_handle(engine, method, path, query, body)
     if answer is not None:
         return answer
-    return 404, {"reason": "HTTP 404 Not Found"}
+    return 404, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "url": path, "status": "404"}
+
+
+def _without_nulls(value):
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _bool(query, name: str) -> bool:
@@ -95,12 +104,18 @@ def _topic(tenant: str, ns: str, topic: str) -> str:
     return f"persistent://{tenant}/{ns}/{topic}"
 
 
-def _pending_ack(engine, tenant, ns, topic, sub):
+def _pending_ack(engine, tenant, ns, topic, sub, *, missing_sub_status: int = 404):
     full = _topic(tenant, ns, topic)
     if (full, sub) not in set(engine.subscriptions(full)):
         if not _topic_exists(engine, full):
-            raise HttpError(404, "Topic not found")
-        raise HttpError(404, "Subscription not found")
+            raise HttpError(404, f"Topic {full} not found")
+        if missing_sub_status == 500:
+            # A real broker answers pendingAckStats for a missing subscription with a NullPointerException.
+            raise HttpError(500, "\n --- An unexpected error occurred in the server ---\n\nMessage: Cannot invoke "
+                                 "\"org.apache.pulsar.broker.service.persistent.PersistentSubscription."
+                                 "getTransactionPendingAckStats(boolean)\" because the return value of "
+                                 "\"java.util.Map.get(Object)\" is null\n")
+        raise HttpError(404, f"{full} not found subscription : {sub}")
     store = engine.pending_ack_if_exists(full, sub)
     if store is None:
         raise HttpError(503, "Pending ack handle not ready")
@@ -125,7 +140,8 @@ def coordinator_internal_stats(engine, query, body, tc_id):
 
 @route("GET", TXN + "/pendingAckStats/{tenant}/{ns}/{topic}/{sub}", txn=True)
 def pending_ack_stats(engine, query, body, tenant, ns, topic, sub):
-    return 200, _pending_ack(engine, tenant, ns, topic, sub).stats(_bool(query, "lowWaterMarks"))
+    store = _pending_ack(engine, tenant, ns, topic, sub, missing_sub_status=500)
+    return 200, store.stats(_bool(query, "lowWaterMarks"))
 
 
 @route("GET", TXN + "/pendingAckInternalStats/{tenant}/{ns}/{topic}/{sub}", txn=True)
@@ -138,7 +154,7 @@ def txn_metadata(engine, query, body, most, least):
     tc = engine.tc(_int(most, "mostSigBits"))
     meta = tc.txns.get(_int(least, "leastSigBits"))
     if meta is None:
-        raise HttpError(404, f"Transaction not found: ({most},{least})")
+        raise HttpError(404, f"The transaction with this txdID `({most},{least})`not found ")
     return 200, transaction_metadata(engine, meta)
 
 
@@ -178,7 +194,7 @@ def abort_transaction(engine, query, body, most, least):
 
 @route("GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")
 def tc_assign_partitions(engine, query, body):
-    return 200, {"partitions": engine.coordinator_count, "properties": None}
+    return 200, {"partitions": engine.coordinator_count, "deleted": False}
 
 
 @route("GET", "/lookup/v2/topic/persistent/pulsar/system/{name}")
@@ -199,10 +215,9 @@ def _lookup_data(engine) -> dict:
     host = cfg["advertisedAddress"]
     return {
         "brokerUrl": f"pulsar://{host}:{cfg['brokerServicePort']}",
-        "brokerUrlTls": None,
         "httpUrl": f"http://{host}:{cfg['webServicePort']}",
-        "httpUrlTls": None,
         "nativeUrl": f"pulsar://{host}:{cfg['brokerServicePort']}",
+        "brokerUrlSsl": "",
     }
 
 
@@ -260,10 +275,18 @@ def namespace_topics(engine, query, body, tenant, ns):
     return 200, [t for t in _all_topics(engine) if t.startswith(prefix) and (include_system or not _is_system(t))]
 
 
+@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions")
+def partitioned_metadata(engine, query, body, tenant, ns, topic):
+    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (_topic(tenant, ns, topic),)).fetchone()
+    return 200, {"partitions": row[0] if row else 0, "deleted": False}
+
+
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
-    subs = [s for _, s in engine.subscriptions(full)]
+    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (full,)).fetchone()
+    names = [full] + ([f"{full}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
+    subs = sorted({s for name in names for _, s in engine.subscriptions(name)})
     if not subs and not _topic_exists(engine, full):
         raise HttpError(404, "Topic not found")
     return 200, subs
@@ -305,30 +328,26 @@ def runtime_config(engine, query, body):
 @route("POST", "/admin/v2/brokers/configuration/{name}/{value}")
 def update_dynamic(engine, query, body, name, value):
     key = KEYS.get(name)
-    if key is None:
-        raise HttpError(404, f"Couldn't find configuration {name}")  # unknown key
-    if not key.dynamic:
-        raise HttpError(412, "Can't update non-dynamic configuration")
-    try:
-        typed = parse_value(name, value)
-        trial = engine.config.values()
-        trial[name] = typed
-        validate(trial)
-    except ValueError:
-        raise HttpError(412, "Invalid dynamic-config value") from None
-    engine.config.set(name, to_text(typed), dynamic=True)
-    return 204, None
+    if key is None or not key.dynamic:
+        raise HttpError(412, "Can't update non-dynamic configuration")  # unknown keys too, as a broker does
+    if key.type is bool:
+        typed = value.strip().lower() == "true"  # Boolean.parseBoolean: anything else is false
+    else:
+        try:
+            typed = parse_value(name, value)
+        except ValueError:
+            raise HttpError(412, "Invalid dynamic-config value") from None
+    engine.config.store_override(name, to_text(typed))
+    return 200, None
 
 
 @route("DELETE", "/admin/v2/brokers/configuration/{name}")
 def delete_dynamic(engine, query, body, name):
     key = KEYS.get(name)
-    if key is None:
-        raise HttpError(404, f"Couldn't find configuration {name}")
-    if not key.dynamic:
+    if key is None or not key.dynamic:
         raise HttpError(412, "Can't delete non-dynamic configuration")
     engine.config.delete_override(name)
-    return 204, None
+    return 200, None
 
 
 @route("GET", "/admin/v2/clusters")
