@@ -379,3 +379,48 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
     assert status.exit_code == 0 and status.json()["exists"]
     again = cli(["demo", "--dir", directory])
     assert again.exit_code == 2 and "already holds an engine" in again.stderr
+
+
+# -- facts §3.3 on the engine ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch_index", [False, True])
+def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
+    """The real broker's finding, on the engine: without batch-index acknowledgements the TC log's
+    cursor stays pinned for good after transactions open across the switch end; with them it drains."""
+    b = Backend("engine", tmp_path, coordinators=1)
+    if batch_index:
+        with Engine.open(b.dir) as engine:
+            engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", "true")  # read when the TC reopens
+    switch(cli, b, True)
+    b.workload()
+    opened = []
+    with Engine.open(b.dir) as engine:
+        tc = engine.tc(0)
+        for _ in range(5):  # five NEW records flushed together: one batched entry
+            tc.new_transaction(3_600_000, opened.append)
+        engine.checkpoint()
+    assert len(opened) == 5
+    switch(cli, b, False)
+    assert check(cli, b).exit_code == 5  # records; the recorded ledger is still the current one
+    b.workload()
+    second = check(cli, b)
+    assert second.exit_code == 5
+    tc0 = second.json()["coordinators"][0]
+    assert tc0["cause"] == "open-transaction" and "5 open transaction(s)" in tc0["reason"]
+    assert ("pinned for good" in tc0["advice"]) is (not batch_index)
+    with Engine.open(b.dir) as engine:
+        for least in opened:
+            engine.abort_transaction(0, least)
+    last = until_safe(cli, b)[-1]
+    if batch_index:
+        assert last.exit_code == 0, last.stdout
+    else:
+        assert last.exit_code == 5
+        tc0 = last.json()["coordinators"][0]
+        # The cursor stays pinned: WAIT for good. (The engine rebuilds a coordinator's transactions
+        # from its log on every attach, so the undeletable NEW records bring the aborted
+        # transactions back as open: the cause shows as open-transaction there, as after a TC
+        # reload on a broker; a running broker reports batch-index-deletion. Both say what to do.)
+        assert tc0["cause"] in ("batch-index-deletion", "open-transaction"), tc0["reason"]
+        assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc0["advice"]
+        assert int(tc0["markDeletePosition"].split(":")[0]) <= tc0["lastBatchedLedgerId"]
