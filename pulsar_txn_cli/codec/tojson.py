@@ -16,7 +16,7 @@ def text(value) -> str:
 
 
 def texts(values) -> list:
-    out = list(values)
+    out = values[:]  # a list; slicing a upb repeated field is cheaper than list()
     return out if bytes not in map(type, out) else [text(v) for v in out]
 
 
@@ -50,7 +50,7 @@ class _Compiler:
                 one = "{}"
             if fd.is_repeated:
                 if one == "{}":
-                    value = "list(v)"
+                    value = "v[:]"
                 elif one == "_text({})":
                     value = "_texts(v)"
                 else:
