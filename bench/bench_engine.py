@@ -1,6 +1,6 @@
 """Engine throughput and batching: records/s and entries per 1,000 records, batching on vs off.
 
-    .venv/bin/python -m bench engine [--transactions N] [--concurrency C] [--subscriptions S]
+    .venv/bin/python -m bench engine [--transactions=N] [--concurrency=C] [--subscriptions=S]
 
 Runs `engine simulate` in process on fresh engines (tmp dirs), same seed for both modes, default
 batch settings. Records/s is wall time of the whole simulate (coordinator, pending-ack stores,
