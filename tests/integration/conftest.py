@@ -11,8 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-# Brokers started in this session, so a failing test can show their log.
-_BROKERS: list[harness.PulsarBroker] = []
 
 # Session broker: fewer/larger ledgers than the trimming experiments use.  (Broker default
 # retention -1 does NOT keep consumed TC-log ledgers on 4.0.7, so it is not set here.)
@@ -25,29 +23,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "integration: needs a real Pulsar broker (JDK + Maven)")
 
 
-def start_broker_or_fail(extra_conf=None, name="pulsar") -> harness.PulsarBroker:
-    """Start a broker (one retry inside start_broker); a second failure fails the test, never skips."""
-    try:
-        broker = harness.start_broker(extra_conf, name=name)
-    except Exception as e:  # noqa: BLE001
-        pytest.fail(f"could not start a real Pulsar broker:\n{e}", pytrace=False)
-    _BROKERS.append(broker)
-    return broker
-
-
 @pytest.fixture(scope="session")
 def pulsar_broker():
-    broker = start_broker_or_fail(SESSION_CONF, name="session")
+    broker = harness.start_broker_or_fail(SESSION_CONF, name="session")
     yield broker
-    _BROKERS.remove(broker)
-    broker.cleanup()
+    harness.release_broker(broker)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
-    if rep.failed and _BROKERS:
-        for b in _BROKERS:
+    if rep.failed and harness.SESSION_BROKERS:
+        for b in harness.SESSION_BROKERS:
             rep.sections.append((f"pulsar broker '{b.name}' log tail ({b.log_path})",
                                  b.log_tail(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "15000")))))

@@ -583,6 +583,28 @@ def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
     raise BrokerStartError("\n\n".join(errors))
 
 
+# Brokers started by the pytest session, so a failing test can show their logs (see conftest.py).
+SESSION_BROKERS: list[PulsarBroker] = []
+
+
+def start_broker_or_fail(extra_conf: dict[str, Any] | None = None, name: str = "pulsar") -> PulsarBroker:
+    """For tests: start a broker (one retry); a second failure FAILS the test, never skips."""
+    import pytest
+
+    try:
+        broker = start_broker(extra_conf, name=name)
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"could not start a real Pulsar broker:\n{e}", pytrace=False)
+    SESSION_BROKERS.append(broker)
+    return broker
+
+
+def release_broker(broker: PulsarBroker) -> None:
+    if broker in SESSION_BROKERS:
+        SESSION_BROKERS.remove(broker)
+    broker.cleanup()
+
+
 def txn_ids(lines: list[dict], outcome: str | None = None) -> list[tuple[int, int]]:
     return [(r["most"], r["least"]) for r in lines
             if r.get("event") == "txn" and (outcome is None or r["outcome"] == outcome)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from conftest import start_broker_or_fail
+from harness import start_broker_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -278,6 +278,4 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index):
         # with it on, everything is trimmed.
         assert obs["stalled"] is (not ack_at_batch_index), obs
     finally:
-        from conftest import _BROKERS
-        _BROKERS.remove(b)
-        b.cleanup()
+        harness.release_broker(b)
