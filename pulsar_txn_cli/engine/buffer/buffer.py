@@ -44,8 +44,10 @@ class SnapshotTopics:
 
 class TransactionBuffer:
     def __init__(self, topic: str, log, snapshot_topics: SnapshotTopics, config: BufferConfig | None = None,
-                 clock: Callable[[], int] = now_ms):
+                 clock: Callable[[], int] = now_ms, writable: bool = True):
+        """writable=False: a read-only view (a read-only engine); loading it writes nothing."""
         self.topic = topic
+        self.writable = writable
         self.log = log
         self.config = config or BufferConfig()
         self.clock = clock
@@ -69,7 +71,7 @@ class TransactionBuffer:
 
     # -- recovery -----------------------------------------------------------------------------
 
-    def recover(self, snapshot_if_missing: bool = True) -> "TransactionBuffer":
+    def recover(self) -> "TransactionBuffer":
         """Load the last snapshot, then replay the topic after its maxReadPosition.
 
         No snapshot at all means transactions never wrote here: the buffer is NoSnapshot and takes
@@ -89,9 +91,8 @@ class TransactionBuffer:
         self.aborts.trim(self.log.ledger_exists)
         self.recover_end_time = self.timer_origin = self.clock()
         self.state = NO_SNAPSHOT if recovered.max_read_position is None and not recovered.full_replay else READY
-        if recovered.full_replay and snapshot_if_missing:
+        if recovered.full_replay and self.writable:
             self.take_snapshot()
-        self.snapshot_if_missing = snapshot_if_missing
         return self
 
     def _replay(self, position: Position, entry: messages.TopicEntry) -> None:
@@ -233,7 +234,7 @@ class TransactionBuffer:
     def _first_snapshot(self) -> None:
         """NoSnapshot -> Ready: the first transactional write waits for a first snapshot."""
         if self.state == NO_SNAPSHOT:
-            if getattr(self, "snapshot_if_missing", True):
+            if self.writable:
                 self.take_snapshot()
             self.state = READY
 

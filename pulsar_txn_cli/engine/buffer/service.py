@@ -93,8 +93,8 @@ class BufferService:
         if not log.ml.exists and not create:
             raise TopicNotFound(f"topic {topic} does not exist in the engine")
         buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self._config_for(log),
-                                   lambda: self.clock.now_ms)
-        buffer.recover(snapshot_if_missing=self.writable)
+                                   lambda: self.clock.now_ms, writable=self.writable)
+        buffer.recover()
         self.buffers[topic] = buffer
         return buffer
 
