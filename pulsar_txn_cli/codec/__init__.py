@@ -11,12 +11,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from google.protobuf.message import DecodeError as _ProtoDecodeError
-
+from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.codec.gen import PulsarApi_pb2 as api_pb2
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
-from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.errors import DecodeError
 
 TC_LOG = "tc"
@@ -65,7 +63,7 @@ def log_of_managed_ledger(name: str | None) -> str | None:
         return None
     if name.endswith(PENDING_ACK_MARKER):
         return PENDING_ACK_LOG
-    if TC_LOG_MARKER in name.rsplit("/", 1)[-1]:
+    if name.rsplit("/", 1)[-1].startswith(TC_LOG_MARKER):
         return TC_LOG
     return None
 

@@ -19,7 +19,7 @@ from typing import IO, Iterable, Iterator
 
 import orjson
 
-from pulsar_txn_cli.errors import DataError, DecodeError
+from pulsar_txn_cli.errors import DecodeError
 
 FORMATS = ("auto", "raw", "hex", "base64", "readledger", "jsonl")
 HEAD_SIZE = 65536  # auto-detection looks at this much of an input
@@ -103,13 +103,11 @@ def _lines(head: bytes, stream: IO[bytes]) -> Iterator[bytes]:
     yield from pending.split(b"\n")
 
 
-def entries_from_text(text: str, fmt: str, source: str | None = None) -> Iterator[RawEntry]:
-    """Entries from text already in memory (fmt may be auto)."""
-    if fmt == "auto":
-        fmt = detect_format(text.encode()) or "hex"
-    if fmt == "raw":
-        raise DataError("raw dumps are bytes, not text")
-    return PARSERS[fmt](text.splitlines(), source)
+def entries_from_text(text: str, fmt: str = "auto", source: str | None = None) -> Iterator[RawEntry]:
+    """Entries from text already in memory (same rules as read_entries)."""
+    import io
+
+    return read_entries(io.BytesIO(text.encode()), fmt, source)
 
 
 def _str(line) -> str:
@@ -211,7 +209,6 @@ PARSERS = {
     "jsonl": parse_jsonl,
     "readledger": parse_readledger,
 }
-_PARSERS = PARSERS  # the skeleton's name
 
 
 def dump_line(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> str:
@@ -224,9 +221,3 @@ def dump_line(managed_ledger: str | None, ledger_id: int | None, entry_id: int |
             "data": base64.b64encode(data).decode("ascii"),
         }
     ).decode()
-
-
-def require_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise DataError(f"unknown dump format {fmt!r}; use one of {', '.join(FORMATS)}")
-    return fmt
