@@ -236,21 +236,47 @@ def _step1_config(obs: Observations, findings: _Findings, *, want: bool) -> None
                 findings.batching_seen_on |= flag
 
 
+SHOWN = 5  # per-item lines shown before "and N more" (a cluster may have thousands of subscriptions)
+
+
 def _step1_effective(obs: Observations, findings: _Findings, *, want: bool) -> None:
     """The setting counts only once each store was reopened with it (facts §4)."""
+    unknown, wrong = [], []
     for log in obs.logs:
         if log.error and log.effective_batching is None:
             continue  # reported with the item itself
         if log.effective_batching is None:
-            why = f" ({log.effective_reason})" if log.effective_reason else ""
-            findings.blocked.append(f"{log.label}: whether batching is effective is unknown{why}")
-            findings.fix(set_command(BATCH_KEYS[0] if log.kind == COORDINATOR else BATCH_KEYS[1], want))
+            unknown.append(log)
         elif log.effective_batching != want:
-            on = "still batching" if log.effective_batching else "not batching yet"
-            why = f" ({log.effective_reason})" if log.effective_reason else ""
-            findings.blocked.append(f"{log.label} is {on}: its store was not reopened since the change{why}")
-            findings.fix(reload_command(log))
+            wrong.append(log)
             findings.batching_seen_on |= log.effective_batching
+    for log in unknown:
+        findings.fix(set_command(_key_of(log), want))
+    findings.blocked += _summarized(unknown, "whether batching is effective is unknown")
+    state = "still batching" if not want else "not batching yet"
+    findings.blocked += _summarized(wrong, state)
+    for key in BATCH_KEYS:
+        mine = [log for log in wrong if _key_of(log) == key]
+        if not mine or set_command(key, want) in findings.fixes:
+            continue  # the configuration is wrong too: its fix reloads every store
+        if len(mine) > SHOWN:
+            findings.fix(set_command(key, want))  # reloads them all
+        else:
+            for log in mine:
+                findings.fix(reload_command(log))
+
+
+def _key_of(log: LogObservation) -> str:
+    return BATCH_KEYS[0] if log.kind == COORDINATOR else BATCH_KEYS[1]
+
+
+def _summarized(logs: list[LogObservation], what: str) -> list[str]:
+    """One line per log (its reason), at most SHOWN, then one line for the rest."""
+    lines = [f"{log.label}: {what}" + (f" ({log.effective_reason})" if log.effective_reason else "")
+             for log in logs[:SHOWN]]
+    if len(logs) > SHOWN:
+        lines.append(f"... and {len(logs) - SHOWN} more logs: {what}")
+    return lines
 
 
 def _batch_index_deletion(obs: Observations) -> bool | None:

@@ -342,3 +342,16 @@ def test_a_batched_entry_in_a_deleted_ledger_is_fine():
 def test_undecodable_entries_or_unreadable_dumps_wait():
     assert v.apply_entry_scan(_safe(), v.EntryScan({}, 10, 1)).verdict == v.WAIT
     assert v.apply_entry_scan(_safe(), v.EntryScan({}, 0, 0, error="no such file")).verdict == v.WAIT
+
+
+def test_many_logs_still_batching_are_summarized_with_one_fix():
+    subs = [sub(name=f"s{i}", effective=True) for i in range(40)]
+    result = v.downgrade_verdict(obs([tc(0, (3,))], subs), None)
+    assert result.verdict == v.BLOCKED
+    assert len(result.problems) == v.SHOWN + 1 and "35 more" in result.problems[-1]
+    assert result.fixes == [v.set_command(BATCH_KEYS[1], False)]
+
+
+def test_no_per_store_reload_when_the_configuration_is_wrong_too():
+    result = v.downgrade_verdict(obs([tc(0, (3,), effective=True)], dynamic={TC_BATCH_KEY: "true"}), None)
+    assert not any(f.startswith("pulsar-admin topics unload") for f in result.fixes)
