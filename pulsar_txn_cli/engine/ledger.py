@@ -139,6 +139,7 @@ class ManagedLedger:
         for cname, cstate in store.db.execute("SELECT name, state FROM cursors WHERE ml=?", (name,)):
             self.cursors[cname] = Cursor(self, cname, orjson.loads(cstate))
         self.fail_adds = None  # fault injection for tests: callable(data) -> bool, a failing bookie
+        self._touched: set = set()  # ledgers whose entry/size counters changed since the last save
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -160,12 +161,14 @@ class ManagedLedger:
 
     def _close_ledger(self, ledger: Ledger) -> None:
         ledger.closed = 1
+        self._touched.discard(ledger)
         if ledger.entries == 0:
             self.ledgers.remove(ledger)
             del self._by_id[ledger.ledger_id]
             self.store.db.execute("DELETE FROM ledgers WHERE ledger_id=?", (ledger.ledger_id,))
         else:
-            self.store.db.execute("UPDATE ledgers SET closed=1 WHERE ledger_id=?", (ledger.ledger_id,))
+            self.store.db.execute("UPDATE ledgers SET closed=1, entries=?, size=? WHERE ledger_id=?",
+                                  (ledger.entries, ledger.size, ledger.ledger_id))
         self.current = None
 
     def _create_ledger(self) -> None:
@@ -183,6 +186,11 @@ class ManagedLedger:
         self.store.dirty(self)
 
     def save(self) -> None:
+        if self._touched:
+            self.store.db.executemany(
+                "UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?",
+                [(l.entries, l.size, l.ledger_id) for l in self._touched if l.ledger_id in self._by_id])
+            self._touched = set()
         state = {
             "current": self.current,
             "properties": self.properties,
@@ -223,13 +231,13 @@ class ManagedLedger:
                 self._flush_rows(rows)
                 rows = []
                 db.execute("UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?", (ledger.entries, ledger.size, ledger.ledger_id))
+                self._touched.discard(ledger)
                 self._close_ledger(ledger)
                 self._create_ledger()
                 self.trim()
         if rows:
             self._flush_rows(rows)
-            ledger = self._by_id[self.current]
-            db.execute("UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?", (ledger.entries, ledger.size, ledger.ledger_id))
+            self._touched.add(self._by_id[self.current])  # its counters are written by save()
         self._dirty()
         return out
 
@@ -523,7 +531,7 @@ class Cursor:
             "cursorLedgerLastEntry": -1,
             "individuallyDeletedMessages": self.individually_deleted_text(),
             "lastLedgerSwitchTimestamp": timestamp_text(self.last_switch) if self.last_switch else "",
-            "state": "Open",
+            "state": "Open" if self.name == "transaction.subscription" else "NoLedger",  # as a real broker shows them
             "active": True,
             "numberOfEntriesSinceFirstNotAckedMessage": backlog + 1,
             "totalNonContiguousDeletedMessagesRange": len(self.individually_deleted_text().split("(")) - 1,
