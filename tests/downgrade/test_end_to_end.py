@@ -211,6 +211,7 @@ def _dump(b: Backend, path: Path) -> None:
             write(engine)
 
 
+@pytest.mark.slow
 def test_verify_entries_agrees_with_a_safe_verdict_and_catches_a_planted_batch(cli, backend, tmp_path):
     from pulsar_txn_cli import codec
     from pulsar_txn_cli.codec.dumps import dump_line
@@ -245,6 +246,7 @@ def test_unreachable_target_is_a_connection_error(cli, tmp_path):
     assert "Traceback" not in result.stderr and not (tmp_path / "cp.json").exists()
 
 
+@pytest.mark.slow
 def test_a_failing_endpoint_turns_safe_into_wait(cli, tmp_path):
     """A real proxy in front of the served engine answers 500 for the pending-ack ledger lists."""
     b = Backend("http", tmp_path)
@@ -319,6 +321,7 @@ def _subprocess(args, **kw):
                           text=True, env=os.environ.copy(), timeout=120, **kw)
 
 
+@pytest.mark.slow
 def test_a_new_process_resumes_from_the_checkpoint(cli, tmp_path):
     b = Backend("engine", tmp_path)
     switch(cli, b, True)
@@ -340,6 +343,7 @@ def test_a_new_process_resumes_from_the_checkpoint(cli, tmp_path):
         saved["coordinators"]
 
 
+@pytest.mark.slow
 def test_interrupted_wait_leaves_the_checkpoint_intact(cli, tmp_path):
     b = Backend("engine", tmp_path)
     switch(cli, b, True)
@@ -383,6 +387,7 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
 
 # -- facts §3.3 on the engine ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_index", [False, True])
 def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
     """The real broker's finding, on the engine: without batch-index acknowledgements the TC log's
@@ -424,3 +429,39 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
         assert tc0["cause"] in ("batch-index-deletion", "open-transaction"), tc0["reason"]
         assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc0["advice"]
         assert int(tc0["markDeletePosition"].split(":")[0]) <= tc0["lastBatchedLedgerId"]
+
+
+# -- --wait ----------------------------------------------------------------------------------------
+
+def test_wait_gives_up_at_the_timeout_with_wait(cli, tmp_path):
+    b = Backend("engine", tmp_path)
+    drained(cli, b)
+    result = cli(["downgrade", "check", *b.target, "--checkpoint", b.checkpoint, "--wait", "--interval", "0.05",
+                  "--timeout", "0.2", "-o", "json"])
+    assert result.exit_code == 5 and result.json()["verdict"] == "WAIT"
+    assert "check 1: WAIT" in result.stderr
+
+
+def test_wait_polls_until_safe(cli, tmp_path):
+    """runner.wait with a real engine: between polls (instead of sleeping) the workload goes on."""
+    from pulsar_txn_cli.admin import connect
+    from pulsar_txn_cli.cli.env import TargetFlags
+    from pulsar_txn_cli.downgrade import runner
+
+    b = Backend("engine", tmp_path)
+    drained(cli, b)
+    admin = connect(TargetFlags(engine_dir=str(b.dir)))
+    seen = []
+    try:
+        engine = admin.transport.engine
+
+        def workload_instead_of_sleep(seconds):
+            b.seed += 1
+            simulate(engine, SimOptions(transactions=150, subscriptions=4, topics=2, seed=b.seed))
+
+        result = runner.wait(admin, b.checkpoint, interval=30, timeout=None, sleep=workload_instead_of_sleep,
+                             on_check=lambda r, n, failure: seen.append(r.verdict.verdict))
+    finally:
+        admin.close()
+    assert result.verdict.verdict == "SAFE"
+    assert seen[-1] == "SAFE" and set(seen[:-1]) == {"WAIT"} and len(seen) <= MAX_ROUNDS + 1
