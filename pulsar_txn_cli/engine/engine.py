@@ -132,7 +132,12 @@ class Engine:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and not issubclass(exc_type, Exception):
+            # Ctrl-C (or a kill) in the middle of a command: stop now, as a crashed broker would;
+            # nothing unacknowledged is kept and the next command reopens what it loads.
+            self.store.close()
+            return
         self.close()
 
     # ---------------------------------------------------------------- stores
@@ -299,8 +304,10 @@ class Engine:
             targets.append(("tc", coordinator))
         if topic is not None:
             topic = full_topic(topic)
-            subs = [(t, s) for t, s in self.subscriptions(topic) if self._pa_exists(t, s)]
-            targets += [("pa", t, s) for t, s in subs]
+            row = self.store.db.execute("SELECT partitions FROM topics WHERE name=?", (topic,)).fetchone()
+            names = [topic] + ([f"{topic}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
+            for name in names:  # a partitioned topic: every partition, as an unload does
+                targets += [("pa", t, s) for t, s in self.subscriptions(name) if self._pa_exists(t, s)]
         reopened = []
         for target in targets:
             if target[0] == "tc":

@@ -134,3 +134,31 @@ def test_an_unclean_stop_is_a_broker_restart(tmp_path):
         assert not engine.unclean
     finally:
         engine.close()
+
+
+def test_reload_of_a_partitioned_topic_reopens_every_partition(tmp_path):
+    engine = Engine.init(tmp_path / "e", coordinators=1)
+    try:
+        engine.register_topic("persistent://public/default/p", 2)
+        stores = [engine.pending_ack(f"persistent://public/default/p-partition-{i}", "s") for i in range(2)]
+        reopened = engine.reload(topic="persistent://public/default/p")
+        assert sorted(reopened) == sorted(s.name for s in stores)
+    finally:
+        engine.close()
+
+
+def test_an_interrupted_command_is_a_crash_not_a_clean_stop(tmp_path):
+    directory = tmp_path / "e"
+    engine = Engine.init(directory)
+    engine.config.set("transactionLogBatchedWriteEnabled", "true")
+    engine.reload()
+    engine.close()
+    with pytest.raises(KeyboardInterrupt):
+        with Engine.open(directory) as engine:
+            engine.tc(0).new_transaction(1000, lambda least: None)
+            raise KeyboardInterrupt
+    engine = Engine.open(directory)
+    try:
+        assert engine.unclean and engine.tc(0).txns == {}  # the buffered NEW was never acknowledged
+    finally:
+        engine.close()

@@ -252,3 +252,13 @@ def test_batched_positions_are_plain_positions_as_keys():
     assert {plain: "x"}[batched] == "x"
     assert not (batched < plain) and not (batched > plain)
     assert Position(3, 7, 1, 0).ack_set() is None  # batch of 1: the whole entry
+
+
+def test_timer_tasks_do_not_pile_up(rig):
+    """testPendingScheduleTriggerTaskCount: one armed timer per writer, however many adds."""
+    writer = rig.writer(max_records=100_000, max_size=1 << 30, max_delay_ms=10)
+    for i in range(1000):
+        rig.add(writer, _payload(i))
+    assert len(rig.clock._timers) == 1
+    rig.tick(10)
+    assert len(rig.done) == 1000 and rig.clock._timers == []
