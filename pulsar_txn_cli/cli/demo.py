@@ -36,3 +36,8 @@ def demo(
     summary = story.run()
     if env.output != "table":
         emit(Result(data=summary, records=[summary]), env)
+    if summary.get("verdict") != "SAFE":  # the story did not end where it should: say so
+        from pulsar_txn_cli.errors import ExitCode, Verdict
+
+        raise Verdict(f"the demo's downgrade check ended at {summary.get('verdict')}, not SAFE",
+                      ExitCode.NOT_YET)
