@@ -36,6 +36,11 @@ def test_zsh_and_fish_requests_are_answered():
     assert all(f'"{choice}"' in zsh for choice in ("auto", "raw", "hex", "base64", "readledger", "jsonl"))
     fish = _ask({"_PULSAR_TXN_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --st"})
     assert fish.startswith("--strict\t")
+    # fish reads one candidate a line: long help texts must not wrap onto lines of their own.
+    every = _ask({"_PULSAR_TXN_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --"})
+    lines = every.splitlines()
+    assert "--format" in [line.split("\t")[0] for line in lines]
+    assert all(line.startswith("-") for line in lines), [line for line in lines if not line.startswith("-")]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")

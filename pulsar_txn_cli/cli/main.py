@@ -21,6 +21,7 @@ def run(argv: list[str]) -> int:
     from pulsar_txn_cli.cli.app import app
 
     if "_PULSAR_TXN_COMPLETE" in os.environ:  # a shell asks for completions (scripts in completions/)
+        os.environ.setdefault("TERMINAL_WIDTH", "10000")  # help texts on one line each (fish reads lines)
         from typer._completion_classes import completion_init
 
         completion_init()
