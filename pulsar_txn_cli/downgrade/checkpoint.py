@@ -142,6 +142,14 @@ def load(path: Path) -> Checkpoint | None:
 
 def save(path: Path, checkpoint: Checkpoint) -> None:
     """Write atomically: a reader sees the old file or the new one, never a mix."""
+    try:
+        _write(path, checkpoint)
+    except OSError as exc:
+        raise CheckpointError(f"cannot write checkpoint {path}: {exc.strerror or exc}",
+                              hint="choose a writable file with --checkpoint") from None
+
+
+def _write(path: Path, checkpoint: Checkpoint) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(to_json(checkpoint), indent=2) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

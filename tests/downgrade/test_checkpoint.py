@@ -40,7 +40,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)  # the one failure we cannot cause for real
-    with pytest.raises(OSError):
+    with pytest.raises(store.CheckpointError, match="disk full"):
         store.save(path, checkpoint({0: 1, 1: 2}))
     assert store.load(path).coordinators.keys() == {0}
     assert os.listdir(tmp_path) == ["cp.json"]
@@ -102,3 +102,10 @@ def test_status_of_a_damaged_checkpoint_is_a_data_error(cli, tmp_path):
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", tmp_path / "e"])
     assert result.exit_code == 3
     assert str(path) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_unwritable_place_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(store.CheckpointError, match="cannot write checkpoint"):
+        store.save(blocker / "cp.json", checkpoint({0: 1}))  # its parent is a file
