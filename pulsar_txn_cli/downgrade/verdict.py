@@ -294,8 +294,14 @@ def _item(log: LogObservation, checkpoint: Checkpoint | None, findings: _Finding
     record = checkpoint.record_for(log.key) if checkpoint is not None else None
     recorded = record.last_batched_ledger_id if record else None
     if log.error:
+        advice = "retry; if it persists, check that the broker that owns it is healthy"
+        if log.kind == COORDINATOR and "not found" in log.error.lower():
+            # A real broker loads a coordinator only when a transactional client connects to it
+            # (docs/real-broker-findings.md); until then its stats answer 404 or 500.
+            advice = ("the coordinator is not loaded: it loads when a transactional client connects; "
+                      "check again once clients are running (or start one)")
         return ItemVerdict(log, None, recorded, False, f"could not read its ledgers: {log.error}", CAUSE_ERROR,
-                           "retry; if it persists, check that the broker that owns it is healthy")
+                           advice)
     if not log.ledgers:
         return ItemVerdict(log, None, recorded, False, "the target reported no ledgers for it", CAUSE_ERROR,
                            "retry once the log is loaded (a managed ledger always has a current ledger)")

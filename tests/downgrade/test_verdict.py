@@ -355,3 +355,10 @@ def test_many_logs_still_batching_are_summarized_with_one_fix():
 def test_no_per_store_reload_when_the_configuration_is_wrong_too():
     result = v.downgrade_verdict(obs([tc(0, (3,), effective=True)], dynamic={TC_BATCH_KEY: "true"}), None)
     assert not any(f.startswith("pulsar-admin topics unload") for f in result.fixes)
+
+
+def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
+    error = "GET /admin/v3/transactions/coordinatorStats found nothing (404): Transaction coordinator not found!"
+    result = v.downgrade_verdict(obs([tc(0, None, error=error)]), checkpoint({0: 4}))
+    assert result.verdict == v.WAIT
+    assert "transactional client connects" in result.coordinators[0].advice
