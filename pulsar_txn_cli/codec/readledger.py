@@ -67,7 +67,8 @@ def parse(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]
     index = 0
     for line in lines:
         line = line.rstrip("\r\n")
-        header = HEADER.search(line)
+        row = HEX_ROW.match(line)  # most lines are rows: test them first
+        header = None if row is not None else HEADER.search(line)
         if header:
             if current is not None:
                 yield _finish(current, previous)
@@ -76,7 +77,6 @@ def parse(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]
             raw.ledger_id = _ledger_id(header["lid"], raw)
             previous, current = current, _Entry(raw, int(header["size"]) if header["size"] is not None else None)
             continue
-        row = HEX_ROW.match(line)
         pretty = False
         if row is None:
             row = PRETTY_ROW.search(line)
