@@ -269,3 +269,25 @@ def test_internal_stats_shape(engine_factory):
     cursor = inner["cursors"]["transaction.subscription"]
     assert set(cursor) >= {"markDeletePosition", "readPosition", "individuallyDeletedMessages", "messagesConsumedCounter",
                            "numberOfEntriesSinceFirstNotAckedMessage", "totalNonContiguousDeletedMessagesRange", "properties"}
+
+
+def test_verify_finds_a_damaged_log(engine_factory):
+    engine = engine_factory()
+    txns = _new(engine, n=3)
+    assert verify(engine)["ok"]
+    tc = engine.tc(0)
+    lid = tc.ml.current
+    engine.store.db.execute("DELETE FROM entries WHERE ledger_id=? AND entry_id=1", (lid,))
+    report = verify(engine)
+    assert not report["ok"]
+    assert any(f"ledger {lid} records" in p for p in report["problems"])
+    assert txns
+
+
+def test_verify_finds_a_missing_acknowledged_transaction(engine_factory, tmp_path):
+    engine = engine_factory()
+    (least,) = _new(engine)
+    log = tmp_path / "acked.log"
+    log.write_text(f"new 0 {least}\nnew 0 {least + 100}\nend 0 7\nnew 0 7\nnew 0\n")
+    report = verify(engine, str(log))
+    assert report["problems"] == [f"acknowledged transaction (0,{least + 100}) is missing from its coordinator log"]
