@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 
 from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.errors import EngineError, UsageError
 
 SIM_NAMESPACE = "public/default"
 
@@ -70,6 +70,9 @@ def _percentile(sorted_values: list[int], q: float) -> float:
 
 def simulate(engine, opts: SimOptions, progress=None) -> dict:
     opts.check()
+    if not engine.enabled:
+        raise EngineError("transactions are disabled on this engine (transactionCoordinatorEnabled=false); "
+                          "`pulsar-txn engine config set transactionCoordinatorEnabled true` and `engine reload`")
     rng = random.Random(opts.seed)
     clock = engine.clock
     parts = partition_names(opts)

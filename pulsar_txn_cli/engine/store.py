@@ -53,8 +53,11 @@ class Store:
         self.directory = Path(directory)
         if not (self.directory / DB_NAME).exists() and not create:
             raise EngineError(f"no engine in {self.directory}; run `pulsar-txn engine init` first")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _acquire_lock(self.directory / LOCK_NAME, lock_timeout() if wait is None else wait)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = _acquire_lock(self.directory / LOCK_NAME, lock_timeout() if wait is None else wait)
+        except OSError as exc:
+            raise EngineError(f"cannot use {self.directory} as the engine directory: {exc.strerror or exc}") from None
         try:
             self.db = sqlite3.connect(self.directory / DB_NAME, isolation_level="DEFERRED", check_same_thread=False)
             # WAL + NORMAL: a commit survives SIGKILL of this process (the WAL is in the OS cache);

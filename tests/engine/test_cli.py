@@ -111,3 +111,16 @@ def test_engine_dir_from_the_environment(cli, tmp_path):
 def test_bad_simulate_options(cli, edir):
     r = cli(["engine", "simulate", "--abort-ratio", "1.5", "--engine-dir", edir])
     assert r.exit_code == 2 and "--abort-ratio must be between 0 and 1" in r.stderr
+
+
+def test_a_file_as_engine_dir_is_one_clear_error(cli, tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    r = cli(["engine", "init", "--engine-dir", str(path)])
+    assert r.exit_code == 3 and "cannot use" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_simulate_refuses_when_transactions_are_disabled(cli, edir):
+    cli(["engine", "config", "set", "transactionCoordinatorEnabled", "false", "--engine-dir", edir])
+    r = cli(["engine", "simulate", "-n", "5", "--engine-dir", edir])
+    assert r.exit_code == 3 and "transactionCoordinatorEnabled=false" in r.stderr
