@@ -58,12 +58,21 @@ class _Compiler:
                 lines.append(f"{indent}v = {attr}")
                 lines.append(f"{indent}if v: out[{name!r}] = {value}")
                 continue
-            # Required fields are always set in a decoded record (decode_entry checks them).
-            test = "" if fd.is_required else f"if hf({name!r}): "
-            if one == "_text({})":  # inline the str check: no call for the valid-UTF-8 case
-                lines.append(f"{indent}{test}v = {attr}; out[{name!r}] = v if v.__class__ is str else _text(v)")
+            if fd.is_required:  # always set in a decoded record (decode_entry checks them)
+                value = "v if v.__class__ is str else _text(v)" if one == "_text({})" else one.format("v")
+                lines.append(f"{indent}v = {attr}; out[{name!r}] = {value}")
+                continue
+            if fd.message_type is not None:
+                lines.append(f"{indent}if hf({name!r}): out[{name!r}] = {one.format(attr)}")
+                continue
+            value = "v if v.__class__ is str else _text(v)" if one == "_text({})" else one.format("v")
+            lines.append(f"{indent}v = {attr}")
+            if fd.default_value:  # e.g. PendingAckOp, whose default is ACK = 1: only HasField tells
+                lines.append(f"{indent}if hf({name!r}): out[{name!r}] = {value}")
             else:
-                lines.append(f"{indent}{test}out[{name!r}] = {one.format(attr)}")
+                # A value other than the (falsy) default means the field is set; only a falsy
+                # value needs HasField, which costs more than reading the value.
+                lines.append(f"{indent}if v or hf({name!r}): out[{name!r}] = {value}")
         return lines
 
     def compile(self, source: str, name: str):

@@ -270,3 +270,19 @@ def test_op_names_and_summaries():
     assert codec.op_name(many, PA) == "ACK"
     assert codec.summarize(many, PA) == "Cumulative 1:0, 1:1, 1:2, 1:3 (+2)"
     assert codec.op_name(pending_ack(1, op=2), PA) == "COMMIT"
+
+
+def test_presence_not_values_decides_which_fields_appear():
+    # Set to the default (0 / NEW / OPEN) still appears; absent never does, even where the
+    # default is not zero (PendingAckOp has no 0: an absent op reads as ACK).
+    zeros = codec.TcRecord(metadata_op=0, txnid_most_bits=0, txnid_least_bits=0, new_status=0, timeout_ms=0, owner="")
+    assert codec.record_to_dict(zeros, TC) == {
+        "txnId": "(0,0)", "metadata_op": "NEW", "txnid_least_bits": 0, "txnid_most_bits": 0,
+        "new_status": "OPEN", "timeout_ms": 0, "owner": "",
+    }
+    assert codec.record_to_dict(codec.TcRecord(), TC) == {"txnId": "(0,0)"}
+    no_op = codec.PendingAckRecord(txnid_least_bits=3)
+    assert codec.record_to_dict(no_op, PA) == {"txnId": "(0,3)", "txnid_least_bits": 3}
+    assert codec.records_to_dicts([no_op], PA, batched=True) == [{"batchIndex": 0, "txnId": "(0,3)", "txnid_least_bits": 3}]
+    ack = codec.PendingAckRecord(pending_ack_op=1, ack_type=0)
+    assert codec.record_to_dict(ack, PA) == {"txnId": "(0,0)", "pending_ack_op": "ACK", "ack_type": "Individual"}
