@@ -145,9 +145,10 @@ def config_set(
     key: Annotated[str, typer.Argument(help="A broker configuration key.")],
     value: Annotated[str, typer.Argument(help="The new value.")],
 ) -> None:
-    """Set a key: dynamic keys as a dynamic-config override (like `pulsar-admin brokers
-    update-dynamic-config`), others in broker.conf. Either way it reaches a store only when the
-    store is reopened (`engine reload`), as on a broker."""
+    """Set a key (dynamic keys as an override, others in broker.conf).
+
+    Dynamic keys are stored like `pulsar-admin brokers update-dynamic-config`, others in the engine's
+    broker.conf. Either way a change reaches a store only when it is reopened (`engine reload`)."""
     from pulsar_txn_cli.engine.config import to_text
 
     with _open() as engine:
@@ -166,8 +167,10 @@ def reload(
     coordinator: Annotated[Optional[int], typer.Option("--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Reopen only the pending-ack stores of this topic's subscriptions.", show_default=False)] = None,
 ) -> None:
-    """Reopen stores as a broker restart or unload would: a new ledger each, configuration
-    read again. Without options, everything (a broker restart)."""
+    """Reopen stores as a broker restart or unload would (new ledgers, configuration read again).
+
+    Without options, everything (a broker restart); --coordinator or --topic for one TC or the
+    pending-ack stores of one topic (every partition of a partitioned topic)."""
     with _open() as engine:
         reopened = engine.reload(coordinator=coordinator, topic=topic)
     _emit({"reopened": reopened}, tables=lambda: [_list_table(reopened, "REOPENED")])
