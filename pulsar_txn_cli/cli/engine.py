@@ -249,7 +249,7 @@ def verify(
 @command(app, "dump", target=True)
 def dump(
     managed_ledger: Annotated[Optional[list[str]], typer.Option("--managed-ledger", "-m", help="A managed ledger to dump (repeatable); default: every transaction log.", show_default=False)] = None,
-    log: Annotated[str, typer.Option("--log", help="Without -m: tc, pending-ack or all.")] = "all",
+    log: Annotated[str, typer.Option("--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger).")] = "all",
     list_: Annotated[bool, typer.Option("--list", help="List the managed ledgers instead of dumping.")] = False,
 ) -> None:
     """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`)."""

@@ -14,9 +14,11 @@ def select(engine, names: list[str] | None, log: str = "all") -> list[str]:
             if name not in known:
                 raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
         return list(names)
+    if log == "any":
+        return known  # every managed ledger, topics and snapshot topics included
     kinds = {"all": (TC_LOG, PENDING_ACK_LOG), "tc": (TC_LOG,), "pending-ack": (PENDING_ACK_LOG,)}
     if log not in kinds:
-        raise UsageError(f"--log must be tc, pending-ack or all, not {log!r}")
+        raise UsageError(f"--log must be tc, pending-ack, all (both transaction logs) or any (every managed ledger), not {log!r}")
     return [n for n in known if log_of_managed_ledger(n) in kinds[log]]
 
 
