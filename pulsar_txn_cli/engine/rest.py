@@ -384,12 +384,13 @@ def brokers(engine, query, body, cluster):
 
 @route("GET", "/metrics")
 def metrics(engine, query, body):
-    return 200, engine.metrics.prometheus()
+    # Without transactions the broker registers the disabled (no-op) writer metrics: no families.
+    return 200, engine.metrics.prometheus() if engine.enabled else ""
 
 
 @route("GET", "/metrics/get")
 def metrics_get(engine, query, body):
-    return 200, engine.metrics.prometheus()
+    return metrics(engine, query, body)
 
 
 ENGINE_VERSION = __version__

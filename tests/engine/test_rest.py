@@ -162,6 +162,7 @@ def test_transactions_disabled_is_503(tmp_path):
         engine.config.set("transactionCoordinatorEnabled", "false")
         status, body = get(engine, "/admin/v3/transactions/coordinatorStats")
         assert status == 503 and "transactionCoordinatorEnabled" in body["reason"]
+        assert get(engine, "/metrics") == (200, "")  # DisabledTxnLogBufferedWriterMetricsStats
     finally:
         engine.close()
 
