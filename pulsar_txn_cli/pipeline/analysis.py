@@ -4,8 +4,8 @@ Both runners produce the same intermediate state and hand it to `build_report`:
 - one counter row per (managed ledger, ledger id), fields COUNTERS plus first/last entry id;
 - distinct transactions per managed ledger and overall (distinct.py's rule);
 - the first SAMPLE_LIMIT decode failures per managed ledger in error_sort_key order.
-The local runner fills them entry by entry (Aggregator); Spark computes the same sums with one
-groupBy (spark_job.py names its columns after COUNTERS).
+The local runner folds every entry into one Aggregator; on Spark each task folds its share into
+its own Aggregator and DataFrame aggregations merge the parts (spark_job.py).
 """
 from __future__ import annotations
 
@@ -39,10 +39,11 @@ class LedgerRow:
 class Aggregator:
     """Folds facts tuples (facts.FACT_FIELDS) into the intermediate state, in bounded memory."""
 
-    def __init__(self):
+    def __init__(self, *, total: bool = True):
         self.rows: dict[tuple, LedgerRow] = {}
         self.distinct: dict[str | None, distinct.DistinctCounter] = {}
-        self.total_distinct = distinct.DistinctCounter()
+        # Spark's partial aggregates skip it: the total follows from the per-ledger parts.
+        self.total_distinct = distinct.DistinctCounter() if total else None
         self.samples: dict[str | None, list] = {}
 
     def add(self, fact) -> None:
@@ -75,7 +76,8 @@ class Aggregator:
         if counter is None:
             counter = self.distinct[ml] = distinct.DistinctCounter()
         counter.add(hashes)
-        self.total_distinct.add(hashes)
+        if self.total_distinct is not None:
+            self.total_distinct.add(hashes)
 
     def _sample(self, ml, sample) -> None:
         kept = self.samples.setdefault(ml, [])
@@ -84,11 +86,13 @@ class Aggregator:
             kept.sort(key=lambda s: error_sort_key(*s))
             del kept[SAMPLE_LIMIT:]
 
+    def first_samples(self) -> dict:
+        return {ml: sorted(kept, key=lambda s: error_sort_key(*s))[:SAMPLE_LIMIT] for ml, kept in self.samples.items()}
+
     def state(self):
         """(rows, distinct by managed ledger, total distinct, samples) for build_report."""
         counts = {ml: counter.result() for ml, counter in self.distinct.items()}
-        samples = {ml: sorted(kept, key=lambda s: error_sort_key(*s))[:SAMPLE_LIMIT] for ml, kept in self.samples.items()}
-        return self.rows, counts, self.total_distinct.result(), samples
+        return self.rows, counts, self.total_distinct.result(), self.first_samples()
 
 
 # ---------------------------------------------------------------- the report

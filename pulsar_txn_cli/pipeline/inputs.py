@@ -170,7 +170,7 @@ def parquet_raw(ml, lid, eid, data, label, row_index, managed_ledger=None):
     return (ml or managed_ledger, lid, eid, data, f"{label} #{row_index + 1}", error)
 
 
-def write_parquet(raw_tuples, out: str, row_group_rows: int = 8192) -> int:
+def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
     """Write raw tuples to one Parquet file; returns the number of rows. Row groups are kept
     small so Spark can split the file across tasks."""
     import pyarrow as pa

@@ -1,9 +1,10 @@
 """The Spark runner: a PySpark job over the same facts and the same report as the local runner.
 
-Decoding happens on the executors in Arrow batches (mapInArrow, spark_tasks.py); everything
-after it is DataFrame aggregation: one groupBy for the per-ledger counters, one for the
-HyperLogLog registers, exact distinct counts where they can be exact, a window for the decode
-failure samples. The driver folds the small results with analysis.build_report.
+Each task decodes its share of the entries in Arrow batches (mapInArrow) and folds them into
+partial aggregates with the local runner's own Aggregator (spark_tasks.py); DataFrame
+aggregations merge the parts: sums per ledger, the max per HyperLogLog register, exact distinct
+counts where they can be exact, a window for the first decode failures. The driver folds the
+small results with analysis.build_report.
 
 Also runs as-is under spark-submit (the package must be importable on the driver and the
 executors: installed, or shipped with --py-files):
@@ -21,7 +22,6 @@ import sys
 
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.pipeline import analysis, distinct, inputs
-from pulsar_txn_cli.pipeline.facts import RECORDS_BOUNDS, SIZE_BOUNDS
 
 INSTALL_HINT = "pip install 'pulsar-txn[spark]'"
 
@@ -77,7 +77,11 @@ class Session:
             self.spark = active
             return active
         quiet = "-Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
-        defaults = {"spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": quiet}
+        defaults = {
+            "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": quiet,
+            # decoding is CPU-bound and dumps compress well: smaller splits than the 128 MB default
+            "spark.sql.files.maxPartitionBytes": "16m",
+        }
         builder = SparkSession.builder.master(self.master).appName("pulsar-txn analyze")
         for key, value in {**defaults, **self.conf}.items():
             builder = builder.config(key, value)
@@ -91,8 +95,8 @@ class Session:
             self.spark.stop()
 
 
-def facts_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
-    """One DataFrame of per-entry facts over every input file."""
+def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
+    """The partial aggregates of every task over every input file (spark_tasks.py)."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
     frames = []
@@ -107,83 +111,57 @@ def facts_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
             F.col("data").cast("binary"), F.col("_metadata.file_path"), F.col("_metadata.row_index"),
         )
         task = functools.partial(spark_tasks.decode_parquet, labels=labels, managed_ledger=managed_ledger, forced_log=forced_log)
-        frames.append(rows.mapInArrow(task, spark_tasks.FACTS_DDL))
+        frames.append(rows.mapInArrow(task, spark_tasks.STATE_DDL))
     if text:
         listing = spark.createDataFrame([(f.label, os.path.abspath(f.path), f.fmt) for f in text], "label string, path string, fmt string")
         listing = listing.repartition(min(len(text), spark.sparkContext.defaultParallelism))
         task = functools.partial(spark_tasks.decode_text_files, managed_ledger=managed_ledger, forced_log=forced_log)
-        frames.append(listing.mapInArrow(task, spark_tasks.FACTS_DDL))
+        frames.append(listing.mapInArrow(task, spark_tasks.STATE_DDL))
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
     return frame
 
 
-def _bucket(col, bounds):
+def ledger_rows(state) -> dict:
+    """analysis.LedgerRow per (managed ledger, ledger id): the tasks' counters summed."""
     from pyspark.sql import functions as F
 
-    expr = F.when(col <= bounds[0], 0)
-    for i, bound in enumerate(bounds[1:], 1):
-        expr = expr.when(col <= bound, i)
-    return expr.otherwise(len(bounds))
-
-
-def ledger_rows(facts) -> dict:
-    """analysis.LedgerRow per (managed ledger, ledger id), from one groupBy."""
-    from pyspark.sql import functions as F
-
-    ok, bad = F.col("decoded"), ~F.col("decoded")
-    one = lambda cond: F.sum(F.when(cond, 1).otherwise(0))  # noqa: E731
-    records_bucket, size_bucket = _bucket(F.col("records"), RECORDS_BOUNDS), _bucket(F.col("bytes"), SIZE_BOUNDS)
-    sums = {
-        "entries": F.count(F.lit(1)),
-        "batchedEntries": one(ok & F.col("batched")),
-        "unbatchedEntries": one(ok & ~F.col("batched")),
-        "decodeErrors": one(bad),
-        "records": F.sum("records"),
-        "batchedRecords": F.sum(F.when(F.col("batched"), F.col("records")).otherwise(0)),
-        "bytes": F.sum("bytes"),
-        "decodedBytes": F.sum(F.when(ok, F.col("bytes")).otherwise(0)),
-        **{name: F.sum(name) for name in analysis.OP_COLUMNS},
-        **{name: one(ok & (records_bucket == i)) for i, name in enumerate(analysis.RECORD_BUCKETS)},
-        **{name: one(ok & (size_bucket == i)) for i, name in enumerate(analysis.SIZE_BUCKETS)},
-    }
-    assert list(sums) == list(analysis.COUNTERS)
-    aggregated = facts.groupBy("managedLedger", "ledgerId").agg(
-        *[expr.alias(name) for name, expr in sums.items()], F.min("entryId").alias("first"), F.max("entryId").alias("last")
+    merged = state.where(F.col("kind") == "ledger").groupBy("managedLedger", "ledgerId").agg(
+        *[F.sum(name).alias(name) for name in analysis.COUNTERS], F.min("first").alias("first"), F.max("last").alias("last")
     )
     out = {}
-    for row in aggregated.collect():
-        counters = [int(row[name] or 0) for name in analysis.COUNTERS]
+    for row in merged.collect():
+        counters = [int(row[name]) for name in analysis.COUNTERS]
         out[(row["managedLedger"], row["ledgerId"])] = analysis.LedgerRow(counters, row["first"], row["last"])
     return out
 
 
-def distinct_counts(facts):
-    """distinct.py's rule on Spark: registers for every managed ledger, exact counts wherever
-    the estimate says the count may be within the exact limit."""
+def distinct_counts(state):
+    """distinct.py's rule from the tasks' parts. Registers: the max per register over all tasks.
+    A managed ledger can be exact only when no task overflowed and its estimate is below
+    EXACT_CHECK_BELOW; only for those are the tasks' exact sets unioned and counted."""
     from pyspark.sql import functions as F
 
-    from pulsar_txn_cli.pipeline import spark_tasks
-
-    decoded = facts.where(F.col("decoded")).select("managedLedger", "txnHashes")
-    hashes = decoded.select("managedLedger", F.explode("txnHashes").alias("h"))
+    parts = state.where(F.col("kind") == "distinct")
     registers = (
-        decoded.mapInArrow(spark_tasks.hll_registers, spark_tasks.REGISTERS_DDL)
-        .groupBy("managedLedger", "index").agg(F.max("rank").alias("rank"))
+        parts.select("managedLedger", F.explode("codes").alias("code"))
+        .groupBy("managedLedger", (F.col("code") / 64).cast("int").alias("index")).agg(F.max(F.col("code") % 64).alias("rank"))
     )
     by_ml: dict = {}
     for row in registers.collect():
         by_ml.setdefault(row["managedLedger"], {})[row["index"]] = row["rank"]
+    overflowed = {row["managedLedger"] for row in parts.where(F.col("overflow")).select("managedLedger").distinct().collect()}
     estimates = {ml: distinct.estimate(regs) for ml, regs in by_ml.items()}
-    small = [ml for ml, est in estimates.items() if est <= distinct.EXACT_CHECK_BELOW]
+    candidates = [ml for ml, est in estimates.items() if ml not in overflowed and est <= distinct.EXACT_CHECK_BELOW]
     exact: dict = {}
-    if small:
-        names = [ml for ml in small if ml is not None]
-        cond = F.col("managedLedger").isin(names) if names else F.lit(False)
-        if None in small:
+    if candidates:
+        named = [ml for ml in candidates if ml is not None]
+        cond = F.col("managedLedger").isin(named) if named else F.lit(False)
+        if None in candidates:
             cond = cond | F.col("managedLedger").isNull()
-        for row in hashes.where(cond).groupBy("managedLedger").agg(F.countDistinct("h").alias("n")).collect():
+        hashes = parts.where(cond).select("managedLedger", F.explode("hashes").alias("h"))
+        for row in hashes.groupBy("managedLedger").agg(F.countDistinct("h").alias("n")).collect():
             exact[row["managedLedger"]] = row["n"]
     counts = {}
     for ml, est in estimates.items():
@@ -192,21 +170,21 @@ def distinct_counts(facts):
     merged = distinct.merge(by_ml.values())
     total_est = distinct.estimate(merged) if merged else 0
     total = (total_est, False)
-    if total_est <= distinct.EXACT_CHECK_BELOW:
-        n = hashes.select("h").distinct().count()
+    if not overflowed and total_est <= distinct.EXACT_CHECK_BELOW:
+        n = parts.select(F.explode("hashes").alias("h")).distinct().count()
         if n <= distinct.EXACT_LIMIT:
             total = (n, True)
     return counts, total
 
 
-def error_samples(facts) -> dict:
+def error_samples(state) -> dict:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     order = [F.coalesce(F.col("ledgerId"), F.lit(-1)), F.coalesce(F.col("entryId"), F.lit(-1)),
              F.coalesce(F.col("position"), F.lit("")), F.coalesce(F.col("error"), F.lit(""))]
     window = Window.partitionBy("managedLedger").orderBy(*order)
-    failed = facts.where(~F.col("decoded")).withColumn("n", F.row_number().over(window))
+    failed = state.where(F.col("kind") == "error").withColumn("n", F.row_number().over(window))
     out: dict = {}
     for row in failed.where(F.col("n") <= analysis.SAMPLE_LIMIT).orderBy("managedLedger", "n").collect():
         out.setdefault(row["managedLedger"], []).append((row["ledgerId"], row["entryId"], row["position"], row["error"]))
@@ -219,13 +197,15 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
     from pulsar_txn_cli.pipeline.local import describe
 
-    facts = facts_frame(spark, files, managed_ledger, forced_log).persist(StorageLevel.MEMORY_AND_DISK)
+    # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw).
+    state = state_frame(spark, files, managed_ledger, forced_log).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = ledger_rows(facts)
-        counts, total = distinct_counts(facts)
-        samples = error_samples(facts)
+        rows = ledger_rows(state)
+        counts, total = distinct_counts(state)
+        failed = any(row.counters[analysis.ERRORS] for row in rows.values())
+        samples = error_samples(state) if failed else {}  # one Spark job less in the usual case
     finally:
-        facts.unpersist()
+        state.unpersist()
     return analysis.build_report(rows, counts, total, samples, forced_log=forced_log, inputs=describe(files))
 
 

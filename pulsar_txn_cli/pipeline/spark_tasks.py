@@ -1,7 +1,15 @@
-"""What runs on the Spark executors: Arrow batches in, facts batches out (through mapInArrow).
+"""What runs on the Spark executors (through mapInArrow): entries in, partial aggregates out.
 
-Kept apart from spark_job.py so that, when spark_job.py runs as a spark-submit script, these
-functions are pickled by reference and imported from the package on the executors.
+Each task decodes its Arrow batches with facts.entry_facts and folds them into an
+analysis.Aggregator, exactly as the local runner does, then emits the aggregator's state as
+rows of one schema (column `kind` says which):
+- ledger:   the counters of one (managed ledger, ledger id), first and last entry id;
+- distinct: per managed ledger, its non-zero HyperLogLog registers (`codes`: index * 64 + rank) and
+            either its exact set of transaction hashes (`hashes`) or `overflow` when it passed the
+            exact limit within this task alone;
+- error:    one of the first decode failures of a managed ledger.
+spark_job.py merges them with DataFrame aggregations. Kept apart from spark_job.py so that these
+functions are pickled by reference when spark_job.py runs as a spark-submit script.
 """
 from __future__ import annotations
 
@@ -11,48 +19,49 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from pulsar_txn_cli.pipeline import inputs
-from pulsar_txn_cli.pipeline.analysis import OP_COLUMNS
+from pulsar_txn_cli.pipeline.analysis import COUNTERS, Aggregator
 from pulsar_txn_cli.pipeline.facts import entry_facts
 
-BATCH = 4096
+BATCH = 8192
 
-FACTS_SCHEMA = pa.schema(
-    [
-        ("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()),
-        ("decoded", pa.bool_()), ("batched", pa.bool_()), ("records", pa.int32()), ("bytes", pa.int64()),
-        *[(name, pa.int32()) for name in OP_COLUMNS],
-        ("txnHashes", pa.list_(pa.int64())), ("error", pa.string()), ("position", pa.string()),
-    ]
+STATE_SCHEMA = pa.schema(
+    [("kind", pa.string()), ("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()),
+     *[(name, pa.int64()) for name in COUNTERS],
+     ("first", pa.int64()), ("last", pa.int64()), ("codes", pa.list_(pa.int32())), ("hashes", pa.list_(pa.int64())),
+     ("overflow", pa.bool_()), ("position", pa.string()), ("error", pa.string())]
 )
-FACTS_DDL = ", ".join(
-    ["managedLedger string", "ledgerId bigint", "entryId bigint", "decoded boolean", "batched boolean",
-     "records int", "bytes bigint", *[f"{name} int" for name in OP_COLUMNS],
-     "txnHashes array<bigint>", "error string", "position string"]
+STATE_DDL = ", ".join(
+    ["kind string", "managedLedger string", "ledgerId bigint", "entryId bigint", *[f"{name} bigint" for name in COUNTERS],
+     "first bigint", "last bigint", "codes array<int>", "hashes array<bigint>", "overflow boolean",
+     "position string", "error string"]
 )
+_NAMES = STATE_SCHEMA.names
 
 
-def to_batch(facts: list) -> pa.RecordBatch:
-    """Facts tuples -> one Arrow batch (sparse op counts spread into one column per op)."""
-    columns = list(zip(*facts))
-    ops = [[0] * len(facts) for _ in OP_COLUMNS]
-    for row, sparse in enumerate(columns[7]):
-        for index, count in sparse:
-            ops[index][row] = count
-    arrays = [*columns[:7], *ops, *columns[8:]]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(values, type=field.type) for values, field in zip(arrays, FACTS_SCHEMA)], schema=FACTS_SCHEMA
-    )
-
-
-def _chunks(facts_iter):
-    pending = []
+def state_batches(facts_iter):
+    """Fold facts into an Aggregator and yield its state as Arrow batches."""
+    aggregator = Aggregator(total=False)
+    add = aggregator.add
     for fact in facts_iter:
-        pending.append(fact)
-        if len(pending) >= BATCH:
-            yield to_batch(pending)
-            pending = []
-    if pending:
-        yield to_batch(pending)
+        add(fact)
+    rows: list[dict] = []
+    for (ml, lid), row in aggregator.rows.items():
+        rows.append({"kind": "ledger", "managedLedger": ml, "ledgerId": lid, **dict(zip(COUNTERS, row.counters)),
+                     "first": row.first, "last": row.last})
+    for ml, counter in aggregator.distinct.items():
+        codes = [i * 64 + r for i, r in counter.sparse_registers().items()]
+        exact = counter.exact
+        rows.append({"kind": "distinct", "managedLedger": ml, "codes": codes,
+                     "hashes": list(exact) if exact is not None else None, "overflow": exact is None})
+    for ml, samples in aggregator.first_samples().items():
+        rows.extend({"kind": "error", "managedLedger": ml, "ledgerId": lid, "entryId": eid, "position": where, "error": message}
+                    for lid, eid, where, message in samples)
+    for start in range(0, len(rows), BATCH):
+        chunk = rows[start:start + BATCH]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([r.get(name) for r in chunk], type=field.type) for name, field in zip(_NAMES, STATE_SCHEMA)],
+            schema=STATE_SCHEMA,
+        )
 
 
 def path_key(path_or_uri: str) -> str:
@@ -67,7 +76,6 @@ def path_key(path_or_uri: str) -> str:
 
 def decode_parquet(batches, labels: dict, managed_ledger=None, forced_log=None):
     """mapInArrow over Parquet rows (managedLedger, ledgerId, entryId, data, file_path, row_index)."""
-
     seen: dict = {}
 
     def label_of(file):
@@ -80,10 +88,9 @@ def decode_parquet(batches, labels: dict, managed_ledger=None, forced_log=None):
         for batch in batches:
             mls, lids, eids, datas, files, rows = (batch.column(i).to_pylist() for i in range(6))
             for ml, lid, eid, data, file, row in zip(mls, lids, eids, datas, files, rows):
-                label = label_of(file)
-                yield entry_facts(*inputs.parquet_raw(ml, lid, eid, data, label, row, managed_ledger), forced_log)
+                yield entry_facts(*inputs.parquet_raw(ml, lid, eid, data, label_of(file), row, managed_ledger), forced_log)
 
-    return _chunks(facts())
+    return state_batches(facts())
 
 
 def decode_text_files(batches, managed_ledger=None, forced_log=None):
@@ -95,35 +102,4 @@ def decode_text_files(batches, managed_ledger=None, forced_log=None):
                 for raw in inputs.read(inputs.InputFile(label, path, fmt), managed_ledger):
                     yield entry_facts(*raw, forced_log)
 
-    return _chunks(facts())
-
-
-REGISTERS_DDL = "managedLedger string, index int, rank int"
-
-
-def hll_registers(batches):
-    """mapInArrow over (managedLedger, txnHashes): the non-zero HyperLogLog registers of each
-    managed ledger in the batch (distinct.registers_np); Spark takes the max per register."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    from pulsar_txn_cli.pipeline import distinct
-
-    schema = pa.schema([("managedLedger", pa.string()), ("index", pa.int32()), ("rank", pa.int32())])
-    for batch in batches:
-        lists = batch.column(1)
-        flat = pc.list_flatten(lists)
-        if len(flat) == 0:
-            continue
-        index, rank = distinct.registers_np(flat.to_numpy(zero_copy_only=False).astype(np.int64), np)
-        names = pc.dictionary_encode(pc.take(batch.column(0), pc.list_parent_indices(lists)), null_encoding="encode")
-        keys = names.indices.to_numpy(zero_copy_only=False).astype(np.int64) * distinct.REGISTERS + index
-        order = np.argsort(keys, kind="stable")
-        keys, rank = keys[order], rank[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        best = np.maximum.reduceat(rank, starts).astype(np.int32)
-        firsts = keys[starts]
-        yield pa.RecordBatch.from_arrays(
-            [pc.take(names.dictionary, pa.array(firsts // distinct.REGISTERS)), pa.array((firsts % distinct.REGISTERS).astype(np.int32)),
-             pa.array(best)], schema=schema,
-        )
+    return state_batches(facts())
