@@ -1,6 +1,6 @@
 """Decode throughput: the codec vs the protobuf runtime's bare parse, and `decode -o jsonl` of 1M records.
 
-    .venv/bin/python -m bench decode [--records N] [--rounds R] [--skip-cli]
+    .venv/bin/python -m bench decode [--records=N] [--rounds=R] [--entries=E] [--skip-cli]
 
 Part 1 decodes batched entries of 512 records (both logs) three ways, interleaved round by round
 so that load on the machine hits all of them alike, and keeps each one's best round (CPU time of
@@ -158,7 +158,7 @@ def part2(records: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench decode")
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--entries", type=int, default=20, help="batched entries per round and log in part 1")
     parser.add_argument("--skip-cli", action="store_true")
     args = parser.parse_args(argv)

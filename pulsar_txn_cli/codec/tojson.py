@@ -34,7 +34,12 @@ class _Compiler:
     def body(self, descriptor, indent: str, locals_: dict | None = None) -> list[str]:
         """Statements that copy the set fields of message `m` into dict `out` (fields named in
         locals_ were already read into those local variables)."""
-        lines = [f"{indent}hf = m.HasField"] if not all(fd.is_required or fd.is_repeated for fd in descriptor.fields) else []
+        # Bind HasField once when it will likely be called (a field always needs it, or many
+        # optional fields may be absent); else call it only on the rare falsy value.
+        optional = [fd for fd in descriptor.fields if not (fd.is_required or fd.is_repeated)]
+        bind = len(optional) >= 3 or any(fd.message_type or fd.default_value for fd in optional)
+        lines = [f"{indent}hf = m.HasField"] if bind else []
+        lazy = "hf" if bind else "m.HasField"
         for fd in descriptor.fields:
             name = fd.name
             attr = f"m.{name}" if name.isidentifier() and not keyword.iskeyword(name) else f"getattr(m, {name!r})"
@@ -66,13 +71,14 @@ class _Compiler:
                 lines.append(f"{indent}if hf({name!r}): out[{name!r}] = {one.format(attr)}")
                 continue
             value = "v if v.__class__ is str else _text(v)" if one == "_text({})" else one.format("v")
-            lines.append(f"{indent}v = {attr}")
             if fd.default_value:  # e.g. PendingAckOp, whose default is ACK = 1: only HasField tells
-                lines.append(f"{indent}if hf({name!r}): out[{name!r}] = {value}")
+                lines.append(f"{indent}if hf({name!r}):")
+                lines.append(f"{indent}    v = {attr}; out[{name!r}] = {value}")
             else:
+                lines.append(f"{indent}v = {attr}")
                 # A value other than the (falsy) default means the field is set; only a falsy
                 # value needs HasField, which costs more than reading the value.
-                lines.append(f"{indent}if v or hf({name!r}): out[{name!r}] = {value}")
+                lines.append(f"{indent}if v or {lazy}({name!r}): out[{name!r}] = {value}")
         return lines
 
     def compile(self, source: str, name: str):
