@@ -96,8 +96,8 @@ def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):
 
     from pulsar_txn_cli.codec.decoding import Source
 
-    sources = [Source("--hex", io.BytesIO(value.encode()), "hex") for value in hex_]
-    sources += [Source("--base64", io.BytesIO(value.encode()), "base64") for value in base64_]
+    # All --hex values form one input (one entry a line), so they are numbered --hex #1, #2...
+    sources = [Source(flag, io.BytesIO("\n".join(values).encode()), fmt_) for flag, values, fmt_ in (("--hex", hex_, "hex"), ("--base64", base64_, "base64")) if values]
     for name in inputs:
         if name == "-":
             sources.append(Source("stdin", sys.stdin.buffer, fmt))

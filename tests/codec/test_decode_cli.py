@@ -210,3 +210,11 @@ def test_usage_errors_exit_2(cli, tmp_path):
         result = cli(args)
         assert result.exit_code == 2, args
         assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_repeated_hex_values_are_numbered_in_order(cli):
+    result = cli(["decode", "--hex", "0e", "--hex", SINGLE.hex(), "--hex", "zz", "--log", "tc", "-o", "jsonl"])
+    assert result.exit_code == 3
+    assert "error: entry --hex #1: the entry is the single byte 0x0E" in result.stderr
+    assert "error: entry --hex #3: the line is not hexadecimal" in result.stderr
+    assert len(result.jsonl()) == 1
