@@ -71,7 +71,7 @@ def holders_by_partition(open_txns: dict) -> dict[str, list[dict]]:
 def fix_commands(txn_id: str) -> list[str]:
     most, least = txn_id.strip("()").split(",")
     return [f"pulsar-txn transaction-metadata '({most},{least})'",
-            f"pulsar-admin transactions abort-transaction -m {most} -l {least}"]
+            f"pulsar-txn abort-transaction -m {most} -l {least}"]
 
 
 def partition_report(admin, partition: str, holders: list[dict], now_ms: int, strict: bool = False) -> dict:

@@ -100,7 +100,7 @@ def configured_setting(admin, log: Log) -> dict:
 # --- the stores and their open times ----------------------------------------------------------------
 
 def coordinator_stores(admin) -> list[dict]:
-    stats = admin.coordinator_stats() or {}
+    stats, _ = admin.coordinator_stats_each()  # a coordinator left out is judged unknown
     owners = {c["id"]: c for c in admin.coordinators()}
     stores = []
     for tc_id in sorted(set(owners) | {int(k) for k in stats}):

@@ -92,6 +92,28 @@ class PulsarAdmin:
     def coordinator_stats(self, coordinator_id: int | None = None):
         return self.get(f"{TXN}/coordinatorStats", coordinatorId=coordinator_id)
 
+    def coordinator_stats_each(self) -> tuple[dict, dict[str, str]]:
+        """Every coordinator's stats, and why some are missing.
+
+        A real broker answers 500 to the all-coordinators call while any coordinator is not loaded
+        (docs/real-broker-findings.md), so then each coordinator is asked on its own.
+        Returns ({id: stats}, {id: error sentence}) with ids as strings, as Pulsar keys them.
+        """
+        try:
+            return self.coordinator_stats() or {}, {}
+        except ConnectionFailed as exc:
+            if exc.status != 500:
+                raise
+        stats, errors = {}, {}
+        for tc_id in range(self.tc_partitions()):
+            try:
+                stats[str(tc_id)] = self.coordinator_stats(tc_id)
+            except ConnectionFailed as exc:
+                if exc.status is None:
+                    raise
+                errors[str(tc_id)] = str(exc)
+        return stats, errors
+
     def coordinator_internal_stats(self, coordinator_id: int, metadata: bool = False):
         return self.get(f"{TXN}/coordinatorInternalStats/{int(coordinator_id)}", metadata=metadata)
 

@@ -6,12 +6,11 @@ per coordinator / subscription whether batching is configured and effective.
 """
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
@@ -95,7 +94,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     stores = batchlog.stores_of(admin, log, concurrency)
     topics = batchlog.reload_targets(log, stores) if reload else []
     if reload and topics and not yes:
-        _confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
+        confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
     result = batchlog.set_batch_log(admin, log, enabled, concurrency=concurrency, stores=stores)
     word = "enabled" if enabled else "disabled"
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
@@ -116,13 +115,6 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     failed = [r for r in reloaded or [] if not r["unloaded"]]
     if failed:
         raise ConnectionFailed(f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}")
-
-
-def _confirm(question: str) -> None:
-    if not sys.stdin.isatty():
-        raise UsageError(f"{question.rstrip('?')}: stdin is not a terminal, so confirm with --yes")
-    if not typer.confirm(question, default=False, err=True):
-        raise UsageError("nothing was changed (not confirmed)")
 
 
 def _stat(log, *, concurrency: int) -> None:

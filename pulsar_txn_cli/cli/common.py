@@ -111,3 +111,15 @@ def root_callback(app: typer.Typer, fn):
     """Register the root callback so the global options also work before the subcommand."""
     app.callback()(with_global_options(fn, target=True))
     return fn
+
+
+def confirm(question: str) -> None:
+    """Ask before a change (the caller skips this with --yes); never prompt when stdin is not a terminal."""
+    import sys
+
+    from pulsar_txn_cli.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question.rstrip('?')}: stdin is not a terminal, so confirm with --yes")
+    if not typer.confirm(question, default=False, err=True):
+        raise UsageError("nothing was changed (not confirmed)")

@@ -13,8 +13,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(argv: list[str]) -> int:
-    import typer
-    from typer._click import exceptions as click_exc  # typer vendors click (>= 0.26)
     from typer.main import get_command
 
     from pulsar_txn_cli.cli import env as env_module
@@ -29,36 +27,46 @@ def run(argv: list[str]) -> int:
     debug = "--debug" in argv
     try:
         code = get_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
-        return code if isinstance(code, int) else ExitCode.OK
-    except click_exc.UsageError as exc:
+        code = code if isinstance(code, int) else ExitCode.OK
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes a message and an exit code
+        code = _report(exc, env, debug)
+    try:
+        env.close()  # closing the engine commits its last state: a failure here is a failure too
+    except BaseException as exc:  # noqa: BLE001
+        failed = _report(exc, env, debug)
+        code = code or failed
+    return code
+
+
+def _report(exc: BaseException, env, debug: bool) -> int:
+    """One line on stderr (plus a hint) and the exit code for any exception."""
+    import typer
+    from typer._click import exceptions as click_exc  # typer vendors click (>= 0.26)
+
+    if isinstance(exc, click_exc.UsageError):
         _say(env, f"error: {exc.format_message()}")
         if exc.ctx is not None:
             _say(env, f"Try '{exc.ctx.command_path} --help' for help.")
         return ExitCode.USAGE
-    except (typer.Abort, KeyboardInterrupt):
+    if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
         _say(env, "interrupted")
         return ExitCode.INTERRUPTED
-    except click_exc.ClickException as exc:
+    if isinstance(exc, click_exc.ClickException):
         _say(env, f"error: {exc.format_message()}")
         return exc.exit_code
-    except PulsarTxnError as exc:
-        if debug:
-            traceback.print_exc(file=env.stderr)
+    if isinstance(exc, SystemExit):  # typer exits by itself only on a broken pipe (`... | head`)
+        return exc.code if isinstance(exc.code, int) else ExitCode.UNEXPECTED
+    if debug:
+        traceback.print_exception(exc, file=env.stderr)
+    if isinstance(exc, PulsarTxnError):
         if str(exc):
             _say(env, f"error: {exc}")
         if exc.hint:
             _say(env, f"hint: {exc.hint}")
         return int(exc.exit_code)
-    except SystemExit as exc:  # typer exits by itself only on a broken pipe (`... | head`)
-        return exc.code if isinstance(exc.code, int) else ExitCode.UNEXPECTED
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
-        if debug:
-            traceback.print_exc(file=env.stderr)
-        else:
-            _say(env, f"error: unexpected {type(exc).__name__}; rerun with --debug for the details")
-        return ExitCode.UNEXPECTED
-    finally:
-        env.close()
+    if not debug:
+        _say(env, f"error: unexpected {type(exc).__name__}; rerun with --debug for the details")
+    return ExitCode.UNEXPECTED
 
 
 def _say(env, message: str) -> None:

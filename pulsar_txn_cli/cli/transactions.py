@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
 
@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
     command(app, "pending-ack-internal-stats", target=True)(pending_ack_internal_stats)
     command(app, "transaction-metadata", target=True)(transaction_metadata)
     command(app, "slow-transactions", target=True)(slow_transactions)
+    command(app, "abort-transaction", target=True)(abort_transaction)
     command(app, "transaction-buffer-stats", target=True)(transaction_buffer_stats)
     command(app, "buffer-snapshot-internal-stats", target=True)(buffer_snapshot_internal_stats)
     command(app, "subscriptions", target=True)(subscriptions)
@@ -43,7 +44,12 @@ def coordinator_stats(
 ) -> None:
     """Stats of the transaction coordinators (state, sequence id, low water mark, recover times)."""
     env = current()
-    data = env.admin().coordinator_stats(coordinator_id)
+    if coordinator_id is None:
+        data, missing = env.admin().coordinator_stats_each()
+        for tc_id, reason in missing.items():
+            env.warn(f"coordinator {tc_id} is left out: {reason}")
+    else:
+        data = env.admin().coordinator_stats(coordinator_id)
     rows = [{"id": coordinator_id, **data}] if coordinator_id is not None else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
     _emit(data, STATS_COLUMNS, rows=_timed(rows), records=rows if coordinator_id is None else None)
 
@@ -90,6 +96,24 @@ def transaction_metadata(
     most, least = parse_txn_id(txn_id, most, least)
     data = env.admin().transaction_metadata(most, least)
     _emit(data, TXN_COLUMNS, rows=[_txn_row(data or {})])
+
+
+def abort_transaction(
+    txn_id: Annotated[Optional[str], typer.Argument(metavar="[TXN_ID]", help="The transaction id as (most,least).", show_default=False)] = None,
+    most: Annotated[Optional[int], typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False)] = None,
+    least: Annotated[Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Abort an open transaction (PIP-325), e.g. one that holds readers back (see stuck-readers)."""
+    env = current()
+    most, least = parse_txn_id(txn_id, most, least)
+    admin = env.admin()
+    if not yes:
+        confirm(f"Abort transaction ({most},{least}) on {admin.target.describe()}?")
+    admin.abort_transaction(most, least)
+    data = {"txnId": f"({most},{least})", "aborted": True, "target": admin.target.describe()}
+    env.info(f"transaction ({most},{least}) aborted on {admin.target.describe()}")
+    _emit(data, [("txnId", "txn id"), ("aborted", "aborted"), ("target", "target")], rows=[data])
 
 
 def slow_transactions(

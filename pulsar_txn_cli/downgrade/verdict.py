@@ -340,14 +340,14 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
         return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
     if log.ongoing_txns:
         advice = ("let the open transactions commit, abort or time out; list them with "
-                  "`pulsar-admin transactions slow-transactions -t 1m` and abort a stuck one with "
-                  "`pulsar-admin transactions abort-transaction -m MOST -l LEAST`")
+                  "`pulsar-txn slow-transactions -t 1m` and abort a stuck one with "
+                  "`pulsar-txn abort-transaction -m MOST -l LEAST`")
         if log.kind == COORDINATOR and batch_index is not True:
             advice += ("; but beware: " + OPEN_ACROSS_SWITCH)
         return CAUSE_OPEN_TXN, advice
     if log.kind == COORDINATOR and batch_index is not False:
         return CAUSE_CURSOR_STUCK, (
-            "look for slow transactions (`pulsar-admin transactions slow-transactions -t 1m`) and abort the "
+            "look for slow transactions (`pulsar-txn slow-transactions -t 1m`) and abort the "
             "stuck ones; the cursor moves once their records are deleted")
     if log.kind == COORDINATOR:
         return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE

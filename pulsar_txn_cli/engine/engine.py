@@ -116,6 +116,9 @@ class Engine:
     def checkpoint(self) -> None:
         """Run pending timers (flushes) and commit everything changed."""
         self.clock.run_until_idle()
+        from pulsar_txn_cli.engine.buffer import hooks
+
+        hooks.on_time_passed(self)  # timed snapshots of idle transaction buffers
         self.store.save_all()
 
     def close(self) -> None:
@@ -292,6 +295,9 @@ class Engine:
         No option: everything (a broker restart). --coordinator: that TC. --topic: the
         pending-ack stores of that topic's subscriptions."""
         self.checkpoint()
+        # A reopen takes time on a broker; a new recoverStartTime is how the admin layer tells a
+        # reopened store from one that kept running, even when the clock has not moved since.
+        self.clock.advance_ms(1)
         targets = []
         if coordinator is None and topic is None:
             self.boot += 1

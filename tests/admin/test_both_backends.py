@@ -127,3 +127,24 @@ def test_every_command_renders_table_and_jsonl(cli, engine_dir):
                 assert all(isinstance(line, dict) for line in result.jsonl()), args
             else:
                 assert result.stdout.strip(), args
+
+
+def test_abort_transaction_asks_first_and_aborts(cli, tmp_path):
+    """abort-transaction refuses without --yes when stdin is not a terminal, then aborts on the engine."""
+    engine = str(tmp_path / "engine")
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    from pulsar_txn_cli.engine.engine import Engine
+
+    got = []
+    with Engine.open(engine) as opened:
+        opened.tc(0).new_transaction(60_000, got.append)
+        opened.checkpoint()
+    most, least = 0, got[0]
+    refused = cli(["abort-transaction", f"({most},{least})", "--engine-dir", engine])
+    assert refused.exit_code == 2 and "--yes" in refused.stderr
+    assert cli(["transaction-metadata", f"({most},{least})", "--engine-dir", engine, "-o", "json"]).json()["status"] == "OPEN"
+    done = cli(["abort-transaction", "-m", most, "-l", least, "--yes", "--engine-dir", engine, "-o", "json"])
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["aborted"] is True
+    after = cli(["transaction-metadata", f"({most},{least})", "--engine-dir", engine, "-o", "json"])
+    assert after.exit_code != 0 or after.json()["status"] in ("ABORTING", "ABORTED")
