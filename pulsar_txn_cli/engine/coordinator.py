@@ -116,6 +116,7 @@ class Coordinator:
                     # MLTransactionLogImpl forces batch-index deletion on while batching (facts §3.1).
                     batchIndexDeletion=batch or bool(cfg["acknowledgmentAtBatchIndexLevelEnabled"]),
                     recoverStartTime=engine.clock.now_ms,
+                    endedUndeletable=[],  # a reopened TC replays them as open again (facts §3.3)
                 )
                 self._open_cursor()
                 self._replay()
@@ -143,6 +144,9 @@ class Coordinator:
         self.txns = {}
         self._timeouts = []
         self.replayed_records = 0
+        # Ended transactions whose records could not be deleted (§3.3): a running broker has
+        # forgotten them, so attaching to it must not bring them back; only a reopen does.
+        self._ended = set(self.ml.owner.get("endedUndeletable") or ())
         cursor = self.cursor
         for lid, eid, data in self.ml.read_after(cursor.mark_delete):
             key = (lid, eid)
@@ -169,6 +173,8 @@ class Coordinator:
             self.sequence = r.max_local_txn_id
         op = r.metadata_op
         if op == NEW:
+            if least in self._ended:
+                return
             meta = TxnMeta(r.txnid_most_bits, least, r.timeout_ms, r.start_time, r.owner)
             meta.last_mod = r.last_modification_time
             meta.positions.append(pos)
@@ -192,8 +198,14 @@ class Coordinator:
         elif op == UPDATE:
             meta.status = r.new_status
             if meta.status in FINAL:
-                self.cursor.delete(meta.positions)
-                del self.txns[least]
+                self._forget(meta)
+
+    def _forget(self, meta) -> None:
+        """An ended transaction: delete its records and drop it (remembering undeletable ones)."""
+        if self.cursor.delete(meta.positions):
+            self._ended.add(meta.least)
+            self.ml.set_owner_state(endedUndeletable=sorted(self._ended))
+        self.txns.pop(meta.least, None)
 
     def close(self) -> None:
         if self.writer is not None:
@@ -309,8 +321,7 @@ class Coordinator:
             meta.status = new_status
             meta.last_mod = self.engine.clock.now_ms
             if new_status in FINAL:
-                self.cursor.delete(meta.positions)
-                self.txns.pop(least, None)
+                self._forget(meta)
             callback(pos)
 
         self.writer.add(data, done, failed)

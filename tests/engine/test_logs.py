@@ -114,6 +114,27 @@ def test_disabling_batching_makes_old_batch_index_deletes_no_ops(engine_factory)
     assert report["ok"] and any("ignored" in w for w in report["warnings"])
 
 
+def test_a_running_broker_forgets_ended_transactions_whose_records_stay(engine_factory):
+    """§3.3 between CLI invocations: attaching is not a restart, so transactions ended while their
+    NEW records could not be deleted stay gone; only a reopen replays them as open again."""
+    from pulsar_txn_cli.engine.engine import Engine
+
+    engine = engine_factory(transactionLogBatchedWriteEnabled="true")
+    txns = _new(engine, n=3)
+    _set_batching(engine, False)
+    engine.reload(coordinator=0)
+    for least in txns:
+        engine.end_transaction(0, least, True, lambda p: None)
+    _run(engine)
+    assert engine.tc(0).cursor.ignored_deletes > 0 and engine.tc(0).txns == {}
+    directory = engine.store.directory
+    engine.close()
+    with Engine.open(directory) as attached:  # the next CLI invocation
+        assert attached.tc(0).txns == {}
+        attached.reload(coordinator=0)  # a broker restart or TC unload
+        assert sorted(attached.tc(0).txns) == txns
+
+
 def test_batch_index_level_acknowledgment_keeps_deletes_working(engine_factory):
     engine = engine_factory(transactionLogBatchedWriteEnabled="true", acknowledgmentAtBatchIndexLevelEnabled="true")
     txns = _new(engine, n=3)
