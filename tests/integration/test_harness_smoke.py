@@ -13,6 +13,7 @@ import pytest
 
 import harness
 from harness import start_broker_or_fail
+from tool import Tool
 
 pytestmark = pytest.mark.integration
 
@@ -213,12 +214,79 @@ EXPERIMENT_CONF = {
 }
 
 
-def downgrade_experiment(b: harness.PulsarBroker) -> dict:
-    """Batching on -> batches>1 incl. txns held open -> batching off + TC reload -> finish held txns
-    -> more workload across several rollovers -> are the batched TC-log ledgers trimmed?"""
-    obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
-    set_batching(b, True)
+def switch_batching(b: harness.PulsarBroker, tool: Tool, enabled: bool) -> None:
+    """Through pulsar-txn (so it records the moment of the change and can judge where it is effective),
+    then reopen the coordinators the way the harness does (unload + a transactional client's ping)."""
+    word = "--enable" if enabled else "--disable"
+    tool.run("set-txn-tc-batch-log", word, "--yes")
+    tool.run("set-txn-pending-ack-batch-log", word, "--yes")
+    _wait_runtime(b, enabled)
     b.reload_coordinators()
+
+
+def _wait_runtime(b: harness.PulsarBroker, enabled: bool, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runtime = b.rest("GET", "/admin/v2/brokers/configuration/runtime")[1]
+        if all(runtime.get(k) == str(enabled).lower()
+               for k in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled")):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the runtime configuration never showed batching {enabled}")
+
+
+def _wait_pending_ack_effective(tool: Tool, enabled: bool, timeout: float = 90) -> dict:
+    """Until every transactional subscription's store reopened with the setting (clients reconnect)."""
+    deadline = time.monotonic() + timeout
+    stat = {}
+    while time.monotonic() < deadline:
+        stat = tool.json("get-txn-pending-ack-batch-log-stat")
+        if stat["subscriptions"] and all(s["effective"] is enabled for s in stat["subscriptions"]):
+            return stat
+        time.sleep(2)
+    raise AssertionError(f"pending-ack batching never effectively {enabled}: {json.dumps(stat)[:3000]}")
+
+
+def downgrade_check(tool: Tool, checkpoint: Path) -> tuple[int, dict]:
+    result = tool.run("downgrade", "check", "--checkpoint", checkpoint, "-o", "json", expect=(0, 5, 6))
+    return result.exit_code, result.json()
+
+
+def verdict_summary(code: int, verdict: dict) -> dict:
+    items = verdict["coordinators"] + verdict["subscriptions"]
+    return {"exit": code, "verdict": verdict["verdict"], "problems": verdict["problems"][:5],
+            "held": [{k: i.get(k) for k in ("coordinatorId", "topic", "subscription", "oldestLedgerId",
+                                              "lastBatchedLedgerId", "cause", "markDeletePosition")}
+                     for i in items if not i["clear"]]}
+
+
+def walk_to_safe(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, rounds: int = 12) -> list[dict]:
+    """`downgrade check` until SAFE, doing what its causes ask between checks: more workload, and a
+    reload of a store whose last batched ledger has not rolled over yet (the tool's own advice)."""
+    history = []
+    for n in range(rounds):
+        code, verdict = downgrade_check(tool, checkpoint)
+        history.append(verdict_summary(code, verdict))
+        if verdict["verdict"] != "WAIT":
+            break
+        held = [i for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]
+        if any(i.get("coordinatorId") is not None and i["cause"] == "ledger-not-rolled" for i in held):
+            b.reload_coordinators()
+        for topic in sorted({i["topic"] for i in held if i.get("topic") and i["cause"] == "ledger-not-rolled"}):
+            b.unload_topic(topic.removeprefix("persistent://"))
+        b.run_workload(seed=60 + n, txns=6, aborts=1, ops=2, parallel=2, prefix="dg")
+        time.sleep(2)
+    return history
+
+
+def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) -> dict:
+    """Batching on -> batches>1 incl. txns held open -> batching off + TC reload -> finish held txns
+    -> more workload across several rollovers -> are the batched TC-log ledgers trimmed?
+
+    Folded in: the downgrade walk of `pulsar-txn downgrade check` on the same broker (WAIT right after
+    the switch; then SAFE, or a WAIT naming the batch-index deletion stall of facts §3.3)."""
+    obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
+    switch_batching(b, tool, True)
     run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=8, hold=4, prefix="dg")
     held_lines = run.wait_holding(timeout=300)
     s = ml_stats(b.tc_internal_stats(0))
@@ -229,12 +297,17 @@ def downgrade_experiment(b: harness.PulsarBroker) -> dict:
     obs["phase1_batch_sizes"] = {f"{l}:{e}": batch_size(p) for l, e, p in entries}
     obs["held_txns"] = [[r["most"], r["least"]] for r in held_lines if r.get("outcome") == "open"]
 
-    set_batching(b, False)
-    b.reload_coordinators()
+    switch_batching(b, tool, False)
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_reload_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     obs["after_reload_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
         "ongoingTxnSize"]
+    # the pending-ack stores reopen too (unload of the topics; the held clients reconnect)
+    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+    _wait_pending_ack_effective(tool, False)
+    code, verdict = downgrade_check(tool, checkpoint)
+    obs["check_after_switch"] = verdict_summary(code, verdict)
+    obs["check_after_switch_tc"] = verdict["coordinators"]
     final = run.finish("commit", timeout=300)
     obs["held_finished"] = [r["outcome"] for r in final if r.get("event") == "txn"
                             and [r["most"], r["least"]] in obs["held_txns"] and r["outcome"] != "open"]
@@ -252,6 +325,21 @@ def downgrade_experiment(b: harness.PulsarBroker) -> dict:
         "ongoingTxnSize"]
     obs["batched_ledgers_still_present"] = sorted(set(batched_ledgers) & set(obs["final_ledgers"]))
     obs["stalled"] = bool(obs["batched_ledgers_still_present"])
+    t0 = time.monotonic()
+    obs["walk"] = walk_to_safe(b, tool, checkpoint, rounds=12 if not obs["stalled"] else 2)
+    obs["walk_seconds"] = round(time.monotonic() - t0, 1)
+    code, verdict = downgrade_check(tool, checkpoint)
+    obs["final_check"] = verdict_summary(code, verdict)
+    obs["final_check_tc"] = verdict["coordinators"]
+    if obs["stalled"]:
+        # What a coordinator reload replays from a pinned log: the cursor skips the individually
+        # deleted (unbatched) end records but not the batched NEW records of the held transactions.
+        b.reload_coordinators()
+        st = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1]
+        obs["after_final_reload_ongoing"] = st["ongoingTxnSize"]
+        obs["after_final_reload_slow"] = sorted(b.rest("GET", "/admin/v3/transactions/slowTransactions/1")[1] or {})
+        code, verdict = downgrade_check(tool, checkpoint)
+        obs["after_final_reload_check"] = verdict_summary(code, verdict)
     return obs
 
 
@@ -263,11 +351,12 @@ def _record(name: str, obs: dict) -> None:
 
 
 @pytest.mark.parametrize("ack_at_batch_index", [False, True], ids=["ackBatchIndex=false", "ackBatchIndex=true"])
-def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index):
+def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
     conf = dict(EXPERIMENT_CONF, acknowledgmentAtBatchIndexLevelEnabled=str(ack_at_batch_index).lower())
     b = start_broker_or_fail(conf, name=f"downgrade-{ack_at_batch_index}")
     try:
-        obs = downgrade_experiment(b)
+        tool = Tool(b.admin_url, tmp_path / "state")
+        obs = downgrade_experiment(b, tool, tmp_path / "downgrade-checkpoint.json")
         _record(f"downgrade-ackBatchIndex-{ack_at_batch_index}", obs)
         assert max(obs["phase1_batch_sizes"].values()) > 1, "experiment needs batches with >1 record"
         assert obs["held_txns"] and all(o == "committed" for o in obs["held_finished"])
@@ -277,5 +366,25 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index):
         # that was open across the switch, so no TC-log ledger from there on is ever trimmed;
         # with it on, everything is trimmed.
         assert obs["stalled"] is (not ack_at_batch_index), obs
+
+        # The downgrade walk through `pulsar-txn downgrade check`: right after the switch (batching
+        # effectively off everywhere, transactions still open, batched ledgers present): WAIT, exit 5.
+        first = obs["check_after_switch"]
+        assert (first["verdict"], first["exit"]) == ("WAIT", 5), first
+        (tc_item,) = obs["check_after_switch_tc"]
+        assert not tc_item["clear"] and tc_item["lastBatchedLedgerId"] >= max(obs["phase1_ledgers"]), tc_item
+        assert tc_item["cause"] in ("open-transaction", "ledger-not-rolled"), tc_item
+        final = obs["final_check"]
+        (tc_item,) = obs["final_check_tc"]
+        if ack_at_batch_index:
+            # the old ledgers are trimmed: SAFE, exit 0
+            assert (final["verdict"], final["exit"]) == ("SAFE", 0), obs["walk"]
+            assert tc_item["clear"] and tc_item["oldestLedgerId"] > tc_item["lastBatchedLedgerId"], tc_item
+        else:
+            # facts §3.3: never trimmed; the tool keeps saying WAIT and names the cause
+            assert (final["verdict"], final["exit"]) == ("WAIT", 5), final
+            assert not tc_item["clear"] and tc_item["cause"] == "batch-index-deletion", tc_item
+            assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc_item["advice"], tc_item
+            assert tc_item["markDeletePosition"] == obs["final_markDelete"]
     finally:
         harness.release_broker(b)
