@@ -160,7 +160,8 @@ def conformance_problems(name: str, real_status: int, real_body, status: int, bo
     if name in ALLOWED and ALLOWED[name][1] == "subset":
         missing = [k for k in (body if isinstance(body, (dict, list)) else []) if k not in (real_body or [])]
         problems += [f"$.{k}: the engine has it, the real broker does not" for k in missing]
-    problems += differences(real_body, body)
+    root = "$configuration" if name.startswith("brokers_configuration_") else ""  # {config name: value}
+    problems += differences(real_body, body, parent=root)
     return problems
 
 
