@@ -144,18 +144,38 @@ def _read_text(f: InputFile, managed_ledger, advance):
             advance(os.path.getsize(f.path) - done)
 
 
-def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows):
+def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows, row_groups=None, first_row=0):
     pq = _pyarrow_parquet()
     parquet = pq.ParquetFile(f.path)
     size = os.path.getsize(f.path)
     rows = max(parquet.metadata.num_rows, 1)
-    row = 0
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(PARQUET_COLUMNS)):
+    row = first_row
+    for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=row_groups, columns=list(PARQUET_COLUMNS)):
         yield from parquet_rows(batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist(),
                                 batch.column(3).to_pylist(), f.label, row, managed_ledger)
         row += batch.num_rows
         if advance is not None:
             advance(size * batch.num_rows // rows)
+
+
+def work_units(f: InputFile) -> list[tuple[int, int]]:
+    """How a file is split across Spark tasks: (row group, its first row) for Parquet, one
+    (-1, 0) unit for a text file (read whole)."""
+    if f.fmt != "parquet":
+        return [(-1, 0)]
+    metadata = _pyarrow_parquet().ParquetFile(f.path).metadata
+    units, first = [], 0
+    for group in range(metadata.num_row_groups):
+        units.append((group, first))
+        first += metadata.row_group(group).num_rows
+    return units
+
+
+def read_unit(f: InputFile, group: int, first_row: int, managed_ledger=None):
+    """Raw tuples of one work unit (see work_units)."""
+    if group < 0:
+        return read(f, managed_ledger)
+    return _read_parquet(f, managed_ledger, None, 4096, [group], first_row)
 
 
 def parquet_rows(mls, ledgers, entries, datas, label, first_row, managed_ledger=None):
@@ -173,9 +193,9 @@ def parquet_raw(ml, lid, eid, data, label, row_index, managed_ledger=None):
 def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
     """Write raw tuples to one Parquet file; returns the number of rows. Row groups are kept
     small so Spark can split the file across tasks."""
+    pq = _pyarrow_parquet()
     import pyarrow as pa
 
-    pq = _pyarrow_parquet()
     schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     tmp = f"{out}.tmp-{os.getpid()}"

@@ -1,6 +1,7 @@
 """The Spark runner: a PySpark job over the same facts and the same report as the local runner.
 
-Each task decodes its share of the entries in Arrow batches (mapInArrow) and folds them into
+Each task (one per Parquet row group or text file) reads and decodes its share of the entries
+inside mapInArrow and folds them into
 partial aggregates with the local runner's own Aggregator (spark_tasks.py); DataFrame
 aggregations merge the parts: sums per ledger, the max per HyperLogLog register, exact distinct
 counts where they can be exact, a window for the first decode failures. The driver folds the
@@ -79,8 +80,6 @@ class Session:
         quiet = "-Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
         defaults = {
             "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": quiet,
-            # decoding is CPU-bound and dumps compress well: smaller splits than the 128 MB default
-            "spark.sql.files.maxPartitionBytes": "16m",
         }
         builder = SparkSession.builder.master(self.master).appName("pulsar-txn analyze")
         for key, value in {**defaults, **self.conf}.items():
@@ -96,31 +95,16 @@ class Session:
 
 
 def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
-    """The partial aggregates of every task over every input file (spark_tasks.py)."""
+    """The partial aggregates of every task: one task per work unit (a Parquet row group or a
+    whole text file), decoded and folded by spark_tasks.decode_units."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
-    frames = []
-    parquet = [f for f in files if f.fmt == "parquet"]
-    text = [f for f in files if f.fmt != "parquet"]
-    if parquet:
-        from pyspark.sql import functions as F
-
-        labels = {spark_tasks.path_key(f.path): f.label for f in parquet}
-        rows = spark.read.parquet(*[os.path.abspath(f.path) for f in parquet]).select(
-            F.col("managedLedger").cast("string"), F.col("ledgerId").cast("bigint"), F.col("entryId").cast("bigint"),
-            F.col("data").cast("binary"), F.col("_metadata.file_path"), F.col("_metadata.row_index"),
-        )
-        task = functools.partial(spark_tasks.decode_parquet, labels=labels, managed_ledger=managed_ledger, forced_log=forced_log)
-        frames.append(rows.mapInArrow(task, spark_tasks.STATE_DDL))
-    if text:
-        listing = spark.createDataFrame([(f.label, os.path.abspath(f.path), f.fmt) for f in text], "label string, path string, fmt string")
-        listing = listing.repartition(min(len(text), spark.sparkContext.defaultParallelism))
-        task = functools.partial(spark_tasks.decode_text_files, managed_ledger=managed_ledger, forced_log=forced_log)
-        frames.append(listing.mapInArrow(task, spark_tasks.STATE_DDL))
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    return frame
+    units = [(f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)]
+    listing = spark.sparkContext.parallelize(units, len(units)).toDF(
+        "label string, path string, fmt string, `group` int, firstRow bigint"
+    )
+    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log)
+    return listing.mapInArrow(task, spark_tasks.STATE_DDL)
 
 
 def ledger_rows(state) -> dict:

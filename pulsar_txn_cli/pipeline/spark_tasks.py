@@ -8,13 +8,12 @@ rows of one schema (column `kind` says which):
             either its exact set of transaction hashes (`hashes`) or `overflow` when it passed the
             exact limit within this task alone;
 - error:    one of the first decode failures of a managed ledger.
-spark_job.py merges them with DataFrame aggregations. Kept apart from spark_job.py so that these
+spark_job.py merges them with DataFrame aggregations. The executors read their Parquet row
+groups with pyarrow directly (as the local runner does): the entries never pass through the JVM,
+which would cost more CPU than decoding them. Kept apart from spark_job.py so that these
 functions are pickled by reference when spark_job.py runs as a spark-submit script.
 """
 from __future__ import annotations
-
-import os
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
@@ -64,42 +63,14 @@ def state_batches(facts_iter):
         )
 
 
-def path_key(path_or_uri: str) -> str:
-    """One spelling for a local path and the file URI Spark reports for it."""
-    if "://" in path_or_uri or path_or_uri.startswith("file:"):
-        parsed = urlparse(path_or_uri)
-        if parsed.scheme == "file":
-            return os.path.realpath(unquote(parsed.path))
-        return path_or_uri
-    return os.path.realpath(path_or_uri)
-
-
-def decode_parquet(batches, labels: dict, managed_ledger=None, forced_log=None):
-    """mapInArrow over Parquet rows (managedLedger, ledgerId, entryId, data, file_path, row_index)."""
-    seen: dict = {}
-
-    def label_of(file):
-        label = seen.get(file)
-        if label is None:
-            label = seen[file] = labels.get(path_key(file), file)
-        return label
+def decode_units(batches, managed_ledger=None, forced_log=None):
+    """mapInArrow over work units (label, path, fmt, group, firstRow): each is a Parquet row group
+    or a whole JSONL / readledger file, read on the executor with the local runner's readers."""
 
     def facts():
         for batch in batches:
-            mls, lids, eids, datas, files, rows = (batch.column(i).to_pylist() for i in range(6))
-            for ml, lid, eid, data, file, row in zip(mls, lids, eids, datas, files, rows):
-                yield entry_facts(*inputs.parquet_raw(ml, lid, eid, data, label_of(file), row, managed_ledger), forced_log)
-
-    return state_batches(facts())
-
-
-def decode_text_files(batches, managed_ledger=None, forced_log=None):
-    """mapInArrow over rows (label, path, fmt): each task reads whole JSONL / readledger files."""
-
-    def facts():
-        for batch in batches:
-            for label, path, fmt in zip(*(batch.column(i).to_pylist() for i in range(3))):
-                for raw in inputs.read(inputs.InputFile(label, path, fmt), managed_ledger):
+            for label, path, fmt, group, first in zip(*(batch.column(i).to_pylist() for i in range(5))):
+                for raw in inputs.read_unit(inputs.InputFile(label, path, fmt), group, first, managed_ledger):
                     yield entry_facts(*raw, forced_log)
 
     return state_batches(facts())

@@ -87,9 +87,7 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_job.Session(
         "local[2]",
-        # small splits: the Parquet inputs spread over several tasks, so partial aggregates really merge
-        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false",
-         "spark.sql.files.maxPartitionBytes": "64k", "spark.sql.files.openCostInBytes": "16k"},
+        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false"},
     )
     active = session.__enter__()
     yield active

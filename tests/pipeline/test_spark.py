@@ -63,3 +63,29 @@ def test_parquet_is_split_across_tasks(spark, many_inputs):
     # the big log reaches the report's estimate through several tasks' exact sets and registers
     parts = frame.where((frame.kind == "distinct") & (frame.managedLedger == TC_ML1)).select("overflow").collect()
     assert len(parts) > 1 and not all(row["overflow"] for row in parts)
+
+
+@pytest.mark.slow
+def test_job_module_runs_under_spark_submit(tmp_path, mixed):
+    """The documented command: PYSPARK_PYTHON=.venv/bin/python spark-submit .../spark_job.py INPUT --out FILE."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pulsar_txn_cli.pipeline import spark_job
+
+    submit = Path(sys.executable).parent / "spark-submit"
+    if not submit.exists() or not spark_job.java_available():
+        pytest.skip("spark-submit or Java is not installed")
+    _, entries = mixed
+    source = write_jsonl(tmp_path / "d.jsonl", entries)
+    out = tmp_path / "result.json"
+    job = Path(spark_job.__file__)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job), source, "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "analyzed 10 entries" in done.stdout
+    assert json.loads(out.read_text()) == local.run(inputs.expand([source]))
