@@ -77,9 +77,11 @@ class Session:
         if active is not None:
             self.spark = active
             return active
-        quiet = "-Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
+        # Only errors from Spark's logs; and the C1 JIT only: the JVM merely schedules tasks and merges
+        # small partial aggregates here, and C2 compilations cost more CPU than they save.
+        java = "-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
         defaults = {
-            "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": quiet,
+            "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java,
         }
         builder = SparkSession.builder.master(self.master).appName("pulsar-txn analyze")
         for key, value in {**defaults, **self.conf}.items():
@@ -127,15 +129,20 @@ def distinct_counts(state):
     EXACT_CHECK_BELOW; only for those are the tasks' exact sets unioned and counted."""
     from pyspark.sql import functions as F
 
+    from pulsar_txn_cli.pipeline import spark_tasks
+
     parts = state.where(F.col("kind") == "distinct")
-    registers = (
-        parts.select("managedLedger", F.explode("codes").alias("code"))
-        .groupBy("managedLedger", (F.col("code") / 64).cast("int").alias("index")).agg(F.max(F.col("code") % 64).alias("rank"))
+    merged = (
+        parts.select("managedLedger", "codes", "overflow")
+        .repartition(spark_partitions(state), "managedLedger")
+        .mapInArrow(spark_tasks.merge_registers, spark_tasks.MERGED_DDL)
     )
     by_ml: dict = {}
-    for row in registers.collect():
-        by_ml.setdefault(row["managedLedger"], {})[row["index"]] = row["rank"]
-    overflowed = {row["managedLedger"] for row in parts.where(F.col("overflow")).select("managedLedger").distinct().collect()}
+    overflowed = set()
+    for row in merged.toArrow().to_pylist():
+        by_ml[row["managedLedger"]] = {code >> 6: code & 63 for code in row["codes"]}
+        if row["overflow"]:
+            overflowed.add(row["managedLedger"])
     estimates = {ml: distinct.estimate(regs) for ml, regs in by_ml.items()}
     candidates = [ml for ml, est in estimates.items() if ml not in overflowed and est <= distinct.EXACT_CHECK_BELOW]
     exact: dict = {}
@@ -149,16 +156,20 @@ def distinct_counts(state):
             exact[row["managedLedger"]] = row["n"]
     counts = {}
     for ml, est in estimates.items():
-        n = exact.get(ml)
+        n = exact.get(ml, 0 if ml in candidates else None)  # a candidate without hashes has no transactions
         counts[ml] = (n, True) if n is not None and n <= distinct.EXACT_LIMIT else (est, False)
-    merged = distinct.merge(by_ml.values())
-    total_est = distinct.estimate(merged) if merged else 0
+    everything = distinct.merge(by_ml.values())
+    total_est = distinct.estimate(everything) if everything else 0
     total = (total_est, False)
     if not overflowed and total_est <= distinct.EXACT_CHECK_BELOW:
         n = parts.select(F.explode("hashes").alias("h")).distinct().count()
         if n <= distinct.EXACT_LIMIT:
             total = (n, True)
     return counts, total
+
+
+def spark_partitions(frame) -> int:
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
 
 def error_samples(state) -> dict:

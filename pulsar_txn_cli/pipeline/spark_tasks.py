@@ -74,3 +74,33 @@ def decode_units(batches, managed_ledger=None, forced_log=None):
                     yield entry_facts(*raw, forced_log)
 
     return state_batches(facts())
+
+
+MERGED_DDL = "managedLedger string, codes array<int>, overflow boolean"
+
+
+def merge_registers(batches):
+    """mapInArrow over 'distinct' parts partitioned by managed ledger: the register-wise max of
+    every task's registers (numpy), and whether any task overflowed; one row per managed ledger."""
+    import numpy as np
+
+    from pulsar_txn_cli.pipeline import distinct
+
+    merged: dict = {}
+    overflowed: dict = {}
+    for batch in batches:
+        for ml, codes, overflow in zip(*(batch.column(i).to_pylist() for i in range(3))):
+            registers = merged.get(ml)
+            if registers is None:
+                registers = merged[ml] = np.zeros(distinct.REGISTERS, dtype=np.int32)
+            if codes:
+                codes = np.asarray(codes, dtype=np.int32)
+                np.maximum.at(registers, codes >> 6, codes & 63)
+            overflowed[ml] = overflowed.get(ml, False) or bool(overflow)
+    if merged:
+        names = list(merged)
+        codes = [(np.flatnonzero(merged[ml]) * 64 + merged[ml][merged[ml] > 0]).tolist() for ml in names]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(names, pa.string()), pa.array(codes, pa.list_(pa.int32())), pa.array([overflowed[ml] for ml in names])],
+            names=["managedLedger", "codes", "overflow"],
+        )

@@ -16,7 +16,8 @@ def many_inputs(mixed):
     """Every input kind, corrupt entries, three logs, and one log past the exact distinct limit."""
     tmp, entries = mixed
     bad_lines = ["{oops", '{"managedLedger": "%s", "ledgerId": 8, "entryId": 0, "data": "%%%%"}' % TC_ML]
-    files = [write_jsonl(tmp / "mixed.jsonl", entries + bad_lines)]
+    empty = [("pulsar/system/persistent/__transaction_log_7", 1, 0, codec.encode_batch([]))]  # no records at all
+    files = [write_jsonl(tmp / "mixed.jsonl", entries + bad_lines + empty)]
     (tmp / "pq").mkdir()
     per_entry = 500
     big = [
@@ -42,6 +43,8 @@ def test_spark_and_local_reports_are_identical(spark, many_inputs):
     assert abs(big["transactions"] - big["records"]) / big["records"] < 0.03
     assert expected["totals"]["decodeErrors"] == 5 and expected["totals"]["transactionsExact"] is False
     assert {m["log"] for m in expected["managedLedgers"]} == {"tc", "pending-ack"}
+    empty = next(m for m in expected["managedLedgers"] if m["name"].endswith("_7"))
+    assert (empty["batchedEntries"], empty["records"], empty["transactions"], empty["transactionsExact"]) == (1, 0, 0, True)
 
 
 def test_cli_spark_engine_matches_local(cli, spark, mixed):
