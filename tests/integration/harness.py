@@ -493,7 +493,8 @@ class PulsarBroker:
         """Run TxnWorkload to completion; returns its JSON lines.
 
         Keywords: seed, txns, aborts, ops (per txn), parallel, prefix, partitions, hold (held txns are
-        committed at once because stdin is closed), txn_timeout_sec.
+        committed at once because stdin is closed), txn_timeout_sec, drain (N rounds of acking every
+        subscription's backlog in one committed transaction each; with txns=0).
         """
         run = self.start_workload(**kw)
         return run.finish(timeout=timeout)

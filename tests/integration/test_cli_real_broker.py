@@ -192,14 +192,24 @@ def _phase(broker, tool, tmp_path, name: str, seed: int, tc_mark, pa_mark, pa_lo
     run = broker.start_workload(seed=seed, txns=14, aborts=3, ops=3, parallel=8, hold=1, prefix="bl-x")
     lines = run.wait_holding(timeout=300)
     try:
-        tc_dump = dump_ledgers(broker, [lg["ledgerId"] for lg in _tc_ml(broker)["ledgers"]], tmp_path / f"tc-{name}.txt")
-        pa_dump = dump_ledgers(broker, [lg["ledgerId"] for lg in _pa_ml(broker, pa_local, pa_sub)["ledgers"]],
-                               tmp_path / f"pa-{name}.txt")
+        tc_ml, pa_ml = _tc_ml(broker), _pa_ml(broker, pa_local, pa_sub)
+        tc_dump = dump_ledgers(broker, [lg["ledgerId"] for lg in tc_ml["ledgers"]], tmp_path / f"tc-{name}.txt")
+        pa_dump = dump_ledgers(broker, [lg["ledgerId"] for lg in pa_ml["ledgers"]], tmp_path / f"pa-{name}.txt")
         tc_entries = after(tool.decode(tc_dump, "tc"), tc_mark)
         pa_entries = after(tool.decode(pa_dump, "pending-ack"), pa_mark)
     finally:
         lines += run.finish("commit", timeout=300)
-    return lines, tc_entries, pa_entries
+    return lines, Dumped(tc_entries, tc_ml["lastConfirmedEntry"]), Dumped(pa_entries, pa_ml["lastConfirmedEntry"])
+
+
+class Dumped(list):
+    """Decoded entries of a phase, and whether the dump reached the managed ledger's last entry:
+    BookieShell reads up to the bookie's LAC, which lags the newest entry of an open ledger by one
+    until the next write (docs/real-broker-findings.md)."""
+
+    def __init__(self, entries: list[dict], last_confirmed: str):
+        super().__init__(entries)
+        self.complete = bool(entries) and (entries[-1]["ledgerId"], entries[-1]["entryId"]) >= position(last_confirmed)
 
 
 def _ids(lines) -> set[str]:
@@ -208,6 +218,13 @@ def _ids(lines) -> set[str]:
 
 def _record_ids(entries) -> set[str]:
     return {rec["txnId"] for e in entries for rec in e["records"]}
+
+
+def _all_there(ids: set[str], entries: "Dumped") -> None:
+    """Every transaction of the workload has records in the TC log (its NEW record at least), but a
+    dump that missed the newest entry may lack the transactions that only it holds."""
+    missing = ids - _record_ids(entries)
+    assert not missing or (not entries.complete and len(missing) < len(ids)), (missing, len(ids))
 
 
 def _metrics(tool) -> dict:
@@ -260,12 +277,14 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     # batched entries only, with the workload's transactions in them
     assert tc_entries and all(e["batched"] and e["version"] == 1 for e in tc_entries), tc_entries[:3]
     assert max(len(e["records"]) for e in tc_entries) > 1, "no batch with more than one record"
-    assert _ids(lines) <= _record_ids(tc_entries), _ids(lines) - _record_ids(tc_entries)
+    _all_there(_ids(lines), tc_entries)
     assert pa_entries and all(e["batched"] for e in pa_entries), pa_entries[:3]
     assert _record_ids(pa_entries) <= _ids(lines) and _record_ids(pa_entries)
     acked = {txn_key(r["most"], r["least"]) for r in lines if r.get("event") == "txn"
              for op in r["ops"] if op["op"] == "ack" and op["topic"] == topic and op["sub"] == sub}
-    assert acked <= _record_ids(pa_entries)
+    missing = acked - _record_ids(pa_entries)
+    # all acks are there, except those of the newest entry when the dump could not see it
+    assert not missing or (not pa_entries.complete and len(missing) < len(acked)), (missing, acked)
 
     # metrics: the buffered writers report what they batched, the same figures as /metrics/
     metrics = _metrics(tool)
@@ -295,7 +314,7 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     assert (pa["configured"], pa["effective"]) == (False, False), pa
     assert tc_entries and not any(e["batched"] for e in tc_entries), [e for e in tc_entries if e["batched"]][:3]
     assert all(len(e["records"]) == 1 for e in tc_entries)
-    assert _ids(lines) <= _record_ids(tc_entries), _ids(lines) - _record_ids(tc_entries)
+    _all_there(_ids(lines), tc_entries)
     assert pa_entries and not any(e["batched"] for e in pa_entries)
     assert _record_ids(pa_entries) <= _ids(lines) and _record_ids(pa_entries)
 

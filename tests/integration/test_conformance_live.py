@@ -23,6 +23,9 @@ def live(pulsar_broker):
     """The capture's layout on the session broker, with two transactions held open."""
     b = pulsar_broker
     b.run_workload(seed=71, txns=6, aborts=2, ops=3, parallel=2, prefix="fx")
+    # a transactional ack on every subscription: a real broker answers pendingAckInternalStats with
+    # 503 "Pending ack have not init success!" for a subscription that never had one
+    b.run_workload(seed=73, txns=0, aborts=0, drain=1, prefix="fx")
     run = b.start_workload(seed=72, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix="fx")
     lines = run.wait_holding(timeout=300)
     held = [(r["most"], r["least"]) for r in lines if r.get("event") == "txn" and r["outcome"] == "open"]

@@ -31,7 +31,8 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * "subb" (Shared) on every topic; pre-produces plain messages; then runs N
  * transactions, each producing and acknowledging a few messages, and commits or
  * aborts them. With --hold K, K more transactions are left open until a line is
- * read on stdin (or stdin closes), then committed.
+ * read on stdin (or stdin closes), then committed. With --drain N (and --txns 0), N rounds
+ * of one committed transaction per topic and subscription that acks all it can receive.
  *
  * <p>Output: one JSON object per line on stdout. Lines with "event":"txn" describe
  * one transaction: {"event":"txn","most":M,"least":L,"outcome":"committed|aborted|open",
@@ -144,6 +145,44 @@ public final class TxnWorkload {
                 for (int i = 0; i < seedMsgs; i++) {
                     producers.get(ti).send(("seed-" + seed + "-" + i).getBytes(StandardCharsets.UTF_8));
                 }
+            }
+
+            int drainRounds = Integer.parseInt(arg(a, "drain", "0"));
+            if (drainRounds > 0) {
+                // --drain N: N rounds of, for every topic and subscription, one transaction that acks
+                // everything it can receive, committed; then one plain message per topic for the next
+                // round. Every subscription's mark-delete reaches the end, and every pending-ack store
+                // gets an append, which is when a broker trims a pending-ack log.
+                int drained = 0;
+                for (int round = 0; round < drainRounds; round++) {
+                    for (Consumer<byte[]> c : consumers) {
+                        List<MessageId> ids = new ArrayList<>();
+                        List<String> ops = new ArrayList<>();
+                        Message<byte[]> m;
+                        while ((m = c.receive(1, TimeUnit.SECONDS)) != null) {
+                            ids.add(m.getMessageId());
+                            ops.add("{\"op\":\"ack\",\"topic\":\"" + m.getTopicName() + "\",\"sub\":\""
+                                    + c.getSubscription() + "\",\"msgId\":\"" + m.getMessageId() + "\"}");
+                        }
+                        if (ids.isEmpty()) {
+                            continue;
+                        }
+                        Transaction txn = newTxn(client, txnTimeoutSec);
+                        for (MessageId id : ids) {
+                            c.acknowledgeAsync(id, txn).get(60, TimeUnit.SECONDS);
+                        }
+                        txn.commit().get(60, TimeUnit.SECONDS);
+                        emit(txn.getTxnID(), "committed", ops);
+                        drained++;
+                    }
+                    for (Producer<byte[]> p : producers) {
+                        p.send(("drain-" + seed + "-" + round).getBytes(StandardCharsets.UTF_8));
+                    }
+                }
+                System.out.println("{\"event\":\"done\",\"committed\":" + drained
+                        + ",\"aborted\":0,\"heldThenFinished\":0,\"drain\":" + drainRounds + "}");
+                System.out.flush();
+                System.exit(0);
             }
 
             final List<Object[]> held = java.util.Collections.synchronizedList(new ArrayList<>());
