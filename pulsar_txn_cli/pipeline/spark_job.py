@@ -140,7 +140,8 @@ def distinct_counts(state):
     by_ml: dict = {}
     overflowed = set()
     for row in merged.toArrow().to_pylist():
-        by_ml[row["managedLedger"]] = {code >> 6: code & 63 for code in row["codes"]}
+        codes = memoryview(row["codes"]).cast("i")
+        by_ml[row["managedLedger"]] = {code >> 6: code & 63 for code in codes}
         if row["overflow"]:
             overflowed.add(row["managedLedger"])
     estimates = {ml: distinct.estimate(regs) for ml, regs in by_ml.items()}
@@ -151,8 +152,12 @@ def distinct_counts(state):
         cond = F.col("managedLedger").isin(named) if named else F.lit(False)
         if None in candidates:
             cond = cond | F.col("managedLedger").isNull()
-        hashes = parts.where(cond).select("managedLedger", F.explode("hashes").alias("h"))
-        for row in hashes.groupBy("managedLedger").agg(F.countDistinct("h").alias("n")).collect():
+        unions = (
+            parts.where(cond).select("managedLedger", "hashes")
+            .repartition(spark_partitions(state), "managedLedger")
+            .mapInArrow(spark_tasks.count_exact, spark_tasks.EXACT_DDL)
+        )
+        for row in unions.toArrow().to_pylist():
             exact[row["managedLedger"]] = row["n"]
     counts = {}
     for ml, est in estimates.items():
@@ -162,7 +167,9 @@ def distinct_counts(state):
     total_est = distinct.estimate(everything) if everything else 0
     total = (total_est, False)
     if not overflowed and total_est <= distinct.EXACT_CHECK_BELOW:
-        n = parts.select(F.explode("hashes").alias("h")).distinct().count()
+        everyone = parts.select(F.lit("").alias("managedLedger"), "hashes").coalesce(1)
+        rows = everyone.mapInArrow(spark_tasks.count_exact, spark_tasks.EXACT_DDL).toArrow().to_pylist()
+        n = rows[0]["n"] if rows else 0  # nothing decoded at all
         if n <= distinct.EXACT_LIMIT:
             total = (n, True)
     return counts, total

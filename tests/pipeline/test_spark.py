@@ -92,3 +92,12 @@ def test_job_module_runs_under_spark_submit(tmp_path, mixed):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "analyzed 10 entries" in done.stdout
     assert json.loads(out.read_text()) == local.run(inputs.expand([source]))
+
+
+def test_nothing_decodable_on_spark(spark, tmp_path):
+    from pulsar_txn_cli.pipeline import spark_job
+
+    files = inputs.expand([write_jsonl(tmp_path / "bad.jsonl", [(TC_ML, 1, 0, b"\x0e"), "{nope"])])
+    report = spark_job.run(spark, files)
+    assert report == local.run(files)
+    assert (report["totals"]["decodeErrors"], report["totals"]["transactions"]) == (2, 0)
