@@ -1,6 +1,8 @@
 """Smoke tests proving the real-broker harness works, plus the facts §3.3 downgrade experiment.
 
-Only plain Python byte checks here: the project's own decoder is not used.
+Entries are checked with plain Python byte checks here (the project's decoder is not used). The
+experiment switches batching with `pulsar-txn set-txn-*-batch-log` and walks `pulsar-txn downgrade
+check` from WAIT to SAFE (or to the §3.3 stall) on its own brokers.
 """
 from __future__ import annotations
 
