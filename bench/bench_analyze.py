@@ -206,7 +206,7 @@ def main(argv: list[str]) -> None:
         r = rows[key]
         cold = f"  (cold, first analysis in the JVM: {r['cold']:,.0f} records/s)" if "cold" in r else ""
         print(f"{key:14} {r['records']:>12,} records  {r['seconds']:7.1f} s  {r['rate']:>11,.0f} records/s  "
-              f"{r['records'] / r['cpu']:>11,.0f} records/CPU-s  peak RSS {r['rss_mb']:,.0f} MB{cold}", flush=True)
+              f"{r['records'] / r['cpu']:>11,.0f} records/CPU-s  {r['cpu'] / r['seconds']:.2f} cores  peak RSS {r['rss_mb']:,.0f} MB{cold}", flush=True)
     base, loc = rows["baseline"]["rate"], rows["local"]["rate"]
     per_cpu = {k: r["records"] / r["cpu"] for k, r in rows.items()}
     print(f"local / baseline          = {loc / base:.2f} wall clock, {per_cpu['local'] / per_cpu['baseline']:.2f} per CPU-second  (target >= 0.25)")
@@ -214,7 +214,8 @@ def main(argv: list[str]) -> None:
           f"{rows['local']['rss_mb']:,.0f} MB at {rows['local']['records']:,} records")
     if not args.skip_spark:
         s1, s2 = rows["spark1"]["rate"], rows["spark2"]["rate"]
-        print(f"spark local[2] / local[1] = {s2 / s1:.2f}  (target >= 1.6)")
+        print(f"spark local[2] / local[1] = {s2 / s1:.2f}  (target >= 1.6); CPU per record local[2] / local[1] = "
+              f"{per_cpu['spark1'] / per_cpu['spark2']:.2f} (1.0 = no parallel overhead; the cores column shows what the machine granted)")
         print(f"spark per core / local    = {s2 / 2 / loc:.2f} (local[2]), {s1 / loc:.2f} (local[1]) wall clock; "
               f"{per_cpu['spark2'] / per_cpu['local']:.2f}, {per_cpu['spark1'] / per_cpu['local']:.2f} per CPU-second  (target >= 0.5)")
     print(f"load average at the end {os.getloadavg()[0]:.1f} (the machine is shared: figures taken under load)")

@@ -1,11 +1,11 @@
 """The Spark runner: a PySpark job over the same facts and the same report as the local runner.
 
 Each task (one per Parquet row group or text file) reads and decodes its share of the entries
-inside mapInArrow and folds them into
-partial aggregates with the local runner's own Aggregator (spark_tasks.py); DataFrame
-aggregations merge the parts: sums per ledger, the max per HyperLogLog register, exact distinct
-counts where they can be exact, a window for the first decode failures. The driver folds the
-small results with analysis.build_report.
+inside mapInArrow and folds them into partial aggregates with the local runner's own Aggregator
+(spark_tasks.py). DataFrame operations merge the parts: a groupBy sums the per-ledger counters,
+a repartition by managed ledger feeds the register-wise HyperLogLog max and the exact-set unions
+(mapInArrow again, numpy), a window picks the first decode failures. The driver folds the small
+results with analysis.build_report.
 
 Also runs as-is under spark-submit (the package must be importable on the driver and the
 executors: installed, or shipped with --py-files):
