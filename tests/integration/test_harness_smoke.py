@@ -345,7 +345,31 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
         code, verdict = downgrade_check(tool, checkpoint)
         obs["after_final_reload_check"] = verdict_summary(code, verdict)
         obs["after_final_reload_check_tc"] = verdict["coordinators"]
+        release_stall(b, tool, checkpoint, obs)
     return obs
+
+
+def release_stall(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: dict) -> None:
+    """The tool's advice for the stall: restart with acknowledgmentAtBatchIndexLevelEnabled=true; the
+    resurrected transactions are open again then, and the tool's advice for them is to abort them."""
+    b.restart({"acknowledgmentAtBatchIndexLevelEnabled": "true"})
+    s = ml_stats(b.tc_internal_stats(0))
+    obs["after_restart_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
+    obs["after_restart_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
+        "ongoingTxnSize"]
+    obs["aborts"] = [tool.run("abort-transaction", f"({m},{l})", "--yes").exit_code for m, l in obs["held_txns"]]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        s = ml_stats(b.tc_internal_stats(0))
+        ledgers = [lg["ledgerId"] for lg in s["ledgers"]]
+        if not set(obs["phase1_ledgers"]) & set(ledgers):
+            break
+        time.sleep(2)
+    obs["after_aborts_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
+    obs["after_aborts_ledgers"] = ledgers
+    code, verdict = downgrade_check(tool, checkpoint)
+    obs["after_aborts_check"] = verdict_summary(code, verdict)
+    obs["after_aborts_check_tc"] = verdict["coordinators"]
 
 
 def _record(name: str, obs: dict) -> None:
@@ -400,5 +424,13 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             (tc_item,) = obs["after_final_reload_check_tc"]
             assert obs["after_final_reload_check"]["verdict"] == "WAIT" and tc_item["cause"] == "open-transaction"
             assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc_item["advice"], tc_item
+            # Following the advice releases the pinned log: after a restart with batch-index
+            # acknowledgements the held transactions are still OPEN (replayed); once they are
+            # aborted, the cursor moves and every batched ledger is trimmed.
+            assert obs["after_restart_markDelete"] == obs["final_markDelete"] and obs["after_restart_ongoing"] == len(held)
+            assert obs["aborts"] == [0] * len(held)
+            assert not set(obs["phase1_ledgers"]) & set(obs["after_aborts_ledgers"]), obs["after_aborts_ledgers"]
+            (tc_item,) = obs["after_aborts_check_tc"]
+            assert tc_item["clear"], tc_item
     finally:
         harness.release_broker(b)
