@@ -59,6 +59,13 @@ def spark_available() -> bool:
     return java_available()
 
 
+def quiet_pandas_check() -> None:
+    """PySpark warns about pandas 3 when it starts and at every mapInArrow; this job never uses pandas."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+
 class Session:
     """A SparkSession for the duration of one analysis; an already active session (tests,
     spark-submit, notebooks) is reused and left running."""
@@ -67,10 +74,8 @@ class Session:
         self.master, self.conf, self.spark, self.owned = master, conf or {}, None, False
 
     def __enter__(self):
-        import warnings
-
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        quiet_pandas_check()
         from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()
@@ -101,6 +106,7 @@ def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
     whole text file), decoded and folded by spark_tasks.decode_units."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
+    quiet_pandas_check()
     units = [(f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)]
     listing = spark.sparkContext.parallelize(units, len(units)).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
