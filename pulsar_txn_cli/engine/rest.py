@@ -77,7 +77,8 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
 
     answer = hooks.rest_handle(engine, method, path, query, body)
     if answer is not None:
-        return answer
+        status, value = answer
+        return status, _without_nulls(value)
     return 404, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "url": path, "status": "404"}
 
 

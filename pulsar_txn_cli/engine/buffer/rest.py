@@ -80,6 +80,7 @@ def _partitions(engine, topic: str) -> int:
 def topic_internal_stats(engine, topic: str, metadata: bool = False):
     """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
     from pulsar_txn_cli.engine.buffer.ledgers import managed_ledger_name
+    from pulsar_txn_cli.engine.buffer.stats import NO_COMPACTED_LEDGER
     from pulsar_txn_cli.engine.ledger import ManagedLedger
 
     ml = ManagedLedger(engine.store, engine.clock, managed_ledger_name(topic))
@@ -87,7 +88,7 @@ def topic_internal_stats(engine, topic: str, metadata: bool = False):
         return 404, {"reason": "Topic not found"}
     stats = ml.internal_stats(metadata)
     stats["schemaLedgers"] = []
-    stats["compactedLedger"] = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False, "underReplicated": False}
+    stats["compactedLedger"] = dict(NO_COMPACTED_LEDGER)
     return 200, stats
 
 

@@ -27,6 +27,9 @@ def transaction_buffer_stats(buffer, low_water_marks: bool = False, segment_stat
     return stats
 
 
+NO_COMPACTED_LEDGER = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False, "underReplicated": False}
+
+
 def transaction_buffer_internal_stats(buffer, metadata: bool = False) -> dict:
     """TransactionBufferInternalStats: the snapshot system topics this buffer uses."""
     topics = buffer.snapshot_topics
@@ -45,6 +48,9 @@ def _system_topic(log, metadata: bool) -> dict:
     A 4.x broker names the system topic here by its local name (e.g. __transaction_buffer_snapshot).
     """
     internal = log.internal_stats(metadata) if hasattr(log, "internal_stats") else _memory_internal_stats(log)
+    # A system topic's stats are a topic's PersistentTopicInternalStats: schema and compaction too.
+    internal.setdefault("schemaLedgers", [])
+    internal.setdefault("compactedLedger", dict(NO_COMPACTED_LEDGER))
     return {"managedLedgerName": log.name.rsplit("/", 1)[-1], "managedLedgerInternalStats": internal}
 
 
