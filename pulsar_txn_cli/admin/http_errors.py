@@ -48,6 +48,9 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what} was rejected (412){said}; check the configuration name and value (only dynamic settings can be updated)"
     elif status == 503 and "transactioncoordinatorenabled" in lowered:
         msg = f"{what}: transactions are not enabled (503){said}; set transactionCoordinatorEnabled=true in broker.conf and restart the brokers"
+    elif status == 503 and "pending ack" in lowered and "init" in lowered:
+        msg = (f"{what}: the subscription has no pending-ack store yet (503){said}; a broker opens it at the "
+               "subscription's first transactional acknowledgement after the topic loads")
     elif status in (502, 503, 504):
         msg = f"{what} failed: the broker is unavailable ({status}){said}; check that the brokers are up and the topic is loaded"
     elif status == 429:

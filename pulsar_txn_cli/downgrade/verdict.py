@@ -374,10 +374,11 @@ BATCH_INDEX_ADVICE = (
     "acknowledgmentAtBatchIndexLevelEnabled=false, deletes of records inside batched TC-log entries are "
     "no-ops once batching is off, so the cursor stays in the batched ledger while its individually deleted "
     "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
-    "broker.conf and restart the brokers (it is not dynamic), so the coordinator reopens its log with "
-    "batch-index deletion and replays the pinned records (that this releases an already pinned cursor is "
-    "not verified on a real broker: watch the mark-delete position move). Next time, set it before "
-    "disabling batching, or end every open transaction before the switch")
+    "broker.conf and restart the brokers (it is not dynamic): the coordinator reopens its log with "
+    "batch-index deletion and replays the pinned records, and the transactions they belonged to come back "
+    "as OPEN; abort those (`pulsar-txn slow-transactions -t 1s`, then `pulsar-txn abort-transaction -m M "
+    "-l L`) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
+    "set it before disabling batching, or end every open transaction before the switch")
 
 
 def cause_text(cause: str, log: LogObservation, recorded: int) -> str:

@@ -196,3 +196,13 @@ def test_a_broker_500_keeps_the_message_not_the_stack_trace():
     message = str(info.value)
     assert "failed inside the broker (500)" in message and "Transaction coordinator not found! coordinator id : 0" in message
     assert "Stacktrace" not in message and "CompletableFuture" not in message
+
+
+def test_pending_ack_not_initialised_is_explained():
+    """The real broker's 503 for a subscription whose pending-ack store is not open yet."""
+    from pulsar_txn_cli.admin.http_errors import http_failure
+
+    error = http_failure(503, "GET", "/admin/v3/transactions/pendingAckInternalStats/public/default/t/s",
+                         "cluster http://broker:8080",
+                         '{"reason":"org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: Pending ack have not init success!"}')
+    assert "no pending-ack store yet" in str(error) and error.status == 503
