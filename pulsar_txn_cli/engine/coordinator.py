@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 
-from pulsar_txn_cli.codec import MAGIC
+from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
 from pulsar_txn_cli.engine.writer import BufferedWriter
@@ -26,8 +26,6 @@ STATUS = {OPEN: "OPEN", COMMITTING: "COMMITTING", COMMITTED: "COMMITTED", ABORTI
 FINAL = (COMMITTED, ABORTED)
 
 _Record = tc_pb2.TransactionMetadataEntry
-_Batch = tc_pb2.BatchedTransactionMetadataEntry
-_MAGIC = MAGIC.to_bytes(2, "big")
 
 
 class CoordinatorNotFound(EngineError):
@@ -74,13 +72,7 @@ class TxnMeta:
 
 def decode_tc_entry(data: bytes) -> list:
     """MLTransactionLogImpl.deserializeEntry: a batch (0x0E01 prefix) or one record."""
-    if data[:2] == _MAGIC:
-        batch = _Batch()
-        batch.ParseFromString(data[4:])
-        return list(batch.transaction_logs)
-    record = _Record()
-    record.ParseFromString(data)
-    return [record]
+    return codec.decode_entry(data, codec.TC_LOG).records
 
 
 class Coordinator:

@@ -16,7 +16,7 @@ import bisect
 
 import orjson
 
-from pulsar_txn_cli.codec import MAGIC
+from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
 from pulsar_txn_cli.engine.writer import BufferedWriter
@@ -27,8 +27,6 @@ ACK, COMMIT, ABORT = 1, 2, 3
 INDIVIDUAL, CUMULATIVE = 0, 1
 
 _Record = pa_pb2.PendingAckMetadataEntry
-_Batch = pa_pb2.BatchedPendingAckMetadataEntry
-_MAGIC = MAGIC.to_bytes(2, "big")
 
 
 def split_topic(topic: str) -> tuple[str, str, str]:
@@ -62,13 +60,8 @@ def pending_ack_ml_name(topic: str, sub: str) -> str:
 
 
 def decode_pa_entry(data: bytes) -> list:
-    if data[:2] == _MAGIC:
-        batch = _Batch()
-        batch.ParseFromString(data[4:])
-        return list(batch.pending_ack_logs)
-    record = _Record()
-    record.ParseFromString(data)
-    return [record]
+    """MLPendingAckStore.deserializeEntry: a batch (0x0E01 prefix) or one record."""
+    return codec.decode_entry(data, codec.PENDING_ACK_LOG).records
 
 
 class LogIndexLagBackoff:
