@@ -33,5 +33,6 @@ def root(
 
 common.root_callback(app, root)
 
-for group in (decode, batchlog, transactions, metrics, downgrade, analyze, buffer, engine, demo):
+# In the order an operator meets them (the help lists commands in registration order).
+for group in (demo, batchlog, transactions, buffer, metrics, downgrade, decode, analyze, engine):
     group.register(app)
