@@ -5,9 +5,7 @@ reported held, with those transactions as holders; after they are aborted, none 
 """
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,14 +14,10 @@ pytestmark = pytest.mark.integration
 PREFIX = "stuckrd"
 
 
-@pytest.fixture(scope="module")
-def broker():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    import harness
-
-    started = harness.start_broker_or_fail({"managedLedgerMaxEntriesPerLedger": 50}, name="stuck-readers")
-    yield started
-    harness.release_broker(started)
+@pytest.fixture
+def broker(pulsar_broker):
+    """The session's broker: its topics are told apart by PREFIX."""
+    return pulsar_broker
 
 
 def _produced(lines) -> dict[str, set[str]]:
