@@ -11,7 +11,6 @@ import fcntl
 import os
 import sqlite3
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from pulsar_txn_cli.errors import EngineBusy, EngineError
@@ -76,25 +75,15 @@ class Store:
         self._on_rollback: list = []
         self.fail_commits = False  # fault injection for tests: a disk that refuses writes
         self._force = False
+        self._scope = _Scope(self)
 
     # ---------------------------------------------------------------- transactions
 
-    @contextmanager
-    def tx(self):
+    def tx(self) -> "_Scope":
         """Nested scopes commit once at the outermost level, then run after-commit callbacks."""
         # No explicit BEGIN: sqlite3 opens a transaction at the first write, so a scope that
         # wrote nothing costs no commit.
-        self._depth += 1
-        try:
-            yield self
-        except BaseException:
-            self._depth -= 1
-            if self._depth == 0:
-                self._rollback()
-            raise
-        self._depth -= 1
-        if self._depth == 0:
-            self._commit()
+        return self._scope
 
     def _commit(self) -> None:
         try:
@@ -207,3 +196,26 @@ def _read_pid(fd: int) -> str:
         return os.pread(fd, 32, 0).decode().strip()
     except OSError:
         return ""
+
+
+class _Scope:
+    """Store.tx()'s context manager: a plain class, as it runs for every add on the hot path."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __enter__(self) -> Store:
+        self.store._depth += 1
+        return self.store
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        store = self.store
+        store._depth -= 1
+        if store._depth == 0:
+            if exc_type is None:
+                store._commit()
+            else:
+                store._rollback()
+        return False
