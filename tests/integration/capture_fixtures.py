@@ -40,37 +40,6 @@ def log(msg: str) -> None:
     print(f"capture: {msg}", flush=True)
 
 
-def _varint(buf: bytes, i: int):
-    shift = value = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-def records_in(entry: bytes) -> int:
-    if not entry.startswith(MAGIC2):
-        return 1
-    buf, i, n = entry[4:], 0, 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        wire = key & 7
-        if wire == 0:
-            _, i = _varint(buf, i)
-        elif wire == 2:
-            ln, i = _varint(buf, i)
-            i += ln
-            n += (key >> 3) == 1
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-    return n
-
-
 def ml(stats: dict) -> dict:
     inner = stats.get("transactionLogStats") or stats.get("pendingAckLogStats")
     return inner
@@ -140,7 +109,7 @@ def run_phase(b, name: str, batched: bool, seed: int) -> dict:
         ptext, pentries = dump_ledger(b, plid)
         if not pentries:
             continue
-        score = (max(records_in(p) for _, _, p in pentries) > 1, len(pentries))
+        score = (max(harness.batch_size(p) for _, _, p in pentries) > 1, len(pentries))
         if best is None or score > best[0]:
             best = (score, (topic, sub), plid, ptext, pentries)
     dumps["pa"] = best
@@ -169,8 +138,8 @@ def capture_ledgers(b, out: Path, phases: list[dict], manifest: dict) -> None:
             "ledgerId": lid,
             "entries": len(entries),
             "batchedEntries": sum(1 for _, _, p in entries if p.startswith(MAGIC2)),
-            "records": sum(records_in(p) for _, _, p in entries),
-            "maxRecordsPerEntry": max(records_in(p) for _, _, p in entries),
+            "records": sum(harness.batch_size(p) for _, _, p in entries),
+            "maxRecordsPerEntry": max(harness.batch_size(p) for _, _, p in entries),
             "txns": txns,
             "note": ("txns = every transaction of this phase, in completion order (the first and last "
                      "are 'ping' transactions without ops, opened and aborted by the harness); the "
@@ -192,8 +161,8 @@ def capture_ledgers(b, out: Path, phases: list[dict], manifest: dict) -> None:
             "ledgerId": plid,
             "entries": len(pentries),
             "batchedEntries": sum(1 for _, _, p in pentries if p.startswith(MAGIC2)),
-            "records": sum(records_in(p) for _, _, p in pentries),
-            "maxRecordsPerEntry": max(records_in(p) for _, _, p in pentries),
+            "records": sum(harness.batch_size(p) for _, _, p in pentries),
+            "maxRecordsPerEntry": max(harness.batch_size(p) for _, _, p in pentries),
             "txns": acked,
             "note": ("txns = transactions of this phase that acked on this topic+subscription (each gives "
                      "an ACK record and then a COMMIT or ABORT record); the ledger was open when dumped, "

@@ -639,3 +639,41 @@ def parse_readledger(text: str) -> list[tuple[int, int, bytes]]:
     if cur:
         out.append((cur[0], cur[1], bytes(cur[3])))
     return out
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def batch_size(entry: bytes) -> int:
+    """Records in an entry: 1 for an unbatched entry, else the count of repeated field 1.
+
+    Counted from the wire format by hand, not by the project's codec, so the real-broker tests
+    check the bytes without trusting the decoder they also test."""
+    if not entry.startswith(b"\x0e\x01"):
+        return 1
+    buf, i, n = entry[4:], 0, 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 2:
+            ln, i = _varint(buf, i)
+            i += ln
+            if field == 1:
+                n += 1
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError(f"bad wire type {wire}")
+    return n

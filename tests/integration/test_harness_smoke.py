@@ -26,41 +26,6 @@ TC_LOG = "pulsar/system/persistent/__transaction_log_0"
 # ----------------------------------------------------------------------------- helpers
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-def batch_size(entry: bytes) -> int:
-    """Records in an entry: 1 for an unbatched entry, else the count of repeated field 1."""
-    if not entry.startswith(MAGIC[:2]):
-        return 1
-    buf, i, n = entry[4:], 0, 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = _varint(buf, i)
-        elif wire == 2:
-            ln, i = _varint(buf, i)
-            i += ln
-            if field == 1:
-                n += 1
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"bad wire type {wire}")
-    return n
-
-
 def ml_stats(stats: dict) -> dict:
     inner = stats.get("transactionLogStats") or stats.get("pendingAckLogStats")
     return inner["managedLedgerInternalStats"]
@@ -142,7 +107,7 @@ def test_batched_prefix_present_then_absent_after_disable_and_reload(pulsar_brok
     batched_phase = [e for e in read_entries(b, ledger_ids(tc_stats), after=pos(tc_before))]
     assert batched_phase, "no TC log entries written"
     assert all(p.startswith(MAGIC) for _, _, p in batched_phase), "TC log not batched after reload"
-    assert max(batch_size(p) for _, _, p in batched_phase) > 1, "no batch with more than one record"
+    assert max(harness.batch_size(p) for _, _, p in batched_phase) > 1, "no batch with more than one record"
 
     pa = b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a")
     pa_entries = read_entries(b, ledger_ids(pa))
@@ -298,7 +263,7 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     obs["phase1_ledgers"] = batched_ledgers
     obs["phase1_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     entries = read_entries(b, batched_ledgers)
-    obs["phase1_batch_sizes"] = {f"{l}:{e}": batch_size(p) for l, e, p in entries}
+    obs["phase1_batch_sizes"] = {f"{l}:{e}": harness.batch_size(p) for l, e, p in entries}
     obs["held_txns"] = [[r["most"], r["least"]] for r in held_lines if r.get("outcome") == "open"]
 
     switch_batching(b, tool, False)
