@@ -21,3 +21,13 @@ def test_decode_hex_json(cli):
     assert decoded["batched"] is True
     assert [r["txnId"] for r in decoded["records"]] == ["(2,0)", "(2,1)", "(2,2)"]
     assert [r["batchIndex"] for r in decoded["records"]] == [0, 1, 2]
+
+
+def test_the_first_command_on_an_engine_directory_says_it_creates_the_engine(cli, tmp_path):
+    engine = str(tmp_path / "engine")
+    first = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+    assert first.exit_code == 0, first.stderr
+    assert "new: created with the defaults" in first.stderr
+    again = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+    assert again.exit_code == 0 and "new:" not in again.stderr
+    assert again.json() == first.json()

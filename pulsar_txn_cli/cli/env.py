@@ -75,7 +75,7 @@ class Env:
             from pulsar_txn_cli.admin import connect
 
             self._admin = connect(self.target, log=self.debug_log if self.debug else None)
-            self.info(f"target: {self._admin.target.describe()}")
+            self.info(f"target: {self._admin.target.describe()}{_new_engine_note(self._admin.target)}")
         return self._admin
 
     def debug_log(self, message: str) -> None:
@@ -88,6 +88,17 @@ class Env:
             if close:
                 close()
             self._admin = None
+
+
+def _new_engine_note(target) -> str:
+    """Say so when the first command on an engine directory is about to create the engine."""
+    if getattr(target, "kind", None) != "engine":
+        return ""
+    from pathlib import Path
+
+    from pulsar_txn_cli.engine.engine import exists
+
+    return "" if exists(Path(target.engine_dir)) else " (new: created with the defaults, see `engine init`)"
 
 
 def _isatty(stream) -> bool:
