@@ -4,10 +4,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import os
+
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from pulsar_txn_cli.cli.main import run
+
+
+# CI runs the same examples every time (a red run must be reproducible); locally hypothesis
+# keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @dataclass

@@ -227,7 +227,8 @@ def _apply(name, s, draw):
     elif name == "log-not-clear":
         record = s["cp"].record_for(logs[li].key) if s["cp"] else None
         low = record.last_batched_ledger_id if record else 0
-        logs[li] = replace(logs[li], ledgers=(low - draw(st.integers(0, low)),) + logs[li].ledgers)
+        # (ledgers may be None when an earlier perturbation failed the read of this log)
+        logs[li] = replace(logs[li], ledgers=(low - draw(st.integers(0, low)),) + (logs[li].ledgers or ()))
     elif name == "recorded-missing":
         del logs[li]
     elif name == "checkpoint-foreign" and s["cp"] is not None:
