@@ -6,12 +6,11 @@ path is covered in test_stuck_readers_engine.py.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pulsar_txn_cli.stuck_readers import entries_between
+from tests.admin.scripted import ScriptedServer
 
 OPEN_AT = 1_767_225_600_000
 HOLDER = {
@@ -42,27 +41,12 @@ ROUTES = {
 
 @pytest.fixture
 def broker():
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            path = self.path.split("?")[0]
-            body = ROUTES.get(path)
-            status = 200 if body is not None else 404
-            data = json.dumps(body if body is not None else {"reason": "Topic not found"}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(request):
+        body = ROUTES.get(request.path.split("?")[0])
+        return (200, {}, body) if body is not None else (404, {}, {"reason": "Topic not found"})
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with ScriptedServer(answer) as server:
+        yield server.url
 
 
 def test_entries_between_counts_across_ledgers_and_the_open_one():

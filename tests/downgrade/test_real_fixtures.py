@@ -4,12 +4,12 @@ that were not captured are 404s, as for a subscription the broker does not know.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+
+from tests.admin.scripted import ScriptedServer
 
 REST = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
 pytestmark = pytest.mark.skipif(not (REST / "coordinatorInternalStats_0_metadata_false.json").exists(),
@@ -39,35 +39,19 @@ def _answers():
 def replay():
     answers = _answers()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            parts = urlsplit(self.path)
-            query = dict(parse_qsl(parts.query))
-            candidates = answers.get(parts.path, [])
-            # The capture whose query parameters the request also has (most of them first).
-            matching = sorted((c for c in candidates if all(query.get(k) == v for k, v in c[0].items())),
-                              key=lambda c: -len(c[0]))
-            if matching:
-                body = matching[0][1]
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-                self.send_response(200)
-            else:
-                data = json.dumps({"reason": "not captured"}).encode()
-                self.send_response(404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(request):
+        parts = urlsplit(request.path)
+        query = dict(parse_qsl(parts.query))
+        # The capture whose query parameters the request also has (most of them first).
+        matching = sorted((c for c in answers.get(parts.path, []) if all(query.get(k) == v for k, v in c[0].items())),
+                          key=lambda c: -len(c[0]))
+        if not matching:
+            return 404, {}, {"reason": "not captured"}
+        body = matching[0][1]
+        return 200, {"Content-Type": "application/json"}, body if isinstance(body, str) else json.dumps(body)
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with ScriptedServer(answer) as server:
+        yield server.url
 
 
 def _captured(name):
