@@ -56,9 +56,10 @@ def analyze(
     else:
         if spark_conf or spark_master != "local[*]":
             env.warn("--spark-master and --spark-conf are ignored by --engine local")
-        from pulsar_txn_cli.pipeline import local
+        from pulsar_txn_cli.pipeline import facts, local
 
-        env.info(f"engine: local, {len(files)} input file(s)")
+        decoding = "native scanner" if facts.NATIVE is not None else "pure-Python decoding: the native scanner is not built, see the README"
+        env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
         with env.progress(None, "analyze") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
     if html is not None:

@@ -1,11 +1,13 @@
 """Ledger analytics (`pulsar-txn analyze`): one analysis, two runners.
 
 - facts.py:     one entry -> one tuple of facts (the shared decode step);
-- analysis.py:  facts -> per-ledger counters -> the report's JSON (build_report);
+- _scan.c:      facts.py's fast path, a strict native scanner (optional C extension, setup.py);
+- analysis.py:  facts -> per-ledger counters (and merges of them) -> the report's JSON (build_report);
 - distinct.py:  distinct transactions, exact up to a limit then HyperLogLog, same in both runners;
 - inputs.py:    JSONL dumps, Parquet, readledger text; directories and globs; Parquet output;
 - local.py:     the streaming single-process runner;
-- spark_job.py: the PySpark runner (mapInArrow + DataFrame aggregations), also a spark-submit script;
+- spark_job.py: the PySpark runner (mapInArrow decoding, a merge per managed ledger), also a
+                spark-submit script; spark_tasks.py: what its executors run;
 - html_report.py: the self-contained HTML report.
 
 Library entry points (no printing, no exits): `analyze(...)` and `batched_ledgers(...)`.

@@ -5,7 +5,7 @@ Both runners produce the same intermediate state and hand it to `build_report`:
 - distinct transactions per managed ledger and overall (distinct.py's rule);
 - the first SAMPLE_LIMIT decode failures per managed ledger in error_sort_key order.
 The local runner folds every entry into one Aggregator; on Spark each task folds its share into
-its own Aggregator and DataFrame aggregations merge the parts (spark_job.py).
+its own Aggregator, and one Aggregator per managed ledger merges the tasks' parts (spark_job.py).
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Aggregator:
                 row.last = entry_id
         if not decoded:
             c[ERRORS] += 1
-            self._sample(ml, (ledger_id, entry_id, position, error))
+            self.sample(ml, (ledger_id, entry_id, position, error))
             return
         c[BATCHED if batched else UNBATCHED] += 1
         c[RECORDS] += records
@@ -72,14 +72,30 @@ class Aggregator:
         c[SIZE0 + bucket(size, SIZE_BOUNDS)] += 1
         for index, count in ops:
             c[OP0 + index] += count
-        counter = self.distinct.get(ml)
-        if counter is None:
-            counter = self.distinct[ml] = distinct.DistinctCounter()
-        counter.add(hashes)
+        self.counter(ml).add(hashes)
         if self.total_distinct is not None:
             self.total_distinct.add(hashes)
 
-    def _sample(self, ml, sample) -> None:
+    def counter(self, ml) -> distinct.DistinctCounter:
+        counter = self.distinct.get(ml)
+        if counter is None:
+            counter = self.distinct[ml] = distinct.DistinctCounter()
+        return counter
+
+    def merge_ledger(self, ml, ledger_id, counters, first, last) -> None:
+        """Fold in another aggregator's row of one ledger (Spark's merge of the tasks' parts)."""
+        row = self.rows.get((ml, ledger_id))
+        if row is None:
+            self.rows[(ml, ledger_id)] = LedgerRow(list(counters), first, last)
+            return
+        row.counters = [a + b for a, b in zip(row.counters, counters)]
+        if first is not None and (row.first is None or first < row.first):
+            row.first = first
+        if last is not None and (row.last is None or last > row.last):
+            row.last = last
+
+    def sample(self, ml, sample) -> None:
+        """Keep `sample` (ledger id, entry id, position, message) if it may be one of the first."""
         kept = self.samples.setdefault(ml, [])
         kept.append(sample)
         if len(kept) > 4 * SAMPLE_LIMIT:

@@ -70,28 +70,18 @@ def registers_np(hashes, np):
     return index, (_LOW_BITS + 1 - bits).astype(np.uint8)
 
 
-def estimate(registers) -> int:
+def estimate(registers: bytearray) -> int:
     """HyperLogLog estimate (with linear counting in the small range), rounded."""
     m = REGISTERS
     alpha = 0.7213 / (1 + 1.079 / m)
-    values = [0] * m
-    for index, rank in registers.items() if isinstance(registers, dict) else enumerate(registers):
-        values[index] = rank
-    raw = alpha * m * m / math.fsum(2.0 ** -v for v in values)
-    zeros = values.count(0)
+    raw = alpha * m * m / math.fsum(_POWERS[v] for v in registers)
+    zeros = registers.count(0)
     if raw <= 2.5 * m and zeros:
         return round(m * math.log(m / zeros))
     return round(raw)
 
 
-def merge(many) -> dict[int, int]:
-    """Register-wise max of several sparse register maps."""
-    out: dict[int, int] = {}
-    for registers in many:
-        for index, rank in registers.items():
-            if rank > out.get(index, 0):
-                out[index] = rank
-    return out
+_POWERS = [2.0 ** -v for v in range(65)]
 
 
 class DistinctCounter:
@@ -108,16 +98,32 @@ class DistinctCounter:
         exact = self.exact
         if exact is not None:
             exact.update(hashes)
-            if len(exact) <= EXACT_LIMIT:
-                return
-            self.registers = bytearray(REGISTERS)
-            self.exact = None
-            update_registers(self.registers, list(exact))
+            if len(exact) > EXACT_LIMIT:
+                self._to_registers()
             return
         pending = self.pending
         pending.extend(hashes)
         if len(pending) >= _FLUSH:
             self._flush()
+
+    def merge(self, codes: bytes, hashes: bytes | None) -> None:
+        """Fold in another counter as Spark ships it (see codes): its exact hashes (packed int64)
+        while it had them, so that the union stays exact as long as it can, else its registers."""
+        import numpy as np
+
+        if hashes is not None:
+            self.add(np.frombuffer(hashes, dtype=np.int64).tolist())
+            return
+        if self.exact is not None:
+            self._to_registers()
+        self._flush()
+        codes = np.frombuffer(codes, dtype=np.int32)
+        np.maximum.at(np.frombuffer(self.registers, dtype=np.uint8), codes >> 6, (codes & 63).astype(np.uint8))
+
+    def _to_registers(self) -> None:
+        self.registers = bytearray(REGISTERS)
+        update_registers(self.registers, list(self.exact))
+        self.exact = None
 
     def _flush(self) -> None:
         if self.pending:
@@ -131,11 +137,16 @@ class DistinctCounter:
         self._flush()
         return estimate(self.registers), False
 
-    def sparse_registers(self) -> dict[int, int]:
+    def codes(self) -> bytes:
+        """The non-zero registers packed as int32 index * 64 + rank (how Spark's tasks ship them)."""
+        import numpy as np
+
         if self.exact is not None:
             registers = bytearray(REGISTERS)
             update_registers(registers, list(self.exact))
         else:
             self._flush()
             registers = self.registers
-        return {i: r for i, r in enumerate(registers) if r}
+        ranks = np.frombuffer(registers, dtype=np.uint8)
+        index = np.flatnonzero(ranks)
+        return (index.astype(np.int32) * 64 + ranks[index]).tobytes()

@@ -1,11 +1,12 @@
 """The Spark runner: a PySpark job over the same facts and the same report as the local runner.
 
-Each task (one per Parquet row group or text file) reads and decodes its share of the entries
-inside mapInArrow and folds them into partial aggregates with the local runner's own Aggregator
-(spark_tasks.py). DataFrame operations merge the parts: a groupBy sums the per-ledger counters,
-a repartition by managed ledger feeds the register-wise HyperLogLog max and the exact-set unions
-(mapInArrow again, numpy), a window picks the first decode failures. The driver folds the small
-results with analysis.build_report.
+Each task (a few per core, each dealt a share of the Parquet row groups and text files) reads
+and decodes its entries inside mapInArrow and folds them into partial aggregates with the local
+runner's own Aggregator (spark_tasks.py). A repartition by managed ledger then brings each
+managed ledger's parts into one task, which merges them with the same Aggregator (mapInArrow
+again). The driver collects one small result per managed ledger and folds them with
+analysis.build_report; only the exact count of all transactions, when it may be small, takes
+one more job.
 
 Also runs as-is under spark-submit (the package must be importable on the driver and the
 executors: installed, or shipped with --py-files):
@@ -23,6 +24,7 @@ import sys
 
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.pipeline import analysis, distinct, inputs
+from pulsar_txn_cli.pipeline.facts import error_sort_key
 
 INSTALL_HINT = "pip install 'pulsar-txn[spark]'"
 
@@ -101,102 +103,72 @@ class Session:
             self.spark.stop()
 
 
+# Tasks per core of spark.default.parallelism. Each Python task costs tens of milliseconds to start
+# and hands over its own partial aggregates to merge; a few tasks per core still balance the load.
+TASKS_PER_CORE = 2
+
+
 def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
-    """The partial aggregates of every task: one task per work unit (a Parquet row group or a
-    whole text file), decoded and folded by spark_tasks.decode_units."""
+    """The partial aggregates of every task. The work units (Parquet row groups, whole text
+    files) are dealt out to TASKS_PER_CORE tasks per core, decoded and folded by
+    spark_tasks.decode_units."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
     quiet_pandas_check()
     units = [(f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)]
-    listing = spark.sparkContext.parallelize(units, len(units)).toDF(
+    tasks = min(len(units), max(1, spark.sparkContext.defaultParallelism) * TASKS_PER_CORE)
+    listing = spark.sparkContext.parallelize(units, tasks).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
     )
     task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log)
     return listing.mapInArrow(task, spark_tasks.STATE_DDL)
 
 
-def ledger_rows(state) -> dict:
-    """analysis.LedgerRow per (managed ledger, ledger id): the tasks' counters summed."""
-    from pyspark.sql import functions as F
+def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter]:
+    """The tasks' parts merged per managed ledger (spark_tasks.merge_parts), collected: ledger
+    rows, distinct counts and failure samples by managed ledger, and every managed ledger's
+    registers merged into one counter for the total."""
+    from pulsar_txn_cli.pipeline import spark_tasks
 
-    merged = state.where(F.col("kind") == "ledger").groupBy("managedLedger", "ledgerId").agg(
-        *[F.sum(name).alias(name) for name in analysis.COUNTERS], F.min("first").alias("first"), F.max("last").alias("last")
-    )
-    out = {}
-    for row in merged.collect():
-        counters = [int(row[name]) for name in analysis.COUNTERS]
-        out[(row["managedLedger"], row["ledgerId"])] = analysis.LedgerRow(counters, row["first"], row["last"])
-    return out
+    merged = state.repartition(spark_partitions(state), "managedLedger").mapInArrow(spark_tasks.merge_parts, spark_tasks.STATE_DDL)
+    rows, counts, samples = {}, {}, {}
+    registers = distinct.DistinctCounter()
+    for row in merged.toArrow().to_pylist():
+        ml = row["managedLedger"]
+        if row["kind"] == "ledger":
+            counters = [row[name] for name in analysis.COUNTERS]
+            rows[(ml, row["ledgerId"])] = analysis.LedgerRow(counters, row["first"], row["last"])
+        elif row["kind"] == "distinct":
+            counts[ml] = (row["transactions"], not row["overflow"])
+            registers.merge(row["codes"], None)
+        else:
+            samples.setdefault(ml, []).append((row["ledgerId"], row["entryId"], row["position"], row["error"]))
+    for kept in samples.values():
+        kept.sort(key=lambda s: error_sort_key(*s))
+    return rows, counts, samples, registers
 
 
-def distinct_counts(state):
-    """distinct.py's rule from the tasks' parts. Registers: the max per register over all tasks.
-    A managed ledger can be exact only when no task overflowed and its estimate is below
-    EXACT_CHECK_BELOW; only for those are the tasks' exact sets unioned and counted."""
+def total_distinct(state, counts: dict, registers: distinct.DistinctCounter) -> tuple[int, bool]:
+    """distinct.py's rule over all managed ledgers. The registers give the estimate; the exact
+    union is counted (one more job) only where it can be within the limit: no managed ledger
+    passed it and the estimate is below EXACT_CHECK_BELOW."""
     from pyspark.sql import functions as F
 
     from pulsar_txn_cli.pipeline import spark_tasks
 
-    parts = state.where(F.col("kind") == "distinct")
-    merged = (
-        parts.select("managedLedger", "codes", "overflow")
-        .repartition(spark_partitions(state), "managedLedger")
-        .mapInArrow(spark_tasks.merge_registers, spark_tasks.MERGED_DDL)
-    )
-    by_ml: dict = {}
-    overflowed = set()
-    for row in merged.toArrow().to_pylist():
-        codes = memoryview(row["codes"]).cast("i")
-        by_ml[row["managedLedger"]] = {code >> 6: code & 63 for code in codes}
-        if row["overflow"]:
-            overflowed.add(row["managedLedger"])
-    estimates = {ml: distinct.estimate(regs) for ml, regs in by_ml.items()}
-    candidates = [ml for ml, est in estimates.items() if ml not in overflowed and est <= distinct.EXACT_CHECK_BELOW]
-    exact: dict = {}
-    if candidates:
-        named = [ml for ml in candidates if ml is not None]
-        cond = F.col("managedLedger").isin(named) if named else F.lit(False)
-        if None in candidates:
-            cond = cond | F.col("managedLedger").isNull()
-        unions = (
-            parts.where(cond).select("managedLedger", "hashes")
-            .repartition(spark_partitions(state), "managedLedger")
-            .mapInArrow(spark_tasks.count_exact, spark_tasks.EXACT_DDL)
-        )
-        for row in unions.toArrow().to_pylist():
-            exact[row["managedLedger"]] = row["n"]
-    counts = {}
-    for ml, est in estimates.items():
-        n = exact.get(ml, 0 if ml in candidates else None)  # a candidate without hashes has no transactions
-        counts[ml] = (n, True) if n is not None and n <= distinct.EXACT_LIMIT else (est, False)
-    everything = distinct.merge(by_ml.values())
-    total_est = distinct.estimate(everything) if everything else 0
-    total = (total_est, False)
-    if not overflowed and total_est <= distinct.EXACT_CHECK_BELOW:
-        everyone = parts.select(F.lit("").alias("managedLedger"), "hashes").coalesce(1)
-        rows = everyone.mapInArrow(spark_tasks.count_exact, spark_tasks.EXACT_DDL).toArrow().to_pylist()
-        n = rows[0]["n"] if rows else 0  # nothing decoded at all
+    if not counts:
+        return 0, True  # nothing decoded at all
+    estimate, _ = registers.result()
+    if all(exact for _, exact in counts.values()) and estimate <= distinct.EXACT_CHECK_BELOW:
+        hashes = state.where(F.col("kind") == "distinct").select("hashes").coalesce(1)
+        n = hashes.mapInArrow(spark_tasks.count_union, spark_tasks.UNION_DDL).toArrow().column(0)[0].as_py()
         if n <= distinct.EXACT_LIMIT:
-            total = (n, True)
-    return counts, total
+            return n, True
+    return estimate, False
 
 
 def spark_partitions(frame) -> int:
     return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-
-
-def error_samples(state) -> dict:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    order = [F.coalesce(F.col("ledgerId"), F.lit(-1)), F.coalesce(F.col("entryId"), F.lit(-1)),
-             F.coalesce(F.col("position"), F.lit("")), F.coalesce(F.col("error"), F.lit(""))]
-    window = Window.partitionBy("managedLedger").orderBy(*order)
-    failed = state.where(F.col("kind") == "error").withColumn("n", F.row_number().over(window))
-    out: dict = {}
-    for row in failed.where(F.col("n") <= analysis.SAMPLE_LIMIT).orderBy("managedLedger", "n").collect():
-        out.setdefault(row["managedLedger"], []).append((row["ledgerId"], row["entryId"], row["position"], row["error"]))
-    return out
 
 
 def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None) -> dict:
@@ -205,13 +177,12 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
     from pulsar_txn_cli.pipeline.local import describe
 
-    # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw).
+    # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
+    # kept for the rare second look at them (total_distinct).
     state = state_frame(spark, files, managed_ledger, forced_log).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = ledger_rows(state)
-        counts, total = distinct_counts(state)
-        failed = any(row.counters[analysis.ERRORS] for row in rows.values())
-        samples = error_samples(state) if failed else {}  # one Spark job less in the usual case
+        rows, counts, samples, registers = merged_state(state)
+        total = total_distinct(state, counts, registers)
     finally:
         state.unpersist()
     return analysis.build_report(rows, counts, total, samples, forced_log=forced_log, inputs=describe(files))

@@ -12,17 +12,15 @@ from tests.engine.helpers import records_of
 
 
 def _payload(i: int, size: int = 4) -> bytes:
-    # A valid TC record of a chosen size: field 2 (txnid_least_bits) varint, then padding in owner (field 12).
+    """A valid TC record (txnid_least_bits = i) padded with owner to `size` bytes, or one byte
+    short where the encoding cannot hit it (owner's length takes a second byte past 127)."""
     from pulsar_txn_cli.codec import TcRecord
 
     rec = TcRecord(txnid_least_bits=i)
-    data = rec.SerializeToString()
-    pad = size - len(data) - 2
-    while len(data) != size and pad >= 0:
-        rec.owner = "x" * pad
-        data = rec.SerializeToString()
-        pad -= len(data) - size if len(data) > size else -1 if len(data) < size else 0
-    return data
+    room = size - len(rec.SerializeToString())
+    if room >= 2:  # owner costs a tag byte, its length's varint, then the text
+        rec.owner = "x" * (room - 2 if room - 2 <= 127 else room - 3)
+    return rec.SerializeToString()
 
 
 @pytest.mark.parametrize(
