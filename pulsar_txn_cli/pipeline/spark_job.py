@@ -1,6 +1,6 @@
 """The Spark runner: a PySpark job over the same facts and the same report as the local runner.
 
-Each task (a few per core, each dealt a share of the Parquet row groups and text files) reads
+Each task (one per core, each dealt a share of the Parquet row groups and text files) reads
 and decodes its entries inside mapInArrow and folds them into partial aggregates with the local
 runner's own Aggregator (spark_tasks.py). A repartition by managed ledger then brings each
 managed ledger's parts into one task, which merges them with the same Aggregator (mapInArrow
@@ -103,20 +103,17 @@ class Session:
             self.spark.stop()
 
 
-# Tasks per core of spark.default.parallelism. Each Python task costs tens of milliseconds to start
-# and hands over its own partial aggregates to merge; a few tasks per core still balance the load.
-TASKS_PER_CORE = 2
-
-
 def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
     """The partial aggregates of every task. The work units (Parquet row groups, whole text
-    files) are dealt out to TASKS_PER_CORE tasks per core, decoded and folded by
-    spark_tasks.decode_units."""
+    files) are dealt out to spark.default.parallelism tasks (Spark's default: one per core),
+    decoded and folded by spark_tasks.decode_units. Not one task per unit: every task pays for
+    starting its Python work and for filling its own distinct-transaction sets, which costs
+    more than a row group's decoding."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
     quiet_pandas_check()
     units = [(f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)]
-    tasks = min(len(units), max(1, spark.sparkContext.defaultParallelism) * TASKS_PER_CORE)
+    tasks = min(len(units), max(1, spark.sparkContext.defaultParallelism))
     listing = spark.sparkContext.parallelize(units, tasks).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
     )
@@ -130,7 +127,9 @@ def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter]:
     registers merged into one counter for the total."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
-    merged = state.repartition(spark_partitions(state), "managedLedger").mapInArrow(spark_tasks.merge_parts, spark_tasks.STATE_DDL)
+    # One merge task per core: the parts are small, and each task costs more to start than to run.
+    tasks = max(1, state.sparkSession.sparkContext.defaultParallelism)
+    merged = state.repartition(tasks, "managedLedger").mapInArrow(spark_tasks.merge_parts, spark_tasks.STATE_DDL)
     rows, counts, samples = {}, {}, {}
     registers = distinct.DistinctCounter()
     for row in merged.toArrow().to_pylist():
@@ -165,10 +164,6 @@ def total_distinct(state, counts: dict, registers: distinct.DistinctCounter) -> 
         if n <= distinct.EXACT_LIMIT:
             return n, True
     return estimate, False
-
-
-def spark_partitions(frame) -> int:
-    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
 
 def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None) -> dict:

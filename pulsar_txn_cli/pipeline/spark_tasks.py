@@ -4,10 +4,10 @@ Each task decodes its entries with facts.entry_facts and folds them into an anal
 exactly as the local runner does, then emits the aggregator's state as rows of one schema
 (column `kind` says which):
 - ledger:   the counters of one (managed ledger, ledger id), first and last entry id;
-- distinct: per managed ledger, its non-zero HyperLogLog registers (`codes`: index * 64 + rank,
-            packed int32) and either its exact set of transaction hashes (`hashes`, packed int64)
-            or `overflow` when it passed the exact limit (packed bytes cross the JVM far more
-            cheaply than arrays); merged rows also carry the count (`transactions`);
+- distinct: per managed ledger, its exact set of transaction hashes (`hashes`, packed int64)
+            or, with `overflow` when it passed the exact limit, its non-zero HyperLogLog registers
+            (`codes`: index * 64 + rank, packed int32); packed bytes cross the JVM far more cheaply
+            than arrays. Merged rows carry the registers and the count (`transactions`);
 - error:    one of the first decode failures of a managed ledger.
 merge_parts then brings each managed ledger's parts together and merges them with the same
 Aggregator. The executors read their Parquet row groups with pyarrow directly (as the local
@@ -78,14 +78,15 @@ def state_batches(aggregator: Aggregator, *, merged: bool):
         rows.append({"kind": "ledger", "managedLedger": ml, "ledgerId": lid, **dict(zip(COUNTERS, row.counters)),
                      "first": row.first, "last": row.last})
     for ml, counter in aggregator.distinct.items():
-        out = {"kind": "distinct", "managedLedger": ml, "codes": counter.codes()}
+        out = {"kind": "distinct", "managedLedger": ml}
+        exact = counter.exact
         if merged:
-            count, exact = counter.result()
-            out.update(transactions=count, overflow=not exact)
+            count, is_exact = counter.result()
+            out.update(codes=counter.codes(), transactions=count, overflow=not is_exact)
+        elif exact is not None:  # the merge needs only the hashes (registers follow from them)
+            out.update(hashes=np.fromiter(exact, dtype=np.int64, count=len(exact)).tobytes(), overflow=False)
         else:
-            exact = counter.exact
-            out.update(overflow=exact is None,
-                       hashes=np.fromiter(exact, dtype=np.int64, count=len(exact)).tobytes() if exact is not None else None)
+            out.update(codes=counter.codes(), overflow=True)
         rows.append(out)
     for ml, samples in aggregator.first_samples().items():
         rows.extend({"kind": "error", "managedLedger": ml, "ledgerId": lid, "entryId": eid, "position": where, "error": message}

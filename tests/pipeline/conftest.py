@@ -87,7 +87,7 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_job.Session(
         "local[2]",
-        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false"},
+        {"spark.default.parallelism": "2", "spark.ui.enabled": "false"},
     )
     active = session.__enter__()
     yield active

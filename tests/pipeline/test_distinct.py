@@ -46,8 +46,10 @@ def parts(hashes, sizes):
         counter = distinct.DistinctCounter()
         counter.add(hashes[start:start + size])
         start += size
-        exact = np.array(sorted(counter.exact), dtype=np.int64).tobytes() if counter.exact is not None else None
-        out.append((counter.codes(), exact))
+        if counter.exact is not None:
+            out.append((None, np.array(sorted(counter.exact), dtype=np.int64).tobytes()))
+        else:
+            out.append((counter.codes(), None))
     return out
 
 

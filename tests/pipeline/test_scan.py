@@ -165,3 +165,14 @@ def test_reports_are_identical_with_and_without_the_scanner(mixed, monkeypatch):
     monkeypatch.setattr(facts, "NATIVE", None)
     assert fast == local.run(files)
     assert answered.count(True) == len(entries) - 2  # all but the corrupt entry and the padded varint
+
+
+def test_analyze_says_which_decoding_it_uses(cli, mixed, monkeypatch):
+    tmp, entries = mixed
+    source = write_jsonl(tmp / "d.jsonl", entries)
+    fast = cli(["analyze", source, "--engine", "local", "-o", "json"])
+    monkeypatch.setattr(facts, "NATIVE", None)
+    slow = cli(["analyze", source, "--engine", "local", "-o", "json"])
+    assert "engine: local (native scanner)" in fast.stderr
+    assert "pure-Python decoding: the native scanner is not built" in slow.stderr
+    assert fast.json() == slow.json()
