@@ -19,7 +19,7 @@
 
 typedef const uint8_t *ptr;
 
-enum { VARINT = 0, FIXED64 = 1, LEN = 2, FIXED32 = 5 };
+enum { VARINT = 0, LEN = 2 }; /* the wire types the schemas use */
 /* Op columns as facts.OPS numbers them: TC ops 0..7, then the pending-ack ops 8..10. */
 enum { UPDATE = 3, TC_STATUSES = 5, PA_BASE = 8, COLUMNS = 11 };
 
@@ -264,7 +264,8 @@ static void set_add(hash_set *s, int64_t h)
 
 typedef int (*record_fn)(ptr, ptr, int *, uint64_t *, uint64_t *);
 
-/* The spans of a batched container's records (field 1, length-delimited, nothing else). */
+/* How many records a batched container holds (field 1, length-delimited, and nothing else);
+ * -1 when it holds anything else. */
 static Py_ssize_t count_records(ptr p, ptr end)
 {
     Py_ssize_t n = 0;
