@@ -70,6 +70,9 @@ def registers_np(hashes, np):
     return index, (_LOW_BITS + 1 - bits).astype(np.uint8)
 
 
+_POWERS = [2.0 ** -v for v in range(65)]  # 2 ** -rank for every possible rank
+
+
 def estimate(registers: bytearray) -> int:
     """HyperLogLog estimate (with linear counting in the small range), rounded."""
     m = REGISTERS
@@ -79,9 +82,6 @@ def estimate(registers: bytearray) -> int:
     if raw <= 2.5 * m and zeros:
         return round(m * math.log(m / zeros))
     return round(raw)
-
-
-_POWERS = [2.0 ** -v for v in range(65)]
 
 
 class DistinctCounter:
