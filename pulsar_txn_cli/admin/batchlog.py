@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +38,6 @@ class Log:
 TC = Log("tc", TC_BATCH_KEY, "txnTcBatchLogEnabled", "coodinatorArray", "pulsar_txn_tc", "coordinator")
 PENDING_ACK = Log("pending-ack", PENDING_ACK_BATCH_KEY, "txnPendingAckBatchLogEnabled", "subscriptionArray",
                   "pulsar_txn_pending_ack_store", "subscription")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # --- the per-target state file ------------------------------------------------------------------
@@ -158,7 +153,7 @@ def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, store
     change = state.setdefault("changes", {}).get(log.key)
     if not (change and change.get("value") == enabled and before["configured"] == enabled):
         # A repeated set keeps the first record: stores opened before it still run with the older value.
-        change = {"value": enabled, "previous": before["configured"], "at": now_ms(), "recoverStartTimes": snapshot}
+        change = {"value": enabled, "previous": before["configured"], "at": admin.now_ms(), "recoverStartTimes": snapshot}
         state["changes"][log.key] = change
         save_state(admin.target, state)
     return {

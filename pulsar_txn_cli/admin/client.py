@@ -5,6 +5,8 @@ any HTTP error status becomes one ConnectionFailed sentence (http_errors.py).
 """
 from __future__ import annotations
 
+import time
+
 from urllib.parse import quote, urlsplit
 
 import orjson
@@ -63,6 +65,11 @@ class PulsarAdmin:
         close = getattr(self.transport, "close", None)
         if close:
             close()
+
+    def now_ms(self) -> int:
+        """The target's time: the engine's virtual clock, or this machine's for a cluster."""
+        clock = getattr(self.transport, "now_ms", None)
+        return clock() if clock else int(time.time() * 1000)
 
     # --- plumbing ---------------------------------------------------------------------------
 

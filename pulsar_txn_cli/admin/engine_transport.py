@@ -69,6 +69,11 @@ class EngineTransport:
             self.log(f"engine {method} {route} {query or ''} -> {status} ({len(raw)} bytes)")
         return status, headers, raw
 
+    def now_ms(self) -> int:
+        """The engine's own (virtual) time, which its stores' recoverStartTime uses."""
+        with self._lock:
+            return self.engine.clock.now_ms
+
     def close(self) -> None:
         if self._owned and self._engine is not None:
             close = getattr(self._engine, "close", None)

@@ -32,7 +32,7 @@ def stuck_readers(
     if namespace and namespace.count("/") != 1:
         raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
     admin = env.admin()
-    report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=_target_now(admin), include_all=show_all)
+    report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=admin.now_ms(), include_all=show_all)
     rows = [_row(p) for p in report["partitions"]]
     lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions"]
     for partition in report["partitions"]:
@@ -45,15 +45,6 @@ def stuck_readers(
     columns = [("topic", "TOPIC"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
                ("entriesBehind", "BEHIND"), ("heldSince", "HELD SINCE"), ("holders", "HOLDERS (head first)")]
     emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
-
-
-def _target_now(admin) -> int:
-    """The target's time in ms: the engine runs on its own (virtual) clock, a cluster on ours."""
-    import time
-
-    engine = getattr(admin.transport, "engine", None)
-    clock = getattr(engine, "clock", None)
-    return clock.now_ms if clock is not None else int(time.time() * 1000)
 
 
 def _row(partition: dict) -> dict:

@@ -148,3 +148,17 @@ def test_abort_transaction_asks_first_and_aborts(cli, tmp_path):
     assert done.json()["aborted"] is True
     after = cli(["transaction-metadata", f"({most},{least})", "--engine-dir", engine, "-o", "json"])
     assert after.exit_code != 0 or after.json()["status"] in ("ABORTING", "ABORTED")
+
+
+def test_batch_log_reasons_read_the_engines_own_clock(cli, tmp_path):
+    """The change is recorded in the target's time, the time its stores' recoverStartTime uses:
+    on the engine that is its virtual clock, so the reason's two moments are in order."""
+    target = ["--engine-dir", str(tmp_path / "engine")]
+    assert cli(["engine", "init", *target]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", *target]).exit_code == 0
+    waiting = cli(["get-txn-tc-batch-log-stat", "-o", "json", *target]).json()["coordinators"][0]["reason"]
+    assert cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", *target]).exit_code == 0
+    reopened = cli(["get-txn-tc-batch-log-stat", "-o", "json", *target]).json()["coordinators"][0]["reason"]
+    assert "not reopened since the change" in waiting
+    opened_at, changed_at = re.search(r"reopened \(at (\S+)\) after the change at (\S+)$", reopened).groups()
+    assert changed_at <= opened_at and changed_at.startswith("2026-01-01")  # the engine's epoch, not today
