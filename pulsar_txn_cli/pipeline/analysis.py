@@ -35,6 +35,13 @@ class LedgerRow:
         self.first = first
         self.last = last
 
+    def cover(self, first, last) -> None:
+        """Widen the entry-id range to include [first, last] (None: unknown, ignored)."""
+        if first is not None and (self.first is None or first < self.first):
+            self.first = first
+        if last is not None and (self.last is None or last > self.last):
+            self.last = last
+
 
 class Aggregator:
     """Folds facts tuples (facts.FACT_FIELDS) into the intermediate state, in bounded memory."""
@@ -54,11 +61,7 @@ class Aggregator:
         c = row.counters
         c[ENTRIES] += 1
         c[BYTES] += size
-        if entry_id is not None:
-            if row.first is None or entry_id < row.first:
-                row.first = entry_id
-            if row.last is None or entry_id > row.last:
-                row.last = entry_id
+        row.cover(entry_id, entry_id)
         if not decoded:
             c[ERRORS] += 1
             self.sample(ml, (ledger_id, entry_id, position, error))
@@ -89,10 +92,7 @@ class Aggregator:
             self.rows[(ml, ledger_id)] = LedgerRow(list(counters), first, last)
             return
         row.counters = [a + b for a, b in zip(row.counters, counters)]
-        if first is not None and (row.first is None or first < row.first):
-            row.first = first
-        if last is not None and (row.last is None or last > row.last):
-            row.last = last
+        row.cover(first, last)
 
     def sample(self, ml, sample) -> None:
         """Keep `sample` (ledger id, entry id, position, message) if it may be one of the first."""

@@ -121,9 +121,13 @@ class DistinctCounter:
         np.maximum.at(np.frombuffer(self.registers, dtype=np.uint8), codes >> 6, (codes & 63).astype(np.uint8))
 
     def _to_registers(self) -> None:
-        self.registers = bytearray(REGISTERS)
-        update_registers(self.registers, list(self.exact))
+        self.registers = self._registers_of_exact()
         self.exact = None
+
+    def _registers_of_exact(self) -> bytearray:
+        registers = bytearray(REGISTERS)
+        update_registers(registers, list(self.exact))
+        return registers
 
     def _flush(self) -> None:
         if self.pending:
@@ -142,8 +146,7 @@ class DistinctCounter:
         import numpy as np
 
         if self.exact is not None:
-            registers = bytearray(REGISTERS)
-            update_registers(registers, list(self.exact))
+            registers = self._registers_of_exact()
         else:
             self._flush()
             registers = self.registers

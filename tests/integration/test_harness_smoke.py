@@ -314,10 +314,14 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     return obs
 
 
+# The tool's remedy for the §3.3 stall: batch-index acknowledgements on.
+REMEDY_CONF = {"acknowledgmentAtBatchIndexLevelEnabled": "true"}
+
+
 def release_stall(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: dict) -> None:
     """The tool's advice for the stall: restart with acknowledgmentAtBatchIndexLevelEnabled=true; the
     resurrected transactions are open again then, and the tool's advice for them is to abort them."""
-    b.restart({"acknowledgmentAtBatchIndexLevelEnabled": "true"})
+    b.restart(REMEDY_CONF)
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_restart_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     obs["after_restart_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
@@ -346,7 +350,7 @@ def abort_held(b: harness.PulsarBroker, tool: Tool, most: int, least: int, obs: 
     if first.exit_code == 0:
         return 0
     obs.setdefault("abort_retries", []).append(f"({most},{least}): {first.stderr.strip()[-200:]}")
-    b.restart({"acknowledgmentAtBatchIndexLevelEnabled": "true"})
+    b.restart(REMEDY_CONF)
     status, meta = b.rest("GET", f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
     if status == 404 or (status == 200 and meta.get("status") in ("ABORTING", "ABORTED")):
         return 0  # the first request's abort had reached the coordinator's log
