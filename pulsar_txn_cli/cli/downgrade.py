@@ -63,27 +63,42 @@ def check(
     path = runner.checkpoint_path(admin, checkpoint)
     options = dict(concurrency=concurrency, verify=verify_entries or None)
     if wait:
-        result = runner.wait(admin, path, interval=interval, timeout=timeout,
-                             on_check=lambda r, n, failure: _progress_line(env, r, n, failure, interval),
-                             **options, progress=None)
+        from pulsar_txn_cli.output.live import LiveView
+
+        with LiveView(env) as view:
+            result = runner.wait(admin, path, interval=interval, timeout=timeout,
+                                 on_check=lambda r, n, failure: _on_check(env, view, r, n, failure, interval),
+                                 **options, progress=None)
     else:
         with env.progress(None, "discovering coordinators and subscriptions") as bar:
             result = runner.check(admin, path, progress=bar, **options)
     _emit_downgrade(env, result)
 
 
-def _progress_line(env, result, n: int, failure, interval: float) -> None:
-    if failure is not None:
-        env.warn(f"check {n} failed: {failure}; retrying in {interval:g}s")
+def _on_check(env, view, result, n: int, failure, interval: float) -> None:
+    """After each check of --wait: a live table of the held logs on a terminal, else one line."""
+    line = _progress_line(result, n, failure, interval)
+    if not view.active or result is None:
+        (env.warn if failure is not None else env.info)(line)
         return
+    from pulsar_txn_cli.output import Table
+
+    held = [{"log": i.observation.label, **i.to_json()} for i in result.verdict.items if not i.clear]
+    columns = [("log", "log"), ("oldestLedgerId", "oldest"), ("lastBatchedLedgerId", "last batched"),
+               ("cause", "cause")]
+    view.show(Table(columns, held, f"Logs holding the downgrade back ({len(held)})"), line)
+
+
+def _progress_line(result, n: int, failure, interval: float) -> str:
+    if failure is not None:
+        return f"check {n} failed: {failure}; retrying in {interval:g}s"
     verdict = result.verdict
     if verdict.verdict in ("SAFE", "BLOCKED"):
-        env.info(f"check {n}: {verdict.verdict}")
-        return
+        return f"check {n}: {verdict.verdict}"
     items = verdict.items
     held = sum(not i.clear for i in items)
-    env.info(f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
-             f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s")
+    return (f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
+            f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s")
 
 
 def _emit_downgrade(env, result) -> None:

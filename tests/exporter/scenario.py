@@ -1,0 +1,53 @@
+"""An engine mid-downgrade with a held partition: the exporter's tests look at this one state.
+
+Batching was on while a workload ran and is now off, so every log still holds batched
+ledgers (WAIT); partition 0 of `orders` is held by an open transaction for 90 s of engine time.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pulsar_txn_cli.engine.buffer import hooks
+from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.simulate import SimOptions, simulate
+
+TOPIC = "persistent://public/default/orders"
+HELD = f"{TOPIC}-partition-0"
+
+
+def isolate(monkeypatch, tmp_path: Path) -> None:
+    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+def downgrade_in_progress(cli, directory: Path) -> Path:
+    engine = Engine.init(directory, coordinators=2)
+    engine.config.set("managedLedgerMaxEntriesPerLedger", "20")
+    engine.close()
+    target = ["--engine-dir", str(directory)]
+    for switch in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert cli([switch, "--enable", "--reload", "--yes", *target]).exit_code == 0
+    engine = Engine.open(directory)
+    simulate(engine, SimOptions(transactions=80, subscriptions=3, topics=2, seed=5))
+    _hold_a_partition(engine)
+    engine.close()
+    for switch in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert cli([switch, "--disable", "--reload", "--yes", *target]).exit_code == 0
+    return directory
+
+
+def _hold_a_partition(engine) -> None:
+    engine.register_topic(TOPIC, 2)
+    tc = engine.tc(0)
+    opened = []
+    tc.new_transaction(3_600_000, opened.append)
+    engine.checkpoint()
+    tc.add_partitions(opened[0], [HELD], lambda position: None)
+    engine.checkpoint()
+    hooks.produce(engine, HELD, (0, opened[0]), count=2)
+    hooks.publish(engine, HELD, b"after")
+    with engine.store.tx():
+        engine.clock.advance_ms(90_000)
