@@ -3,22 +3,21 @@
 Pulsar has no API that says whether a coordinator or a pending-ack store batches (facts §5): a
 store reads the dynamic setting only when it is opened. So the judgement combines
 - the configured value: the dynamic override, else each broker's runtime configuration;
-- the moment of the change, recorded in a per-target state file when this tool sets it, with
-  every store's recoverStartTime at that moment (clock-independent: a store whose recover time
-  moved was reopened after the change; otherwise its time is compared with the change's);
+- the moment of the change, recorded when this tool sets it (admin/remembered.py, keyed by the
+  cluster's identity, not by the URL), with every store's recoverStartTime at that moment
+  (clock-independent: a store whose recover time moved was reopened after the change; otherwise
+  its time is compared with the change's), or declared by an operator for a change made elsewhere;
 - the brokers' buffered-writer metrics, as evidence that some store on a broker batches.
 When the answer cannot be known, `effective` is None and `reason` says why.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulsar_txn_cli.admin import remembered
 from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY
-from pulsar_txn_cli.errors import ConnectionFailed
+from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
 
 @dataclass(frozen=True)
@@ -38,33 +37,6 @@ class Log:
 TC = Log("tc", TC_BATCH_KEY, "txnTcBatchLogEnabled", "coodinatorArray", "pulsar_txn_tc", "coordinator")
 PENDING_ACK = Log("pending-ack", PENDING_ACK_BATCH_KEY, "txnPendingAckBatchLogEnabled", "subscriptionArray",
                   "pulsar_txn_pending_ack_store", "subscription")
-
-
-# --- the per-target state file ------------------------------------------------------------------
-
-def state_path(target) -> Path:
-    import platformdirs
-
-    digest = hashlib.sha256(target.identity.encode()).hexdigest()[:16]
-    return Path(platformdirs.user_state_dir("pulsar-txn")) / "targets" / f"{digest}.json"
-
-
-def load_state(target) -> dict:
-    path = state_path(target)
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {"target": target.identity, "changes": {}}
-    return doc if isinstance(doc, dict) and doc.get("target") == target.identity else {"target": target.identity, "changes": {}}
-
-
-def save_state(target, state: dict) -> None:
-    """Atomically (write, then rename), so a crash never leaves half a file."""
-    path = state_path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-    os.replace(tmp, path)
 
 
 # --- what is configured ---------------------------------------------------------------------------
@@ -148,20 +120,46 @@ def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, store
     before = configured_setting(admin, log)
     stores = stores_of(admin, log, concurrency) if stores is None else stores
     snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
+    identity = admin.identity()
     admin.update_dynamic_config(log.key, enabled)
-    state = load_state(admin.target)
-    change = state.setdefault("changes", {}).get(log.key)
+    state = remembered.load_changes(identity)
+    change = state["changes"].get(log.key)
     if not (change and change.get("value") == enabled and before["configured"] == enabled):
         # A repeated set keeps the first record: stores opened before it still run with the older value.
         change = {"value": enabled, "previous": before["configured"], "at": admin.now_ms(), "recoverStartTimes": snapshot}
         state["changes"][log.key] = change
-        save_state(admin.target, state)
+        remembered.save_changes(identity, state, seen_as=admin.target.describe())
     return {
-        "target": admin.target.describe(), "setting": log.key, "value": enabled, "previous": change["previous"],
+        "target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled, "previous": change["previous"],
         "at": change["at"], log.detail_key: len(stores), "openStores": sum(1 for s in stores if s.get("state") == "Ready"),
         "note": f"takes effect for each {log.store} only when its store is reopened "
                 f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
     }
+
+
+def declare_change(admin, log: Log, enabled: bool, at_ms: int) -> dict:
+    """Record a change made with another tool at AT_MS (the target's time), without changing anything.
+
+    The stores' open times at that moment are unknown, so each store's open time is compared
+    with AT_MS; the value before the change is unknown, so a store not reopened since is unknown."""
+    setting = configured_setting(admin, log)
+    if setting["configured"] is not enabled:
+        raise UsageError(f"{admin.target.describe()} has {log.key}={_word(setting['configured'])}, not "
+                         f"{_word(enabled)}: declare the change that is in effect")
+    if at_ms > admin.now_ms() + 60_000:
+        raise UsageError(f"--changed-at {iso(at_ms)} is in the future of {admin.target.describe()} ({iso(admin.now_ms())})")
+    identity = admin.identity()
+    state = remembered.load_changes(identity)
+    change = {"value": enabled, "previous": None, "at": at_ms, "recoverStartTimes": None, "declared": True}
+    state["changes"][log.key] = change
+    remembered.save_changes(identity, state, seen_as=admin.target.describe())
+    return {"target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled,
+            "previous": None, "at": at_ms, "declared": True,
+            "note": f"recorded, not changed: each {log.store} opened after {iso(at_ms)} runs with {_word(enabled)}"}
+
+
+def _word(value) -> str:
+    return "unknown" if value is None else str(value).lower()
 
 
 def reload_targets(log: Log, stores: list[dict]) -> list[str]:
@@ -220,7 +218,8 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
 def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool = True) -> dict:
     """The PIP's answer ({flag, array}) plus per-store detail, broker evidence and the recorded change."""
     setting = configured_setting(admin, log)
-    change = load_state(admin.target).get("changes", {}).get(log.key)
+    identity = admin.identity()
+    change = remembered.load_changes(identity)["changes"].get(log.key)
     detail = []
     for store in stores_of(admin, log, concurrency):
         key = store_key(log, store)
@@ -231,13 +230,14 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
         _add_metrics(admin, log, brokers)
     return {
         "target": admin.target.describe(),
+        "identity": identity,
         "setting": log.key,
         log.pip_flag: setting["configured"],
         log.pip_array: [{store_key(log, d): d["effective"]} for d in detail],
         log.detail_key: detail,
         "dynamic": setting["dynamic"],
         "brokers": brokers,
-        "change": None if change is None else {k: change[k] for k in ("value", "previous", "at") if k in change},
+        "change": None if change is None else {k: change[k] for k in ("value", "previous", "at", "declared") if k in change},
     }
 
 

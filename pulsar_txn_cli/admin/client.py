@@ -57,6 +57,8 @@ class PulsarAdmin:
     def __init__(self, transport, target):
         self.transport = transport
         self.target = target
+        self._identity: str | None = None
+        self._cluster: str | None = None
 
     def __repr__(self) -> str:
         return f"PulsarAdmin({self.target.describe()!r})"
@@ -65,6 +67,22 @@ class PulsarAdmin:
         close = getattr(self.transport, "close", None)
         if close:
             close()
+
+    def identity(self) -> str:
+        """Who the target is, as it says itself (admin/identity.py); the key of what the tool remembers."""
+        if self._identity is None:
+            from pulsar_txn_cli.admin.identity import target_identity
+
+            self._identity = target_identity(self)
+        return self._identity
+
+    def own_cluster(self) -> str:
+        """The name of the target's cluster (with geo-replication the store lists others too)."""
+        if self._cluster is None:
+            from pulsar_txn_cli.admin.identity import own_cluster
+
+            self._cluster = own_cluster(self)
+        return self._cluster
 
     def now_ms(self) -> int:
         """The target's time: the engine's virtual clock, or this machine's for a cluster."""
@@ -194,6 +212,9 @@ class PulsarAdmin:
     def clusters(self) -> list[str]:
         return self.get("/admin/v2/clusters")
 
+    def cluster_data(self, cluster: str) -> dict:
+        return self.get(f"/admin/v2/clusters/{_seg(cluster)}")
+
     def brokers(self, cluster: str) -> list[str]:
         return self.get(f"/admin/v2/brokers/{_seg(cluster)}")
 
@@ -216,12 +237,12 @@ class PulsarAdmin:
         return result
 
     def broker_web_urls(self) -> list[str]:
-        """Every active broker's web service URL, with the admin URL's scheme."""
+        """Every active broker's web service URL in the target's own cluster, with the admin URL's scheme.
+
+        Only the own cluster: with geo-replication the store lists the other clusters too, and their
+        brokers hold other coordinators and other settings."""
         scheme = "https" if str(self.target.url or "").startswith("https") else "http"
-        urls = []
-        for cluster in self.clusters():
-            for address in self.brokers(cluster):
-                urls.append(address if "://" in address else f"{scheme}://{address}")
+        urls = [a if "://" in a else f"{scheme}://{a}" for a in self.brokers(self.own_cluster())]
         return sorted(set(urls))
 
 

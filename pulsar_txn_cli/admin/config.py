@@ -54,11 +54,6 @@ class Target:
     def describe(self) -> str:
         return f"cluster {self.url}" if self.kind == "cluster" else f"engine {self.engine_dir}"
 
-    @property
-    def identity(self) -> str:
-        """A stable key for per-target state (no credentials)."""
-        return self.describe()
-
 
 def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Target:
     """The target for these flags (a TargetFlags or anything with the same attributes)."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 import typer
 
 from pulsar_txn_cli import __version__
-from pulsar_txn_cli.cli import analyze, batchlog, buffer, common, decode, demo, downgrade, engine, exporter, metrics, transactions
+from pulsar_txn_cli.cli import (
+    analyze, batchlog, buffer, common, decode, demo, downgrade, engine, exporter, metrics, state, transactions,
+)
 
 app = typer.Typer(
     name="pulsar-txn",
@@ -34,5 +36,5 @@ def root(
 common.root_callback(app, root)
 
 # In the order an operator meets them (the help lists commands in registration order).
-for group in (demo, batchlog, transactions, buffer, metrics, exporter, downgrade, decode, analyze, engine):
+for group in (demo, batchlog, transactions, buffer, metrics, exporter, downgrade, decode, analyze, engine, state):
     group.register(app)

@@ -27,30 +27,38 @@ Enable = Annotated[bool, typer.Option("--enable", help="Turn batching on (or --e
 Disable = Annotated[bool, typer.Option("--disable", help="Turn batching off.")]
 Reload = Annotated[bool, typer.Option("--reload", help="Reopen the stores now so the change takes effect (unloads topics).")]
 Yes = Annotated[bool, typer.Option("-y", "--yes", help="Do not ask before unloading.")]
+ChangedAt = Annotated[Optional[str], typer.Option(
+    "--changed-at", metavar="TIME", show_default=False,
+    help="Record a change made with another tool at TIME (ISO 8601, e.g. 2026-05-01T10:00:00Z, or epoch ms, "
+         "in the target's clock) instead of changing the setting.")]
 Concurrency = Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)]
 
 
-def set_txn_tc_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False, yes: Yes = False) -> None:
+def set_txn_tc_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False,
+                         yes: Yes = False, changed_at: ChangedAt = None) -> None:
     """Turn batching of the transaction coordinators' log on or off (transactionLogBatchedWriteEnabled).
 
     A coordinator picks the setting up only when its store is reopened; --reload unloads the
-    coordinator-assign partitions so that every coordinator reopens now.
+    coordinator-assign partitions so that every coordinator reopens now. With --changed-at, record
+    a change made with another tool (pulsar-admin, a config file) so the stat and downgrade check
+    can judge the stores against its moment.
     """
     from pulsar_txn_cli.admin.batchlog import TC
 
-    _set(TC, _enabled(value, enable, disable), reload, yes, concurrency=8)
+    _set_or_declare(TC, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=8)
 
 
 def set_txn_pending_ack_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False,
-                                  yes: Yes = False, concurrency: Concurrency = 8) -> None:
+                                  yes: Yes = False, changed_at: ChangedAt = None, concurrency: Concurrency = 8) -> None:
     """Turn batching of the pending-ack logs on or off (transactionPendingAckBatchedWriteEnabled).
 
     A subscription picks the setting up only when its pending-ack store is reopened; --reload
-    unloads every topic with a transactional subscription so that they reopen now.
+    unloads every topic with a transactional subscription so that they reopen now. With
+    --changed-at, record a change made with another tool instead.
     """
     from pulsar_txn_cli.admin.batchlog import PENDING_ACK
 
-    _set(PENDING_ACK, _enabled(value, enable, disable), reload, yes, concurrency=concurrency)
+    _set_or_declare(PENDING_ACK, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=concurrency)
 
 
 def get_txn_tc_batch_log_stat() -> None:
@@ -82,6 +90,41 @@ def _enabled(value: str | None, enable: bool, disable: bool) -> bool:
     if not (enable or disable):
         raise UsageError("say what to do: --enable, --disable or --enable true|false")
     return enable
+
+
+def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str | None, *, concurrency: int) -> None:
+    if changed_at is None:
+        _set(log, enabled, reload, yes, concurrency=concurrency)
+        return
+    if reload:
+        raise UsageError("--changed-at records a change made elsewhere; it does not go with --reload")
+    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    admin = env.admin()
+    result = batchlog.declare_change(admin, log, enabled, parse_time(changed_at, "--changed-at"))
+    env.info(f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {batchlog.iso(result['at'])} "
+             f"(nothing was changed on the target)")
+    emit(Result(data=result, records=[result], tables=[Table(
+        [("setting", "setting"), ("value", "value"), ("at", "changed at"), ("identity", "identity")],
+        [{**result, "at": batchlog.iso(result["at"])}])]), env)
+
+
+def parse_time(text: str, option: str) -> int:
+    """Epoch milliseconds from epoch ms digits or an ISO 8601 time (UTC unless it says otherwise)."""
+    from datetime import datetime, timezone
+
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
 
 
 def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> None:

@@ -188,13 +188,12 @@ def reset(checkpoint: CheckpointOpt = None) -> None:
 
 
 def _checkpoint_location(env, override: str | None):
-    """The file and the target identity, without connecting to the target."""
+    """The file and the target's identity (asked of the target: admin/identity.py)."""
     from pathlib import Path
 
-    from pulsar_txn_cli.admin.config import resolve
     from pulsar_txn_cli.downgrade import checkpoint as store
 
-    identity = resolve(env.target).identity
+    identity = env.admin().identity()
     return (Path(override).expanduser() if override else store.default_path(identity)), identity
 
 

@@ -86,7 +86,9 @@ def init(
 def reset(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Really delete the engine's data.")] = False,
 ) -> None:
-    """Delete the engine (its database); the next engine command starts a fresh one."""
+    """Delete the engine (its database) and what pulsar-txn remembers about it (batch-log changes,
+    downgrade checkpoint); the next engine command starts a fresh one."""
+    from pulsar_txn_cli.admin import remembered
     from pulsar_txn_cli.engine.engine import exists
     from pulsar_txn_cli.engine.store import DB_NAME, Store
 
@@ -99,14 +101,18 @@ def reset(
         raise UsageError(f"`engine reset` deletes every log in {directory}; pass --yes to confirm")
     store = Store(directory, create=False)  # holds the lock while deleting
     try:
+        engine_id = store.meta("engineId")
         for suffix in ("", "-wal", "-shm"):
             path = directory / (DB_NAME + suffix)
             if path.exists():
                 path.unlink()
     finally:
         store.close()
-    current().info(f"deleted the engine in {directory}")
-    _emit({"engineDir": str(directory), "deleted": True})
+    forgotten = remembered.prune([f"engine {engine_id}"]) if engine_id else []
+    current().info(f"deleted the engine in {directory}"
+                   + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else ""))
+    _emit({"engineDir": str(directory), "deleted": True, "engineId": engine_id,
+           "forgotten": [r["file"] for r in forgotten]})
 
 
 # ---------------------------------------------------------------- config

@@ -2,14 +2,13 @@
 
 The PIP asks the operator to "remember" these ledger ids across hours; this file remembers them.
 It is JSON, written atomically (temp file, fsync, rename) so a crash or Ctrl-C never leaves half a
-file, and it names its target so a check against another cluster refuses to use it.
+file, and it names its target's identity (admin/identity.py: what the cluster says it is, not
+the URL) so a check against another cluster refuses to use it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,13 +59,11 @@ class CheckpointError(DataError):
     """The checkpoint file exists but cannot be used."""
 
 
-def default_path(target: str) -> Path:
-    """<user state dir>/downgrade/<readable slug>-<hash>.json, one file per target."""
-    import platformdirs
+def default_path(identity: str) -> Path:
+    """One file per target identity in the user state directory (admin/remembered.py)."""
+    from pulsar_txn_cli.admin import remembered
 
-    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", target).strip("_")[-60:] or "target"
-    digest = hashlib.sha256(target.encode()).hexdigest()[:12]
-    return Path(platformdirs.user_state_dir("pulsar-txn")) / "downgrade" / f"{slug}-{digest}.json"
+    return remembered.checkpoint_path(identity)
 
 
 def to_json(checkpoint: Checkpoint) -> dict:

@@ -12,11 +12,11 @@ from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, PENDING_ACK_BATCH_
 
 
 class Judge:
-    def __init__(self, target, dynamic_config, brokers):
-        from pulsar_txn_cli.admin import batchlog
+    def __init__(self, identity: str, dynamic_config, brokers):
+        from pulsar_txn_cli.admin import batchlog, remembered
 
         self._batchlog = batchlog
-        changes = batchlog.load_state(target).get("changes", {})
+        changes = remembered.load_changes(identity)["changes"]
         self._settings = {}
         for key in BATCH_KEYS:
             dynamic = batchlog.parse_bool((dynamic_config or {}).get(key))

@@ -55,6 +55,7 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
     taken_at = now_iso()
     counter.add()
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
+    identity = admin.identity()  # what the records are keyed by; without it nothing can be compared
     problems: list[str] = []
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade")
     try:
@@ -93,11 +94,11 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    judged = effective.Judge(admin.target, dynamic_config, brokers)
+    judged = effective.Judge(identity, dynamic_config, brokers)
     coordinators = [judged.coordinator(log, tc_stats) for log, tc_stats in coordinators]
     subscriptions = [judged.subscription(log, pa_stats) for log, pa_stats in subscriptions]
     return Observations(
-        target=admin.target.identity, taken_at=taken_at,
+        target=admin.target.describe(), identity=identity, taken_at=taken_at,
         dynamic_config=dynamic_config, dynamic_error=dynamic_error,
         brokers=brokers, brokers_error=brokers_error,
         coordinators=tuple(coordinators), subscriptions=tuple(subscriptions), problems=tuple(problems),

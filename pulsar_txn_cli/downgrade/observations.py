@@ -64,7 +64,7 @@ class Observations:
     """Everything one check gathered. `problems` are failures that are not tied to one item
     (a namespace that could not be listed, say): items may be missing, so never SAFE."""
 
-    target: str
+    target: str  # as the operator named it (the URL or engine directory), for messages
     taken_at: str  # ISO 8601 UTC
     dynamic_config: Mapping[str, str] | None = None
     dynamic_error: str | None = None
@@ -73,6 +73,11 @@ class Observations:
     coordinators: tuple[LogObservation, ...] = ()
     subscriptions: tuple[LogObservation, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
+    identity: str = ""  # who the target says it is (admin/identity.py): the key of its checkpoint
+
+    @property
+    def key(self) -> str:
+        return self.identity or self.target
 
     @property
     def logs(self) -> tuple[LogObservation, ...]:

@@ -20,7 +20,7 @@ class CheckResult:
 
 
 def checkpoint_path(admin, override: str | None) -> Path:
-    return Path(override).expanduser() if override else cp_store.default_path(admin.target.identity)
+    return Path(override).expanduser() if override else cp_store.default_path(admin.identity())
 
 
 def check(admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, progress=None,

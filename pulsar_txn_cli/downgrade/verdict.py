@@ -66,6 +66,7 @@ class DowngradeVerdict:
     fixes: list[str]  # commands that remove a BLOCKED
     checkpoint: Checkpoint | None  # what to save; None: leave the file alone
     newly_recorded: int = 0
+    identity: str = ""
 
     @property
     def items(self) -> list[ItemVerdict]:
@@ -75,6 +76,7 @@ class DowngradeVerdict:
         return {
             "verdict": self.verdict,
             "target": self.target,
+            "identity": self.identity or self.target,
             "coordinators": [i.to_json() for i in self.coordinators],
             "subscriptions": [i.to_json() for i in self.subscriptions],
             "problems": list(self.problems),
@@ -171,7 +173,7 @@ def downgrade_verdict(obs: Observations, checkpoint: Checkpoint | None, *,
     else:
         verdict = SAFE
     return DowngradeVerdict(verdict, obs.target, coordinators, subscriptions, problems, findings.fixes,
-                            usable if writable else None, len(new_records))
+                            usable if writable else None, len(new_records), obs.key)
 
 
 def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | None, bool]:
@@ -180,10 +182,10 @@ def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | No
         findings.blocked.append(error)
         return None, False
     if checkpoint is None:
-        return Checkpoint(obs.target, obs.taken_at), True
-    if checkpoint.target != obs.target:
+        return Checkpoint(obs.key, obs.taken_at), True
+    if checkpoint.target != obs.key:
         findings.blocked.append(
-            f"the checkpoint belongs to {checkpoint.target!r}, not to {obs.target!r}: "
+            f"the checkpoint belongs to {checkpoint.target!r}, not to {obs.key!r}: "
             "use its own --checkpoint file, or `pulsar-txn downgrade reset` to start over")
         return None, False
     return checkpoint, True

@@ -41,6 +41,13 @@ def resolve_dir(flag: str | None = None) -> Path:
     return Path(value).expanduser() if value else default_dir()
 
 
+def new_engine_id() -> str:
+    """Who this engine is for what pulsar-txn remembers about it (admin/identity.py): new at every init."""
+    import uuid
+
+    return str(uuid.uuid4())
+
+
 def exists(directory: Path) -> bool:
     return (Path(directory) / DB_NAME).exists()
 
@@ -65,8 +72,12 @@ class Engine:
             store.dirty(self.metrics)
         self.boot = int(store.meta("boot") or 1)
         self.unclean = store.meta("running") == "1"
+        self.engine_id = store.meta("engineId")
         if not readonly:
             with store.tx():
+                if not self.engine_id:  # an engine made before engine ids: it gets one now
+                    self.engine_id = new_engine_id()
+                    store.set_meta("engineId", self.engine_id)
                 if self.unclean:
                     self.boot += 1  # the previous process died: this is a broker restart
                     store.set_meta("boot", str(self.boot))
@@ -100,6 +111,7 @@ class Engine:
                 store.set_meta("schema", "1")
                 store.set_meta("coordinators", str(coordinators))
                 store.set_meta("boot", "1")
+                store.set_meta("engineId", new_engine_id())
                 for key, value in (("transactionCoordinatorEnabled", "true"), ("clusterName", cluster)):
                     store.db.execute("INSERT OR REPLACE INTO config(key, value) VALUES(?, ?)", (key, value))
                 store.db.execute("INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)",

@@ -356,6 +356,21 @@ def clusters(engine, query, body):
     return 200, [engine.cluster]
 
 
+@route("GET", "/admin/v2/clusters/{cluster}")
+def cluster_data(engine, query, body, cluster):
+    if cluster != engine.cluster:
+        raise HttpError(404, "Cluster does not exist")
+    from pulsar_txn_cli.admin.identity import ENGINE_ID_FIELD
+
+    port = engine.config.values()["brokerServicePort"]
+    return 200, {"serviceUrl": f"http://{engine.web_service}", "brokerServiceUrl": f"pulsar://{engine.broker}:{port}",
+                 "brokerClientTlsEnabled": False, "tlsAllowInsecureConnection": False,
+                 "brokerClientTlsEnabledWithKeyStore": False, "brokerClientTlsTrustStoreType": "JKS",
+                 "brokerClientTlsKeyStoreType": "JKS",
+                 "brokerClientSslFactoryPlugin": "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
+                 ENGINE_ID_FIELD: engine.engine_id}  # the one field a broker does not have
+
+
 @route("GET", "/admin/v2/brokers/version")
 def version(engine, query, body):
     return 200, VERSION

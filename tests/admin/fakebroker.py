@@ -61,6 +61,7 @@ class FakeBroker:
         self.pending_ack = {("persistent://public/default/my-topic", "my-sub"): self._opened(),
                             ("persistent://public/default/a-b", "c-d"): self._opened()}
         self.unloaded: list[str] = []
+        self.extra_routes: list = []  # a test's own routes, tried first
         self.server = ScriptedServer(self.handle)
         self.url = self.server.url
 
@@ -85,7 +86,7 @@ class FakeBroker:
             return 401, {}, {"reason": f"Authentication required, got {request.headers.get('Authorization')}"}
         parts = urlsplit(request.path)
         path, query = parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
-        for pattern, method, fn in self.routes():
+        for pattern, method, fn in [*self.extra_routes, *self.routes()]:
             match = re.fullmatch(pattern, path)
             if match and method == request.method:
                 answer = fn(*[unquote(g) for g in match.groups()], **({"query": query} if "query" in fn.__code__.co_varnames else {}))
@@ -120,6 +121,7 @@ class FakeBroker:
             (r"/admin/v2/brokers/configuration/runtime", "GET", lambda: {**self.runtime, **self.dynamic}),
             (r"/admin/v2/brokers/configuration/([^/]+)/([^/]+)", "POST", self.update_config),
             (r"/admin/v2/clusters", "GET", lambda: ["standalone"]),
+            (r"/admin/v2/clusters/standalone", "GET", lambda: {"serviceUrl": self.url, "brokerServiceUrl": "pulsar://127.0.0.1:6650"}),
             (r"/admin/v2/brokers/standalone", "GET", lambda: [self.url.split("://")[1]]),
             (r"/metrics/?", "GET", lambda: METRICS),
         ]

@@ -76,7 +76,11 @@ def test_status_and_reset(cli, tmp_path):
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", engine_dir, "-o", "json"])
     assert result.exit_code == 0, result.stderr
     assert result.json()["exists"] is False
-    store.save(path, checkpoint({0: 4}, target=f"engine {engine_dir}"))
+    from pulsar_txn_cli.engine.engine import Engine
+
+    with Engine.open(engine_dir, readonly=True) as engine:  # the status above created it
+        identity = f"engine {engine.engine_id}"
+    store.save(path, checkpoint({0: 4}, target=identity))
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", engine_dir])
     assert result.exit_code == 0, result.stderr
     assert "coordinator 0" in result.stdout and "4" in result.stdout

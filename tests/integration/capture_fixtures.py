@@ -228,6 +228,7 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
         ("brokers_configuration_values", "/admin/v2/brokers/configuration/values"),
         ("brokers_configuration_runtime", "/admin/v2/brokers/configuration/runtime"),
         ("clusters", "/admin/v2/clusters"),
+        ("clusters_standalone", "/admin/v2/clusters/standalone"),
         ("brokers_standalone", "/admin/v2/brokers/standalone"),
         ("brokers_version", "/admin/v2/brokers/version"),
         ("brokers_leaderBroker", "/admin/v2/brokers/leaderBroker"),

@@ -1,0 +1,108 @@
+"""What pulsar-txn remembers about each target, on this machine, keyed by the target's identity.
+
+Two kinds of record live in the user state directory, one file per identity (admin/identity.py):
+- `targets/<hash>.json`: the batch-log changes this tool made or an operator declared
+  (admin/batchlog.py), with the moment and the stores' open times;
+- `downgrade/<slug>-<hash>.json`: the downgrade checkpoint (downgrade/checkpoint.py).
+Both name their identity inside, so listing and pruning need no connection to the target.
+Why on this machine and not in the cluster: see docs/identity.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+CHANGES = "batch-log changes"
+CHECKPOINT = "downgrade checkpoint"
+
+
+def state_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("pulsar-txn"))
+
+
+def changes_path(identity: str) -> Path:
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return state_dir() / "targets" / f"{digest}.json"
+
+
+def checkpoint_path(identity: str) -> Path:
+    """<state dir>/downgrade/<readable slug>-<hash>.json."""
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", identity).strip("_")[-60:] or "target"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return state_dir() / "downgrade" / f"{slug}-{digest}.json"
+
+
+def load_changes(identity: str) -> dict:
+    """{"target": identity, "changes": {setting: record}, "seenAs": [...]}; empty when none or unreadable."""
+    empty = {"target": identity, "changes": {}}
+    try:
+        doc = json.loads(changes_path(identity).read_text())
+    except (OSError, ValueError):
+        return empty
+    ok = isinstance(doc, dict) and doc.get("target") == identity and isinstance(doc.get("changes"), dict)
+    return doc if ok else empty
+
+
+def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
+    """Atomically (write, then rename), so a crash never leaves half a file."""
+    if seen_as:
+        doc = {**doc, "seenAs": sorted(set(doc.get("seenAs") or ()) | {seen_as})}
+    path = changes_path(identity)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**doc, "target": identity}, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def listing() -> list[dict]:
+    """Every record file: {identity, kind, detail, updatedAt, file}, oldest identity first."""
+    rows = []
+    for kind, folder in ((CHANGES, "targets"), (CHECKPOINT, "downgrade")):
+        for path in sorted((state_dir() / folder).glob("*.json")):
+            try:
+                doc = json.loads(path.read_text())
+                mtime = path.stat().st_mtime
+            except (OSError, ValueError):
+                continue  # not ours, or half gone: nothing to list
+            if not isinstance(doc, dict) or not isinstance(doc.get("target"), str):
+                continue
+            rows.append({"identity": doc["target"], "kind": kind, "detail": _detail(kind, doc),
+                         "seenAs": doc.get("seenAs") or [], "updatedAt": _iso(mtime), "file": str(path),
+                         "_mtime": mtime})
+    return sorted(rows, key=lambda r: (r["identity"], r["kind"]))
+
+
+def prune(identities: list[str] | None = None, older_than_s: float | None = None, everything: bool = False) -> list[dict]:
+    """Delete the record files that match; returns the rows deleted."""
+    now = time.time()
+    gone = []
+    for row in listing():
+        chosen = everything or (identities and row["identity"] in identities) or \
+            (older_than_s is not None and now - row["_mtime"] > older_than_s)
+        if chosen:
+            Path(row["file"]).unlink(missing_ok=True)
+            gone.append(row)
+    return gone
+
+
+def public(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.startswith("_")}
+
+
+def _detail(kind: str, doc: dict) -> str:
+    if kind == CHANGES:
+        changes = doc.get("changes") or {}
+        return ", ".join(f"{k}={str(c.get('value')).lower()}{' (declared)' if c.get('declared') else ''}"
+                         for k, c in sorted(changes.items()) if isinstance(c, dict)) or "none"
+    count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
+    return f"{count} last-batched ledger record(s)"
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

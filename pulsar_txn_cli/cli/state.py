@@ -1,0 +1,65 @@
+"""`pulsar-txn state list|prune`: what the tool remembers on this machine, per target identity.
+
+The records (batch-log changes, downgrade checkpoints) are keyed by what the target says it is
+(admin/identity.py), not by the URL; these commands show and delete them without a connection,
+except `prune --current`, which asks the selected target who it is.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import UsageError
+
+COLUMNS = [("identity", "identity"), ("kind", "record"), ("detail", "detail"), ("updatedAt", "updated"),
+           ("file", "file")]
+
+
+def register(app: typer.Typer) -> None:
+    state = typer.Typer(help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
+                             "checkpoints), keyed by each cluster's or engine's identity.", no_args_is_help=True)
+    command(state, "list")(list_records)
+    command(state, "prune", target=True)(prune)
+    app.add_typer(state, name="state")
+
+
+def list_records() -> None:
+    """Every record kept on this machine: whose (identity), what, when it was last updated, where."""
+    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    rows = [remembered.public(r) for r in remembered.listing()]
+    lines = [] if rows else [f"nothing remembered in {remembered.state_dir()}"]
+    emit(Result(data=rows, records=rows, tables=[Table(COLUMNS, rows, "Remembered")] if rows else [], lines=lines), env)
+
+
+def prune(
+    identities: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[IDENTITY]...", show_default=False, help="Forget these identities (as `state list` shows them).")] = None,
+    older_than: Annotated[Optional[float], typer.Option(
+        "--older-than", metavar="DAYS", min=0.0, show_default=False, help="Forget records not updated for DAYS days.")] = None,
+    this_target: Annotated[bool, typer.Option(
+        "--current", help="Forget the records of the selected target (--admin-url/--engine-dir; asks it who it is).")] = False,
+    everything: Annotated[bool, typer.Option("--all", help="Forget every record.")] = False,
+) -> None:
+    """Forget records: a forgotten batch-log change makes the stat say `unknown` until the stores
+    reopen; a forgotten downgrade checkpoint is taken again by the next check, which can only
+    delay SAFE, never hasten it."""
+    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    chosen = list(identities or [])
+    if not (chosen or older_than is not None or this_target or everything):
+        raise UsageError("say what to forget: IDENTITY..., --current, --older-than DAYS or --all "
+                         "(`pulsar-txn state list` shows what is remembered)")
+    if this_target:
+        chosen.append(env.admin().identity())
+    gone = [remembered.public(r) for r in remembered.prune(
+        chosen, None if older_than is None else older_than * 86400, everything)]
+    env.info(f"forgot {len(gone)} record(s)")
+    emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, gone, "Forgotten")] if gone else []), env)

@@ -1,0 +1,176 @@
+"""#13.1: what the tool remembers is keyed by who the target says it is, not by the URL.
+
+Real parts: the embedded engine served over real HTTP (admin/server.py) and reached through two
+spellings of its address, and the stand-in broker (fakebroker.py) for a multi-cluster store.
+The real multi-broker cluster test is tests/cluster/test_cluster.py (a second broker's URL).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pulsar_txn_cli.engine.engine import Engine
+
+
+@pytest.fixture
+def served(tmp_path):
+    from pulsar_txn_cli.admin import server
+
+    engine = Engine.init(tmp_path / "engine", coordinators=2)
+    srv = server.start(engine=engine)
+    yield srv.url
+    srv.close()
+    engine.close()
+
+
+def ok(result):
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result
+
+
+def test_a_change_through_127_0_0_1_is_known_through_localhost(cli, served):
+    assert served.startswith("http://127.0.0.1:")
+    other = served.replace("127.0.0.1", "localhost")
+    ok(cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", "--admin-url", served]))
+    data = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", other, "-o", "json"])).json()
+    assert data["coodinatorArray"] == [{"0": True}, {"1": True}], data
+    assert not any("outside pulsar-txn" in c["reason"] for c in data["coordinators"])
+    assert data["identity"].startswith("engine ") and data["change"]["value"] is True
+
+
+def test_a_change_not_yet_effective_is_judged_through_another_url(cli, served):
+    ok(cli(["set-txn-tc-batch-log", "--enable", "--admin-url", served]))  # no reload: stores keep false
+    with_url = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served.replace("127.0.0.1", "localhost"),
+                       "-o", "json"])).json()
+    assert with_url["coodinatorArray"] == [{"0": False}, {"1": False}]
+    assert "not reopened since the change" in with_url["coordinators"][0]["reason"]
+
+
+def test_reset_then_init_is_a_new_engine_with_nothing_remembered(cli, tmp_path):
+    engine = ["--engine-dir", str(tmp_path / "engine")]
+    ok(cli(["engine", "init", "--coordinators", "2", *engine]))
+    for switch in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        ok(cli([switch, "--enable", "--reload", "--yes", *engine]))
+    ok(cli(["engine", "simulate", "-n", "40", "--seed", "3", *engine]))
+    check = cli(["downgrade", "check", *engine, "-o", "json"])
+    assert check.json()["verdict"] == "BLOCKED"  # batching is on: the checkpoint file is not written yet
+    listed = ok(cli(["state", "list", "-o", "json"])).json()
+    assert "batch-log changes" in [r["kind"] for r in listed]
+    reset = ok(cli(["engine", "reset", "--yes", *engine, "-o", "json"]))
+    assert sorted(reset.json()["forgotten"]) == sorted(r["file"] for r in listed)
+    assert f"forgot {len(listed)} record(s) about it" in reset.stderr
+    assert ok(cli(["state", "list", "-o", "json"])).json() == []
+    ok(cli(["engine", "init", "--coordinators", "2", *engine]))
+    stat = ok(cli(["get-txn-tc-batch-log-stat", *engine, "-o", "json"])).json()
+    assert stat["change"] is None
+    assert not any("outside pulsar-txn" in c["reason"] for c in stat["coordinators"]), stat
+    verdict = cli(["downgrade", "check", *engine, "-o", "json"])
+    # A fresh engine's current ledgers are recorded and WAIT for their rollover (fail-closed);
+    # before the fix the old engine's record made this BLOCKED ("changed again outside pulsar-txn").
+    assert verdict.exit_code == 5 and verdict.json()["verdict"] == "WAIT", verdict.stdout + verdict.stderr
+    assert not any("outside pulsar-txn" in p for p in verdict.json()["problems"])
+
+
+def test_an_old_engine_record_never_reaches_a_new_engine_even_without_reset(cli, tmp_path):
+    """Deleting the directory by hand (no `engine reset`) also gives a new identity."""
+    import shutil
+
+    engine = ["--engine-dir", str(tmp_path / "engine")]
+    ok(cli(["engine", "init", "--coordinators", "1", *engine]))
+    ok(cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", *engine]))
+    shutil.rmtree(tmp_path / "engine")
+    ok(cli(["engine", "init", "--coordinators", "1", *engine]))
+    stat = ok(cli(["get-txn-tc-batch-log-stat", *engine, "-o", "json"])).json()
+    assert stat["change"] is None and stat["coodinatorArray"] == [{"0": False}]
+
+
+def test_declaring_a_change_made_with_another_tool(cli, served):
+    from pulsar_txn_cli.admin import batchlog
+
+    # Another tool (pulsar-admin's REST call) turns batching on; nothing recorded it.
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(
+        f"{served}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true", method="POST")).close()
+    before = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
+    assert before["coodinatorArray"] == [{"0": None}, {"1": None}]
+    assert "outside pulsar-txn" in before["coordinators"][0]["reason"]
+    opened = min(c["recoverStartTime"] for c in before["coordinators"])
+    wrong = cli(["set-txn-tc-batch-log", "--disable", "--changed-at", str(opened), "--admin-url", served])
+    assert wrong.exit_code == 2 and "not false" in wrong.stderr
+    declared = ok(cli(["set-txn-tc-batch-log", "--enable", "--changed-at", batchlog.iso(opened + 1),
+                       "--admin-url", served, "-o", "json"])).json()
+    assert declared["declared"] is True and declared["at"] == opened + 1
+    after = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
+    # Stores opened before the declared moment: the value before it is unknown, so still unknown,
+    # but now for a reason an operator can act on; a reload makes them known.
+    assert after["coodinatorArray"] == [{"0": None}, {"1": None}]
+    assert "value before the change is unknown" in after["coordinators"][0]["reason"]
+    urllib.request.urlopen(urllib.request.Request(
+        f"{served}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload",
+        method="PUT")).close()
+    reloaded = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
+    assert reloaded["coodinatorArray"][0] == {"0": True} and reloaded["change"]["declared"] is True
+
+
+@pytest.mark.parametrize("value, message", [
+    ("yesterday", "is not a time"),
+    ("2999-01-01T00:00:00Z", "in the future"),
+])
+def test_changed_at_bad_input(cli, served, value, message):
+    urlopen_set(served, "true")
+    result = cli(["set-txn-tc-batch-log", "--enable", "--changed-at", value, "--admin-url", served])
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_changed_at_does_not_go_with_reload(cli, served):
+    result = cli(["set-txn-tc-batch-log", "--enable", "--reload", "--changed-at", "0", "--admin-url", served])
+    assert result.exit_code == 2 and "--reload" in result.stderr
+
+
+def urlopen_set(url: str, value: str) -> None:
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(
+        f"{url}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/{value}", method="POST")).close()
+
+
+def test_state_prune_selects_what_to_forget(cli, served, tmp_path):
+    ok(cli(["set-txn-tc-batch-log", "--enable", "--admin-url", served]))
+    other = ["--engine-dir", str(tmp_path / "other")]
+    ok(cli(["set-txn-tc-batch-log", "--enable", *other]))
+    rows = ok(cli(["state", "list", "-o", "json"])).json()
+    assert len(rows) == 2 and all(r["identity"].startswith("engine ") for r in rows)
+    assert any(served in " ".join(r["seenAs"]) for r in rows)
+    assert cli(["state", "prune"]).exit_code == 2
+    assert ok(cli(["state", "prune", "--older-than", "1", "-o", "json"])).json() == []
+    gone = ok(cli(["state", "prune", "--current", *other, "-o", "json"])).json()
+    assert len(gone) == 1 and all(served not in " ".join(r["seenAs"]) for r in gone)
+    left = ok(cli(["state", "list", "-o", "json"])).json()
+    assert len(left) == 1
+    assert len(ok(cli(["state", "prune", left[0]["identity"], "-o", "json"])).json()) == 1
+    assert "nothing remembered" in ok(cli(["state", "list"])).stdout
+
+
+def test_several_clusters_in_the_store_use_the_brokers_own(cli):
+    from tests.admin.fakebroker import FakeBroker
+
+    with FakeBroker() as broker:
+        broker.runtime["clusterName"] = "east"
+        broker.extra_routes = [
+            (r"/admin/v2/clusters", "GET", lambda: ["west", "east", "global"]),
+            (r"/admin/v2/clusters/east", "GET", lambda: {"serviceUrl": "http://east-lb:8080"}),
+            # only the own cluster's brokers are asked (west's would be another cluster's settings)
+            (r"/admin/v2/brokers/east", "GET", lambda: [broker.url.split("://")[1]]),
+        ]
+        result = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", broker.url, "-o", "json"]))
+    assert result.json()["identity"] == "cluster east (http://east-lb:8080)"
+
+
+def test_the_checkpoint_of_a_cluster_is_found_through_any_of_its_urls(cli, served, tmp_path):
+    first = cli(["downgrade", "check", "--admin-url", served, "-o", "json"])
+    again = cli(["downgrade", "status", "--admin-url", served.replace("127.0.0.1", "localhost"), "-o", "json"])
+    assert first.json()["checkpoint"] == ok(again).json()["checkpoint"]
+    assert json.loads(open(first.json()["checkpoint"]).read())["target"] == first.json()["identity"]
