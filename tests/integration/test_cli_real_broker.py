@@ -256,6 +256,8 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     st = _tc_stat(tool)
     assert (st["flag"], st["configured"], st["effective"]) == (True, True, False), st
     assert "reload" in st["reason"]
+    # the same broker through another spelling of its URL finds the same record (#13.1)
+    assert _tc_stat(Tool(b.admin_url.replace("127.0.0.1", "localhost"), tool.state_dir)) == st
     pa = _pa_stat(tool, topic, sub)
     assert (pa["flag"], pa["configured"], pa["effective"]) == (True, True, False), pa
 
