@@ -72,7 +72,8 @@ def coordinator_stores(admin) -> list[dict]:
     stores = []
     for tc_id in sorted(set(owners) | {int(k) for k in stats}):
         s = stats.get(str(tc_id)) or stats.get(tc_id) or {}
-        stores.append({"coordinatorId": tc_id, "broker": (owners.get(tc_id) or {}).get("brokerServiceUrl"),
+        owner = owners.get(tc_id) or {}
+        stores.append({"coordinatorId": tc_id, "broker": owner.get("brokerServiceUrl"), "webServiceUrl": owner.get("webServiceUrl"),
                        "state": s.get("state"), "recoverStartTime": s.get("recoverStartTime"), "recoverEndTime": s.get("recoverEndTime")})
     return stores
 
@@ -223,8 +224,9 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
     detail = []
     for store in stores_of(admin, log, concurrency):
         key = store_key(log, store)
-        effective, reason = judge(store, setting["configured"], setting["dynamic"], change, key)
-        detail.append({**store, "configured": setting["configured"], "effective": effective, "reason": reason})
+        configured = _configured_for(store, setting)
+        effective, reason = judge(store, configured, setting["dynamic"], change, key)
+        detail.append({**store, "configured": configured, "effective": effective, "reason": reason})
     brokers = setting["brokers"]
     if with_metrics:
         _add_metrics(admin, log, brokers)
@@ -239,6 +241,15 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
         "brokers": brokers,
         "change": None if change is None else {k: change[k] for k in ("value", "previous", "at", "declared") if k in change},
     }
+
+
+def _configured_for(store: dict, setting: dict) -> bool | None:
+    """The value this store's broker runs with: without a dynamic override, brokers may differ
+    (each reads its own broker.conf), and a coordinator runs with its owner's."""
+    if setting["dynamic"] is not None or not setting["mixed"] or not store.get("webServiceUrl"):
+        return setting["configured"]
+    owner = _short(str(store["webServiceUrl"]).rstrip("/"))
+    return next((b["runtime"] for b in setting["brokers"] if b["broker"] == owner), None)
 
 
 def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:

@@ -14,11 +14,12 @@ def register(app: typer.Typer) -> None:
 
 
 def metrics(
-    broker: Annotated[Optional[list[str]], typer.Option("--broker", help="A broker's web URL to scrape; repeatable (default: the target).", show_default=False)] = None,
+    broker: Annotated[Optional[list[str]], typer.Option("--broker", help="A broker's web URL to scrape; repeatable (default: every broker of the target's cluster).", show_default=False)] = None,
 ) -> None:
     """Scrape /metrics and summarise the batched writers: batches, records and bytes per batch, flush triggers.
 
-    The metrics are per broker (one writer-metrics instance per broker), not per coordinator.
+    The metrics are per broker (one writer-metrics instance per broker), not per coordinator, so
+    every broker of the cluster is scraped and named (`scraped`).
     """
     from pulsar_txn_cli.admin.metrics import DELAY_WARNING, summarize
     from pulsar_txn_cli.output import Result, Table, emit
@@ -26,6 +27,9 @@ def metrics(
     env = current()
     admin = env.admin()
     summaries = []
+    if not broker:
+        every = admin.broker_web_urls()
+        broker = every if len(every) > 1 else None  # one broker: through the admin URL (a proxy may hide it)
     for url in broker or [None]:
         for summary in summarize(admin.metrics_text(url)):
             summaries.append({"scraped": url or admin.target.describe(), **summary})

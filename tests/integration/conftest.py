@@ -24,6 +24,28 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
+def pulsar_cluster():
+    """ZooKeeper, a bookie and two brokers (cluster.py), once per session; a failed start FAILS."""
+    import time
+
+    import cluster
+
+    t0 = time.monotonic()
+    try:
+        c = cluster.start_cluster()
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"could not start a real Pulsar cluster:\n{e}", pytrace=False)
+    print(f"\ncluster harness: started in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+    SESSION_CLUSTERS.append(c)
+    yield c
+    SESSION_CLUSTERS.remove(c)
+    c.cleanup()
+
+
+SESSION_CLUSTERS: list = []
+
+
+@pytest.fixture(scope="session")
 def pulsar_broker():
     broker = harness.start_broker_or_fail(SESSION_CONF, name="session")
     yield broker
@@ -52,6 +74,9 @@ def pytest_runtest_makereport(item, call):
     rep = outcome.get_result()
     if rep.failed and "pulsar_broker" in item.fixturenames:
         _SESSION_BROKER_SUSPECT.append(item.nodeid)
+    if rep.failed and SESSION_CLUSTERS:
+        for c in SESSION_CLUSTERS:
+            rep.sections.append((f"pulsar cluster logs ({c.base})", c.logs(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "4000")))))
     if rep.failed and harness.SESSION_BROKERS:
         for b in harness.SESSION_BROKERS:
             rep.sections.append((f"pulsar broker '{b.name}' log tail ({b.log_path})",
