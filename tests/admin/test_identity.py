@@ -174,3 +174,25 @@ def test_the_checkpoint_of_a_cluster_is_found_through_any_of_its_urls(cli, serve
     again = cli(["downgrade", "status", "--admin-url", served.replace("127.0.0.1", "localhost"), "-o", "json"])
     assert first.json()["checkpoint"] == ok(again).json()["checkpoint"]
     assert json.loads(open(first.json()["checkpoint"]).read())["target"] == first.json()["identity"]
+
+
+def test_each_coordinator_is_judged_by_its_owning_brokers_configuration(cli):
+    """Two stand-in brokers of one cluster whose broker.conf files disagree (no dynamic override)."""
+    from tests.admin.fakebroker import FakeBroker
+
+    with FakeBroker() as a, FakeBroker() as b:
+        b.runtime["transactionLogBatchedWriteEnabled"] = "true"
+        both = sorted(x.url.split("://")[1] for x in (a, b))
+        a.extra_routes = [
+            (r"/admin/v2/brokers/standalone", "GET", lambda: both),
+            (r"/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-1", "GET",
+             lambda: {"brokerUrl": "pulsar://127.0.0.1:6651", "httpUrl": b.url}),
+        ]
+        stat = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", a.url, "-o", "json"])).json()
+        metrics = ok(cli(["metrics", "--admin-url", a.url, "-o", "json"])).json()
+    assert {x["broker"]: x["runtime"] for x in stat["brokers"]} == {
+        a.url.split("://")[1]: False, b.url.split("://")[1]: True}
+    assert stat["txnTcBatchLogEnabled"] is None  # the brokers disagree
+    assert [(d["coordinatorId"], d["configured"], d["effective"]) for d in stat["coordinators"]] == [
+        (0, False, False), (1, True, True)]
+    assert sorted({m["scraped"] for m in metrics}) == sorted(x.url for x in (a, b))
