@@ -53,7 +53,15 @@ def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
         count = int(meta.get("partitions") or 0)
         return [f"{name.full}-partition-{i}" for i in range(count)] if count else [name.full]
     names = admin.namespace_topics(namespace, include_system=False) or []
-    return sorted(n for n in names if n.startswith("persistent://") and not n.rsplit("/", 1)[-1].startswith(SYSTEM_PREFIX))
+    return sorted(n for n in names if n.startswith("persistent://") and not _system_topic(n))
+
+
+def _system_topic(name: str) -> bool:
+    """Pulsar's own topics; before 3.0 a namespace's topic list includes the pending-ack logs even
+    when system topics are not asked for (seen on 2.10.5)."""
+    from pulsar_txn_cli.admin.discovery import PENDING_ACK_SUFFIX
+
+    return name.rsplit("/", 1)[-1].startswith(SYSTEM_PREFIX) or name.endswith(PENDING_ACK_SUFFIX)
 
 
 def holders_by_partition(open_txns: dict) -> dict[str, list[dict]]:

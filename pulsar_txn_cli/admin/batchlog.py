@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulsar_txn_cli.admin import remembered
+from pulsar_txn_cli.admin import features, remembered
 from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
@@ -51,17 +51,39 @@ def parse_bool(value) -> bool | None:
 
 
 def configured_setting(admin, log: Log) -> dict:
-    """{"dynamic": bool|None, "brokers": [{"broker", "runtime"}], "configured": bool|None, "mixed": bool}."""
+    """{"dynamic": bool|None, "brokers": [{"broker", "version", "runtime"}], "configured": bool|None, "mixed": bool}.
+
+    A broker older than PIP-160 has no batch setting at all: its runtime value is False (it cannot batch)."""
     dynamic = parse_bool((admin.dynamic_config_values() or {}).get(log.key))
     brokers = []
     urls = admin.broker_web_urls()
     for url in urls:
         # With one broker, ask through the admin URL: a served engine or a proxy may advertise an address we cannot reach.
-        config = admin.runtime_config(None if len(urls) == 1 else url)
-        brokers.append({"broker": _short(url), "runtime": parse_bool((config or {}).get(log.key))})
+        at = None if len(urls) == 1 else url
+        config = admin.runtime_config(at)
+        version = _version(admin, at)
+        brokers.append({"broker": _short(url), "version": version, "runtime": features.batch_flag(config, log.key, version)})
     values = {b["runtime"] for b in brokers if b["runtime"] is not None}
     configured = dynamic if dynamic is not None else (values.pop() if len(values) == 1 else None)
     return {"dynamic": dynamic, "brokers": brokers, "configured": configured, "mixed": len({b["runtime"] for b in brokers}) > 1}
+
+
+def _version(admin, broker_url: str | None) -> str | None:
+    try:
+        return admin.version(broker_url) or None
+    except ConnectionFailed:
+        return None
+
+
+def without_batched_logs(setting: dict) -> list[dict]:
+    """The brokers whose release predates PIP-160 (they cannot read or write batched entries)."""
+    return [b for b in setting["brokers"] if features.lacks_batched_logs(b.get("version"))]
+
+
+def cannot_batch(setting: dict) -> str | None:
+    """The release when every broker predates PIP-160 (then no store batches), else None."""
+    old = without_batched_logs(setting)
+    return old[0]["version"] if old and len(old) == len(setting["brokers"]) else None
 
 
 # --- the stores and their open times ----------------------------------------------------------------
@@ -116,9 +138,16 @@ def stores_of(admin, log: Log, concurrency: int = 8) -> list[dict]:
 
 # --- setting and reloading ---------------------------------------------------------------------------
 
-def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, stores: list[dict] | None = None) -> dict:
-    """Update the dynamic setting and record the moment and every store's open time."""
-    before = configured_setting(admin, log)
+def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, stores: list[dict] | None = None,
+                  before: dict | None = None) -> dict:
+    """Update the dynamic setting and record the moment and every store's open time.
+
+    Refused when no broker has the setting (every one predates PIP-160): the broker would answer 412."""
+    before = configured_setting(admin, log) if before is None else before
+    release = cannot_batch(before)
+    if release is not None:
+        raise UsageError(features.no_batched_logs(release, log.key) +
+                         ("" if enabled else "; with no batching there is nothing to turn off"))
     stores = stores_of(admin, log, concurrency) if stores is None else stores
     snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
     identity = admin.identity()
@@ -221,11 +250,13 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
     setting = configured_setting(admin, log)
     identity = admin.identity()
     change = remembered.load_changes(identity)["changes"].get(log.key)
+    release = cannot_batch(setting)
     detail = []
     for store in stores_of(admin, log, concurrency):
         key = store_key(log, store)
         configured = _configured_for(store, setting)
-        effective, reason = judge(store, configured, setting["dynamic"], change, key)
+        effective, reason = ((False, features.no_batched_logs(release, log.key)) if release else
+                             judge(store, configured, setting["dynamic"], change, key))
         detail.append({**store, "configured": configured, "effective": effective, "reason": reason})
     brokers = setting["brokers"]
     if with_metrics:
@@ -239,6 +270,7 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
         log.detail_key: detail,
         "dynamic": setting["dynamic"],
         "brokers": brokers,
+        "withoutBatchedLogs": release,
         "change": None if change is None else {k: change[k] for k in ("value", "previous", "at", "declared") if k in change},
     }
 

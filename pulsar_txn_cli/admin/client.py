@@ -218,8 +218,8 @@ class PulsarAdmin:
     def brokers(self, cluster: str) -> list[str]:
         return self.get(f"/admin/v2/brokers/{_seg(cluster)}")
 
-    def version(self) -> str:
-        return self.call("GET", "/admin/v2/brokers/version", text=True).strip().strip('"')
+    def version(self, broker_url: str | None = None) -> str:
+        return self.call("GET", _at(broker_url, "/admin/v2/brokers/version"), text=True).strip().strip('"')
 
     def metrics_text(self, broker_url: str | None = None) -> str:
         return self.call("GET", _at(broker_url, "/metrics/"), text=True)

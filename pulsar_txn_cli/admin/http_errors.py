@@ -27,7 +27,22 @@ def reason_of(body: bytes | str | None) -> str:
     return redact(text[:300])
 
 
+def no_such_endpoint(body) -> bool:
+    """Jersey's own 404 (`{"servlet": ..., "message": "Not Found"}`): the broker has no such path at all,
+    as opposed to Pulsar's 404 for a missing topic or transaction, which carries a `reason`."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "servlet" in doc and doc.get("message") == "Not Found"
+
+
 def http_failure(status: int, method: str, path: str, where: str, body=None) -> ConnectionFailed:
+    if status == 404 and no_such_endpoint(body):
+        return ConnectionFailed(f"{where} has no {endpoint_of(path)} endpoint (404): either its Pulsar release is older "
+                                "than this command (`pulsar-admin brokers version` shows it) or the admin URL has a path "
+                                "(give the web service root, e.g. http://broker:8080)", status=status)
     reason = reason_of(body)
     said = f": {reason}" if reason else ""
     what = f"{method} {path} on {where}"
@@ -64,6 +79,12 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
     else:
         msg = f"{what} failed with HTTP {status}{said}"
     return ConnectionFailed(msg, status=status)
+
+
+def endpoint_of(path: str) -> str:
+    """/admin/v3/transactions/transactionBufferInternalStats from the whole path of a call."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    return "/" + "/".join(parts[:4] if parts[:1] == ["admin"] else parts)
 
 
 def _what_to_check(path: str) -> str:

@@ -134,11 +134,20 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     env = current()
     admin = env.admin()
     target = admin.target.describe()
+    before = batchlog.configured_setting(admin, log)
+    old = batchlog.without_batched_logs(before)
+    if enabled and old and len(old) < len(before["brokers"]):
+        # PIP-160's upgrade order: a broker that cannot read batched entries must not meet them.
+        names = ", ".join(f"{b['broker']} ({b['version']})" for b in old)
+        env.warn(f"{len(old)} of {len(before['brokers'])} broker(s) of {target} predate PIP-160 and cannot read "
+                 f"batched logs: {names}; finish the rolling upgrade first (pulsar-txn upgrade check)")
+        if not yes:
+            confirm(f"Enable {log.key} on {target} while those brokers still run?")
     stores = batchlog.stores_of(admin, log, concurrency)
     topics = batchlog.reload_targets(log, stores) if reload else []
     if reload and topics and not yes:
         confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
-    result = batchlog.set_batch_log(admin, log, enabled, concurrency=concurrency, stores=stores)
+    result = batchlog.set_batch_log(admin, log, enabled, concurrency=concurrency, stores=stores, before=before)
     word = "enabled" if enabled else "disabled"
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
     reloaded = None
@@ -171,12 +180,15 @@ def _stat(log, *, concurrency: int) -> None:
     rows = [{**d, "opened": batchlog.iso(d.get("recoverStartTime"))} for d in detail]
     key_columns = [("coordinatorId", "coordinator"), ("broker", "broker")] if log.kind == "tc" else [("topic", "topic"), ("subscription", "subscription")]
     columns = key_columns + [("state", "state"), ("configured", "configured"), ("effective", "effective"), ("opened", "opened"), ("reason", "reason")]
-    brokers = Table([("broker", "broker"), ("runtime", "runtime value"), ("batches", "batches written")], data["brokers"], title="brokers")
+    brokers = Table([("broker", "broker"), ("version", "version"), ("runtime", "runtime value"), ("batches", "batches written")],
+                    data["brokers"], title="brokers")
     effective = [d["effective"] for d in detail]
     verdict = (f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
                f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "
                f"{effective.count(True)} of {len(detail)} {log.store}(s), off in {effective.count(False)}, unknown in {effective.count(None)}.")
-    if effective.count(None) or (data[log.pip_flag] is not None and effective.count(not data[log.pip_flag])):
+    if data["withoutBatchedLogs"]:
+        verdict += f" Every broker runs {data['withoutBatchedLogs']}, which predates PIP-160: no store can batch."
+    elif effective.count(None) or (data[log.pip_flag] is not None and effective.count(not data[log.pip_flag])):
         env.info("hint: reopen the stores with "
                  f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload")
     emit(Result(data=data, records=detail, tables=[Table(columns, rows, title=f"{log.store}s"), brokers], lines=["", verdict]), env)

@@ -13,21 +13,28 @@ from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, PENDING_ACK_BATCH_
 
 class Judge:
     def __init__(self, identity: str, dynamic_config, brokers):
-        from pulsar_txn_cli.admin import batchlog, remembered
+        from pulsar_txn_cli.admin import batchlog, features, remembered
 
         self._batchlog = batchlog
         changes = remembered.load_changes(identity)["changes"]
         self._settings = {}
         for key in BATCH_KEYS:
             dynamic = batchlog.parse_bool((dynamic_config or {}).get(key))
-            runtimes = {batchlog.parse_bool((b.runtime or {}).get(key)) for b in brokers if b.runtime is not None}
+            runtimes = {features.batch_flag(b.runtime, key, b.version) for b in brokers if b.runtime is not None}
             runtimes.discard(None)
             configured = dynamic if dynamic is not None else (runtimes.pop() if len(runtimes) == 1 else None)
             self._settings[key] = (configured, dynamic, changes.get(key))
+        old = [b.version for b in brokers if features.lacks_batched_logs(b.version)]
+        # Every broker predates PIP-160: no store can batch, whatever was recorded before.
+        self._release = old[0] if brokers and len(old) == len(brokers) else None
+        self._features = features
 
     def _judge(self, log: LogObservation, key: str, store: dict, store_key: str) -> LogObservation:
         configured, dynamic, change = self._settings[key]
-        state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
+        if self._release:
+            state, reason = False, self._features.no_batched_logs(self._release, key)
+        else:
+            state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
         ongoing = store.get("ongoingTxnSize")
         return replace(log, effective_batching=state, effective_reason=reason,
                        ongoing_txns=ongoing if isinstance(ongoing, int) else None)

@@ -46,7 +46,7 @@ class Counter:
             self.calls += n
 
 
-def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, versions: bool = False,
+def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, versions: bool = True,
            counter: Counter | None = None) -> Observations:
     """Observe the target: configuration, brokers, every coordinator and transactional subscription
     (ledger list, cursor, store state), and where batching is effective. `progress` has

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pulsar_txn_cli.admin.features import batch_flag, lacks_batched_logs, no_batched_logs
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation, Observations,
@@ -226,7 +227,11 @@ def _step1_config(obs: Observations, findings: _Findings, *, want: bool) -> None
             continue
         for key in BATCH_KEYS:
             raw = broker.runtime.get(key)
-            flag = config_flag(raw)
+            flag = batch_flag(broker.runtime, key, broker.version)  # False on a broker older than PIP-160
+            if raw is None and flag is False and want:
+                findings.waiting.append(f"broker {broker.broker}: {no_batched_logs(broker.version, key)}; "
+                                        "upgrade it before enabling batching")
+                continue
             if flag is None:
                 findings.blocked.append(f"broker {broker.broker} reports {key}={raw!r}; "
                                         f"it must be {state} and the state is unknown")
@@ -467,7 +472,8 @@ def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
     findings = _Findings()
     versions = _versions(obs, findings)
     _step1_config(obs, findings, want=True)
-    _step1_effective(obs, findings, want=True)
+    if not any(lacks_batched_logs(b.version) for b in obs.brokers):  # else: upgrade first, reloads cannot help
+        _step1_effective(obs, findings, want=True)
     for log in obs.logs:
         if log.error:
             findings.waiting.append(f"{log.label}: {log.error}")

@@ -81,3 +81,17 @@ def pytest_runtest_makereport(item, call):
         for b in harness.SESSION_BROKERS:
             rep.sections.append((f"pulsar broker '{b.name}' log tail ({b.log_path})",
                                  b.log_tail(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "15000")))))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md."""
+    matrix = getattr(sys.modules.get("test_versions"), "MATRIX", None)
+    if not matrix:
+        return
+    versions = list(matrix)
+    commands = list(dict.fromkeys(c for row in matrix.values() for c in row))
+    terminalreporter.write_sep("-", "pulsar-txn against each Pulsar line (last outcome per command)")
+    terminalreporter.write_line("| command | " + " | ".join(versions) + " |")
+    terminalreporter.write_line("|---" * (len(versions) + 1) + "|")
+    for command in commands:
+        terminalreporter.write_line(f"| `{command}` | " + " | ".join(matrix[v].get(command, "-") for v in versions) + " |")

@@ -148,12 +148,16 @@ class PulsarBroker:
     """One real standalone broker with private ports and directories."""
 
     def __init__(self, extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
-                 base_dir: str | None = None):
+                 base_dir: str | None = None, version: str | None = None):
         self.name = name
+        self.version = version  # None: the pinned release of harness/pom.xml
         self.extra_conf = dict(extra_conf or {})
         self.base = Path(base_dir or tempfile.mkdtemp(prefix=f"pulsar-txn-it-{name}-"))
         self.base.mkdir(parents=True, exist_ok=True)
-        self.classpath = build_module()
+        # The workload, BookieShell and other tools always run on the pinned release's classpath
+        # (a newer client talks to any of the older brokers); the broker runs its own version's.
+        self.tools_classpath = build_module()
+        self.classpath = self.tools_classpath if version is None else _versions().classpath_for(version)
         self.proc: subprocess.Popen | None = None
         self.start_seconds: float | None = None
         self.starts = 0
@@ -189,6 +193,8 @@ class PulsarBroker:
             "allowLoopback": "true",
             "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
             "loadBalancerEnabled": "false",
+            # 2.10 dies at start without it on a VM: "Unable to read VM NIC speed"
+            "loadBalancerOverrideBrokerNicSpeedGbps": 10,
             "managedLedgerDefaultEnsembleSize": 1,
             "managedLedgerDefaultWriteQuorum": 1,
             "managedLedgerDefaultAckQuorum": 1,
@@ -261,7 +267,7 @@ class PulsarBroker:
             "--bookkeeper-port", str(self.bk_port),
             "--zookeeper-dir", str(self.base / "data" / "zookeeper"),
             "--bookkeeper-dir", str(self.base / "data" / "bookkeeper"),
-            "--metadata-dir", str(self.base / "data" / "metadata"),
+            *(["--metadata-dir", str(self.base / "data" / "metadata")] if self._has_metadata_dir() else []),
             "-a", "127.0.0.1",
         ]
         if wipe:
@@ -281,6 +287,10 @@ class PulsarBroker:
             self.stop()
             raise
         self.start_seconds = time.monotonic() - t0
+
+    def _has_metadata_dir(self) -> bool:
+        """PulsarStandaloneStarter has --metadata-dir since 2.11 (2.10.5 refuses it)."""
+        return self.version is None or version_tuple(self.version) >= (2, 11)
 
     def _arm_watchdog(self, seconds: float) -> None:
         if self._watchdog:
@@ -469,14 +479,14 @@ class PulsarBroker:
     def _java(self, main: str, args: list[str], log4j: str, timeout: float, **kw) -> subprocess.CompletedProcess:
         cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
                f"-Dlog4j.configurationFile={log4j}", "-Dlog4j2.is.webapp=false",
-               "-cp", self.classpath, main, *args]
+               "-cp", self.tools_classpath, main, *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.base, **kw)
 
     def readledger(self, ledger_id: int, timeout: float = 120) -> str:
         """`BookieShell -entryformat hex readledger -m -l <id>` (the 4.17 spelling of `-ef hex`) against this broker's ZooKeeper; stdout+stderr text."""
         cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
                f"-Dlog4j.configurationFile={self.base / 'log4j2-shell.xml'}", "-Dlog4j2.is.webapp=false",
-               "-cp", self.classpath, "org.apache.bookkeeper.bookie.BookieShell",
+               "-cp", self.tools_classpath, "org.apache.bookkeeper.bookie.BookieShell",
                "-conf", str(self.base / "bk.conf"), "-entryformat", "hex",
                "readledger", "-m", "-l", str(ledger_id)]
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -492,7 +502,7 @@ class PulsarBroker:
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]
         return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
                 f"-Dlog4j.configurationFile={self.base / 'log4j2-workload.xml'}", "-Dlog4j2.is.webapp=false",
-                "-cp", self.classpath, "pulsartxn.harness.TxnWorkload", *flat]
+                "-cp", self.tools_classpath, "pulsartxn.harness.TxnWorkload", *flat]
 
     def run_workload(self, timeout: float = 300, **kw: Any) -> list[dict]:
         """Run TxnWorkload to completion; returns its JSON lines.
@@ -581,12 +591,22 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
             pass
 
 
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _versions():
+    import versions  # tests/integration/versions.py, beside this module
+
+    return versions
+
+
 def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar", attempts: int = 2,
-                 log=print) -> PulsarBroker:
+                 log=print, version: str | None = None) -> PulsarBroker:
     """Start a broker; one retry (fresh ports and directories) if the first start fails."""
     errors = []
     for attempt in range(attempts):
-        broker = PulsarBroker(extra_conf, name=name)
+        broker = PulsarBroker(extra_conf, name=name, version=version)
         try:
             broker.start()
             log(f"harness: broker {name} ready in {broker.start_seconds:.1f}s at {broker.admin_url} "
@@ -602,12 +622,13 @@ def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
 SESSION_BROKERS: list[PulsarBroker] = []
 
 
-def start_broker_or_fail(extra_conf: dict[str, Any] | None = None, name: str = "pulsar") -> PulsarBroker:
+def start_broker_or_fail(extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
+                         version: str | None = None) -> PulsarBroker:
     """For tests: start a broker (one retry); a second failure FAILS the test, never skips."""
     import pytest
 
     try:
-        broker = start_broker(extra_conf, name=name)
+        broker = start_broker(extra_conf, name=name, version=version)
     except Exception as e:  # noqa: BLE001
         pytest.fail(f"could not start a real Pulsar broker:\n{e}", pytrace=False)
     SESSION_BROKERS.append(broker)

@@ -1,0 +1,144 @@
+"""The tool against a real standalone broker of each Pulsar line operators run (#12 §2).
+
+One broker at a time (module-scoped, parametrized by version), each assembled from Maven Central by
+versions.py. For every line: every read command, the batch-log switches where the line has them,
+`downgrade check` and `upgrade check`. What a line lacks is asserted as one sentence and its exit
+code, never a stack of HTTP errors. The run prints the compatibility table (docs/compatibility.md).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import harness
+import versions
+from tool import Tool
+
+pytestmark = pytest.mark.versions
+
+PINNED = "4.0.7"  # harness/pom.xml's release
+LINES = [*versions.LINES, PINNED]
+TOPIC = "persistent://public/default/v-orders"
+NO_BUFFER_INTERNAL_STATS = "has no /admin/v3/transactions/transactionBufferInternalStats endpoint (404)"
+MATRIX: dict[str, dict[str, str]] = {}  # version -> command -> outcome, printed at the end (conftest.py)
+
+
+def before_pip160(version: str) -> bool:
+    return harness.version_tuple(version) < (2, 11)
+
+
+@pytest.fixture(scope="module", params=LINES, ids=lambda v: v)
+def broker(request):
+    version = request.param
+    started = harness.start_broker_or_fail({"managedLedgerMaxEntriesPerLedger": 50}, name=f"v{version}",
+                                           version=None if version == PINNED else version)
+    MATRIX.setdefault(version, {})["start (s)"] = f"{started.start_seconds:.0f}"
+    started.run_workload(seed=7, txns=4, aborts=1, ops=2, parallel=2, prefix="v")
+    started.run_workload(txns=0, drain=1, prefix="v")  # every subscription's pending-ack store opens
+    run = started.start_workload(seed=8, txns=2, ops=4, parallel=1, hold=2, prefix="v")
+    # A held transaction that produced holds its partitions' readers (the seed makes one do so).
+    held = [(r["most"], r["least"]) for r in run.wait_holding() if r.get("event") == "txn" and r["outcome"] == "open"
+            and any(op["op"] == "produce" for op in r.get("ops", []))]
+    started.held_txn = held[0]
+    yield started
+    run.finish()
+    harness.release_broker(started)
+
+
+def tool(broker, tmp_path_factory, *args):
+    state = tmp_path_factory.getbasetemp() / f"state-{version_of(broker)}"
+    result = Tool(broker.admin_url, state).run(*args, expect=None)
+    assert "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) <= 1, result.stderr  # one sentence, never a stack of HTTP errors
+    name = " ".join(args[:2]) if args[0] in ("upgrade", "downgrade") else args[0]
+    MATRIX.setdefault(version_of(broker), {})[name] = "ok" if result.exit_code == 0 else f"exit {result.exit_code}"
+    return result
+
+
+def version_of(broker) -> str:
+    return broker.version or PINNED
+
+
+def test_the_broker_reports_its_line(broker):
+    assert broker.rest("GET", "/admin/v2/brokers/version") == (200, version_of(broker))
+
+
+@pytest.mark.parametrize("command", [
+    "coordinators-list", "coordinator-stats", "coordinator-internal-stats -c 0",
+    f"pending-ack-stats -t {TOPIC} -s sub-a", f"pending-ack-internal-stats -t {TOPIC} -s sub-a",
+    "slow-transactions", f"transaction-buffer-stats -t {TOPIC}", "subscriptions", "metrics",
+])
+def test_read_commands_answer(broker, tmp_path_factory, command):
+    result = tool(broker, tmp_path_factory, *command.split(), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip()
+    json.loads(result.stdout)
+
+
+def test_the_open_transaction_is_seen(broker, tmp_path_factory):
+    most, least = broker.held_txn
+    meta = tool(broker, tmp_path_factory, "transaction-metadata", f"({most},{least})", "-o", "json")
+    assert meta.exit_code == 0, meta.stderr
+    assert meta.json()["status"] == "OPEN"
+    stuck = tool(broker, tmp_path_factory, "stuck-readers", "-n", "public/default", "-o", "json")
+    assert stuck.exit_code == 0, stuck.stderr
+    assert not [line for line in stuck.stderr.splitlines() if line.startswith("warning:")], stuck.stderr
+    holders = {h["txnId"] for p in stuck.json()["partitions"] for h in p.get("holders", [])}
+    assert f"({most},{least})" in holders
+
+
+def test_buffer_snapshot_internal_stats_or_what_is_missing(broker, tmp_path_factory):
+    result = tool(broker, tmp_path_factory, "buffer-snapshot-internal-stats", "-t", TOPIC, "-o", "json")
+    if harness.version_tuple(version_of(broker)) >= (4, 0):
+        assert result.exit_code == 0, result.stderr
+    else:  # the endpoint came with 4.0 (seen: 2.10.5, 2.11.0 and 3.0.0 answer Jersey's own 404)
+        assert result.exit_code == 4
+        assert NO_BUFFER_INTERNAL_STATS in result.stderr
+
+
+def test_batch_log_switches(broker, tmp_path_factory):
+    version = version_of(broker)
+    for log, key in (("tc", "transactionLogBatchedWriteEnabled"), ("pending-ack", "transactionPendingAckBatchedWriteEnabled")):
+        switched = tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes")
+        stat = tool(broker, tmp_path_factory, f"get-txn-{log}-batch-log-stat", "-o", "json")
+        assert stat.exit_code == 0, stat.stderr
+        if before_pip160(version):
+            assert switched.exit_code == 2
+            assert f"this broker ({version}) has no {key}; batched logs need Pulsar 2.11 or newer" in switched.stderr
+            assert stat.json()["withoutBatchedLogs"] == version
+            assert {d["effective"] for d in stat.json()["coordinators" if log == "tc" else "subscriptions"]} == {False}
+        else:
+            assert switched.exit_code == 0, switched.stderr
+            assert stat.json()[key == "transactionLogBatchedWriteEnabled" and "txnTcBatchLogEnabled"
+                               or "txnPendingAckBatchLogEnabled"] is True
+            assert stat.json()["withoutBatchedLogs"] is None
+    if not before_pip160(version):
+        coordinators = tool(broker, tmp_path_factory, "get-txn-tc-batch-log-stat", "-o", "json").json()["coordinators"]
+        assert coordinators and all(c["effective"] is True for c in coordinators), coordinators
+
+
+def test_upgrade_check(broker, tmp_path_factory):
+    version = version_of(broker)
+    result = tool(broker, tmp_path_factory, "upgrade", "check", "-o", "json")
+    assert result.exit_code in (0, 5), result.stderr
+    verdict = result.json()
+    assert [b["version"] for b in verdict["brokers"]] == [version]
+    if before_pip160(version):
+        assert verdict["verdict"] == "INCOMPLETE"
+        assert any("upgrade it before enabling batching" in p for p in verdict["problems"]), verdict["problems"]
+        assert not verdict["fixes"]  # nothing this broker accepts would help
+
+
+def test_downgrade_check(broker, tmp_path_factory):
+    version = version_of(broker)
+    if not before_pip160(version):
+        for log in ("tc", "pending-ack"):
+            assert tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes").exit_code == 0
+    result = tool(broker, tmp_path_factory, "downgrade", "check", "-o", "json")
+    verdict = result.json()
+    # Freshly disabled (or never possible): the logs' current ledgers are recorded and must roll first.
+    assert (result.exit_code, verdict["verdict"]) == (5, "WAIT"), verdict["problems"]
+    assert not verdict["problems"], verdict["problems"]
+    assert verdict["coordinators"] and all(c["lastBatchedLedgerId"] is not None for c in verdict["coordinators"])

@@ -1,0 +1,91 @@
+"""Broker classpaths of the Pulsar lines operators run, for the version matrix and the real downgrade.
+
+Each line's broker comes from Maven Central through `versions/pom.xml`, which imports Pulsar's own
+parent POM of that release, so every jar is the one the release was built with. Debian's Maven 3.8.7
+spins for minutes on the 2.10 graph, so this module fetches Maven 3.9.9 itself (the `bin` tar.gz of
+`org.apache.maven:apache-maven`, through the machine's mvn) into versions/target/.
+
+    python tests/integration/versions.py prefetch   # every line (tests/integration/setup.sh runs it)
+
+Standard library only, like harness.py.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODULE = HERE / "versions"
+POM = MODULE / "pom.xml"
+SETTINGS = HERE / "harness" / "settings.xml"
+TARGET = MODULE / "target"
+MAVEN_VERSION = "3.9.9"
+
+# The lines Maven Central has here (pulsar-versions.md): before PIP-160, the first with it, the LTS
+# lines and 3.3. The harness's own 4.0.7 (harness/pom.xml) is the newest.
+PRE_PIP160 = "2.10.5"
+FIRST_PIP160 = "2.11.0"
+LINES = (PRE_PIP160, FIRST_PIP160, "3.0.0", "3.3.6", "4.0.0")
+
+
+def maven(log=print) -> Path:
+    """Maven 3.9.9's mvn, fetched from Maven Central once."""
+    home = TARGET / f"apache-maven-{MAVEN_VERSION}"
+    mvn = home / "bin" / "mvn"
+    if mvn.exists():
+        return mvn
+    TARGET.mkdir(parents=True, exist_ok=True)
+    archive = TARGET / f"apache-maven-{MAVEN_VERSION}-bin.tar.gz"
+    if not archive.exists():
+        log(f"versions: fetching Maven {MAVEN_VERSION} from Maven Central")
+        _run(["mvn", "-B", "-q", "-s", str(SETTINGS), "dependency:copy",
+              f"-Dartifact=org.apache.maven:apache-maven:{MAVEN_VERSION}:tar.gz:bin", f"-DoutputDirectory={TARGET}"],
+             "fetching Maven")
+    with tarfile.open(archive) as tar:
+        tar.extractall(TARGET, filter="tar")
+    return mvn
+
+
+def classpath_file(version: str) -> Path:
+    return TARGET / version / "classpath.txt"
+
+
+def classpath_for(version: str, log=print) -> str:
+    """The broker classpath of a Pulsar release (resolved once, then read from versions/target/)."""
+    path = classpath_file(version)
+    if not _fresh(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        base = [str(maven(log)), "-B", "-q", "-s", str(SETTINGS), "-f", str(POM), f"-Dpulsar.version={version}",
+                f"-Doutput={path}", "dependency:build-classpath"]
+        t0 = time.monotonic()
+        try:
+            _run([*base, "-o"], "offline")
+        except RuntimeError:
+            log(f"versions: resolving Pulsar {version}'s broker from Maven Central")
+            _run(base, f"resolving Pulsar {version}")
+        log(f"versions: Pulsar {version}: {len(path.read_text().split(os.pathsep))} jars in "
+            f"{time.monotonic() - t0:.1f}s")
+    return path.read_text().strip()
+
+
+def _fresh(path: Path) -> bool:
+    if not path.exists() or path.stat().st_mtime < POM.stat().st_mtime:
+        return False
+    return all(Path(jar).exists() for jar in path.read_text().strip().split(os.pathsep))
+
+
+def _run(cmd: list[str], what: str) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["prefetch"]:
+        sys.exit("usage: versions.py prefetch")
+    for line in LINES:
+        classpath_for(line)
