@@ -40,9 +40,10 @@ def broker(request):
     # A held transaction that produced holds its partitions' readers (the seed makes one do so).
     held = [(r["most"], r["least"]) for r in run.wait_holding() if r.get("event") == "txn" and r["outcome"] == "open"
             and any(op["op"] == "produce" for op in r.get("ops", []))]
-    started.held_txn = held[0]
+    started.held_txn, started.held_run = held[0], run
     yield started
-    run.finish()
+    if run.proc.poll() is None:
+        run.finish()
     harness.release_broker(started)
 
 
@@ -115,6 +116,7 @@ def test_batch_log_switches(broker, tmp_path_factory):
                                or "txnPendingAckBatchLogEnabled"] is True
             assert stat.json()["withoutBatchedLogs"] is None
     if not before_pip160(version):
+        broker.wait_coordinators_ready()  # a standalone reloads a coordinator when a client connects to it
         coordinators = tool(broker, tmp_path_factory, "get-txn-tc-batch-log-stat", "-o", "json").json()["coordinators"]
         assert coordinators and all(c["effective"] is True for c in coordinators), coordinators
 
@@ -133,9 +135,14 @@ def test_upgrade_check(broker, tmp_path_factory):
 
 def test_downgrade_check(broker, tmp_path_factory):
     version = version_of(broker)
+    broker.held_run.finish()  # its exclusive consumers would keep the drain below out
     if not before_pip160(version):
         for log in ("tc", "pending-ack"):
             assert tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes").exit_code == 0
+        # The reopened stores load when clients come back: coordinators at their clients' connect,
+        # pending-ack stores at the next transactional acknowledgement.
+        broker.wait_coordinators_ready()
+        broker.run_workload(txns=0, drain=1, prefix="v")
     result = tool(broker, tmp_path_factory, "downgrade", "check", "-o", "json")
     verdict = result.json()
     # Freshly disabled (or never possible): the logs' current ledgers are recorded and must roll first.
