@@ -46,8 +46,9 @@ def ml_stats(name: str, ledgers: list[int]) -> dict:
 
 
 class FakeBroker:
-    def __init__(self, *, token: str | None = None, coordinators: int = 2):
+    def __init__(self, *, token: str | None = None, coordinators: int = 2, version: str = "4.0.7"):
         self.token = token
+        self.version = version
         self.clock = T0
         self.dynamic: dict[str, str] = {}
         self.runtime = {"transactionLogBatchedWriteEnabled": "false", "transactionPendingAckBatchedWriteEnabled": "false",
@@ -124,6 +125,7 @@ class FakeBroker:
             (r"/admin/v2/clusters/standalone", "GET", lambda: {"serviceUrl": self.url, "brokerServiceUrl": "pulsar://127.0.0.1:6650"}),
             (r"/admin/v2/brokers/standalone", "GET", lambda: [self.url.split("://")[1]]),
             (r"/metrics/?", "GET", lambda: METRICS),
+            (r"/admin/v2/brokers/version", "GET", lambda: self.version),
         ]
 
     # --- handlers -------------------------------------------------------------------------------
