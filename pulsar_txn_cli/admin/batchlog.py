@@ -199,6 +199,45 @@ def reload_targets(log: Log, stores: list[dict]) -> list[str]:
     return sorted({s["topic"] for s in stores if s.get("topic") and s.get("discovery") != "orphan"})
 
 
+SETTLE_SECONDS = 30.0
+# A store's states while it is loaded but replaying its log (Pulsar's state enums; "None" is the enum
+# value before initialisation starts). "Close" and "Error" are not transient.
+OPENING_STATES = ("None", "Initializing")
+
+
+def settle(admin, log: Log, stores: list[dict], timeout: float | None = None, sleep=None, clock=None) -> list[dict]:
+    """Wait (up to timeout seconds) until the pending-ack stores that were opening are Ready.
+
+    Asking for a store's stats loads its topic, and the store replays its log; an unload that lands
+    during that replay can leave the reopened store replaying for good, and every subscribe to it
+    then times out (Pulsar's own race, apache/pulsar#16248; seen on a real 4.0.7 cluster:
+    docs/real-broker-findings.md). Returns the stores, refreshed."""
+    import time
+
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
+    if log is TC:
+        return stores
+    deadline = clock() + (SETTLE_SECONDS if timeout is None else timeout)
+    stores = list(stores)
+    while True:
+        waiting = [i for i, s in enumerate(stores) if opening(s)]
+        if not waiting or clock() >= deadline:
+            return stores
+        sleep(0.5)
+        for i in waiting:
+            s = stores[i]
+            try:
+                fresh = admin.pending_ack_stats(s["topic"], s["subscription"]) or {}
+            except ConnectionFailed:
+                continue
+            stores[i] = {**s, **{k: fresh.get(k) for k in ("state", "recoverStartTime", "recoverEndTime")}}
+
+
+def opening(store: dict) -> bool:
+    """A loaded store that is not Ready yet (replaying its log); None means not loaded or unknown."""
+    return store.get("discovery") != "orphan" and store.get("state") in OPENING_STATES
+
+
 def reload_stores(admin, topics: list[str]) -> list[dict]:
     """Unload each topic; failures are reported per topic, not raised."""
     results = []

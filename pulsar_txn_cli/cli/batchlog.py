@@ -152,7 +152,14 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
     reloaded = None
     if reload:
-        reloaded = batchlog.reload_stores(admin, topics)
+        stores = batchlog.settle(admin, log, stores)
+        opening = {s["topic"] for s in stores if batchlog.opening(s)}
+        if opening:
+            env.warn(f"{len(opening)} topic(s) still have a pending-ack store that is not Ready after "
+                     f"{batchlog.SETTLE_SECONDS:g} s; they are not "
+                     "unloaded (an unload during its replay can leave it stuck); rerun with --reload later")
+        reloaded = batchlog.reload_stores(admin, [t for t in topics if t not in opening])
+        reloaded += [{"topic": t, "unloaded": False, "error": "its pending-ack store is not Ready yet"} for t in sorted(opening)]
         ok = sum(1 for r in reloaded if r["unloaded"])
         env.info(f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened.")
     else:

@@ -36,8 +36,10 @@ class Judge:
         else:
             state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
         ongoing = store.get("ongoingTxnSize")
+        opened = store.get("state")
         return replace(log, effective_batching=state, effective_reason=reason,
-                       ongoing_txns=ongoing if isinstance(ongoing, int) else None)
+                       ongoing_txns=ongoing if isinstance(ongoing, int) else None,
+                       store_state=opened if isinstance(opened, str) else None)
 
     def coordinator(self, log: LogObservation, stats: dict) -> LogObservation:
         return self._judge(log, TC_BATCH_KEY, stats, str(log.coordinator_id))

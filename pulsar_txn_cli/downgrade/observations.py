@@ -45,6 +45,14 @@ class LogObservation:
     effective_reason: str | None = None  # why the admin layer thinks so
     ongoing_txns: int | None = None
     error: str | None = None
+    store_state: str | None = None  # the store's state ("Ready"; "Initializing" while it opens; None: not loaded)
+
+    @property
+    def opening(self) -> bool:
+        """Loaded but not Ready yet: the store replays its log (after a restart or an unload)."""
+        from pulsar_txn_cli.admin.batchlog import OPENING_STATES
+
+        return self.store_state in OPENING_STATES
 
     @property
     def key(self) -> tuple:

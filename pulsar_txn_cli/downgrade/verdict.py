@@ -248,11 +248,13 @@ SHOWN = 5  # per-item lines shown before "and N more" (a cluster may have thousa
 
 def _step1_effective(obs: Observations, findings: _Findings, *, want: bool) -> None:
     """The setting counts only once each store was reopened with it (facts §4)."""
-    unknown, wrong = [], []
+    unknown, wrong, opening = [], [], []
     for log in obs.logs:
         if log.error and log.effective_batching is None:
             continue  # reported with the item itself
-        if log.effective_batching is None:
+        if log.effective_batching is None and log.opening:
+            opening.append(log)  # it opens with the configured value: passes by itself
+        elif log.effective_batching is None:
             unknown.append(log)
         elif log.effective_batching != want:
             wrong.append(log)
@@ -260,6 +262,8 @@ def _step1_effective(obs: Observations, findings: _Findings, *, want: bool) -> N
     for log in unknown:
         findings.fix(set_command(_key_of(log), want))
     findings.blocked += _summarized(unknown, "whether batching is effective is unknown")
+    findings.waiting += _summarized(opening, "the store is still opening (replaying its log), so whether "
+                                             "batching is effective is not known yet")
     state = "still batching" if not want else "not batching yet"
     findings.blocked += _summarized(wrong, state)
     for key in BATCH_KEYS:

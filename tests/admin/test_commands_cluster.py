@@ -145,6 +145,38 @@ def test_pending_ack_set_reload_and_stat(run, broker):
     assert arrays["persistent://public/default/a-b-c-d"] is True
 
 
+def _replaying(broker, answers: list[str]):
+    """my-topic/my-sub answers these states in turn (then Ready), as a store replaying its log does."""
+    states = list(answers)
+
+    def stats(query=None):
+        state = states.pop(0) if states else "Ready"
+        return {"state": state, "ongoingTxnSize": 0,
+                **broker.pending_ack[("persistent://public/default/my-topic", "my-sub")]}
+    broker.extra_routes = [(r"/admin/v3/transactions/pendingAckStats/public/default/my-topic/my-sub", "GET", stats)]
+
+
+def test_reload_waits_for_a_replaying_pending_ack_store(run, broker):
+    _replaying(broker, ["None", "Initializing"])
+    result = ok(run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y", "-o", "json"))
+    assert set(broker.unloaded) == {"persistent://public/default/my-topic", "persistent://public/default/a-b"}
+    assert all(r["unloaded"] for r in result.json()["reload"])
+
+
+def test_reload_leaves_a_store_that_never_gets_ready_alone(run, broker, monkeypatch):
+    from pulsar_txn_cli.admin import batchlog
+
+    monkeypatch.setattr(batchlog, "SETTLE_SECONDS", 1.0)
+    _replaying(broker, ["Initializing"] * 1000)
+    result = run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y", "-o", "json")
+    assert result.exit_code == 4, result.stderr
+    assert broker.unloaded == ["persistent://public/default/a-b"]
+    assert "not Ready" in result.stderr and "rerun with --reload later" in result.stderr
+    skipped = [r for r in result.json()["reload"] if not r["unloaded"]]
+    assert skipped == [{"topic": "persistent://public/default/my-topic", "unloaded": False,
+                        "error": "its pending-ack store is not Ready yet"}]
+
+
 def test_change_made_elsewhere_is_unknown(run, broker):
     broker.dynamic["transactionLogBatchedWriteEnabled"] = "true"
     data = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()

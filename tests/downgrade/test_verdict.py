@@ -184,6 +184,17 @@ def test_an_unknown_effective_state_is_blocked():
     assert result.fixes == ["pulsar-txn set-txn-tc-batch-log --disable --reload --yes"]
 
 
+def test_a_store_still_opening_is_wait_not_blocked():
+    """After a broker restart a store replays its log before it is Ready: it opens with the
+    configured value, so the check waits for it (found on a real cluster, --wait across a restart)."""
+    opening = sub(effective=None, effective_reason="the store is in state Initializing", store_state="Initializing")
+    result = v.downgrade_verdict(obs([tc(0, (3,))], [opening]), checkpoint({0: 2}, {("persistent://public/default/t", "s"): 9}))
+    assert result.verdict == v.WAIT, result.problems
+    assert any("still opening" in p for p in result.problems) and not result.fixes
+    closed = sub(effective=None, effective_reason="the store is not loaded", store_state=None)
+    assert v.downgrade_verdict(obs([tc(0, (3,))], [closed]), None).verdict == v.BLOCKED
+
+
 def test_batching_on_again_drops_the_records():
     result = v.downgrade_verdict(obs([tc(0, (6,))], dynamic={TC_BATCH_KEY: "true"}), checkpoint({0: 4}))
     assert result.verdict == v.BLOCKED

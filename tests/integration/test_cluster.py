@@ -1,19 +1,25 @@
 """pulsar-txn on a real two-broker Pulsar 4.0.7 cluster (cluster.py): ZooKeeper, a bookie, two brokers.
 
 One cluster per session; the tests run in this order and build on each other's state (a broker
-restart with its own broker.conf, then batching on everywhere):
+restart with its own broker.conf, batching on, then off, the downgrade walk, then the faults):
 - who the cluster is, through either broker (#13.1);
 - coordinator and pending-ack stats of what the *other* broker owns (Pulsar's 307 redirects);
 - per-broker runtime configuration, and coordinators moving when a broker restarts;
 - `set-txn-*-batch-log --reload` reaching every coordinator and pending-ack store on both brokers;
-- `get-txn-*-batch-log-stat` across both, batching effective on every store of both brokers.
+- `get-txn-*-batch-log-stat` and `downgrade check` across both, walked to SAFE;
+- faults: a broker killed in the middle of `downgrade check` and during `--wait`: never SAFE while it
+  cannot be observed, SAFE again once it is back, and the checkpoint keeps every record.
 """
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import threading
 import time
 import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -218,6 +224,181 @@ def test_reload_reaches_every_coordinator_and_store_on_both_brokers(pulsar_clust
     batched = tool(c, 0, state).records("metrics")
     tc = {urllib.parse.urlsplit(m["scraped"]).netloc: m["batches"] for m in batched if m["log"] == "tc"}
     assert set(tc) == {b.address for b in c.brokers} and all(n > 0 for n in tc.values()), batched
+
+
+# --------------------------------------------------------------------------- the downgrade walk
+
+
+def check(t: Tool, checkpoint: Path, expect=(0, 5, 6)) -> tuple[int, dict]:
+    result = t.run("downgrade", "check", "--checkpoint", checkpoint, "-o", "json", expect=expect)
+    return result.exit_code, result.json()
+
+
+def records(checkpoint: Path) -> dict:
+    doc = json.loads(checkpoint.read_text())
+    return {**{("tc", r["coordinatorId"]): r["lastBatchedLedgerId"] for r in doc["coordinators"]},
+            **{(r["topic"], r["subscription"]): r["lastBatchedLedgerId"] for r in doc["subscriptions"]}}
+
+
+def walk_to_safe(c, t: Tool, checkpoint: Path, rounds: int = 8) -> list[dict]:
+    """Check until SAFE, doing what the check advises between checks: reopen what did not roll over,
+    and ack the backlogs in transactions so the pending-ack logs move (as the standalone walk does)."""
+    history = []
+    for n in range(rounds):
+        code, verdict = check(t, checkpoint)
+        history.append({"exit": code, "verdict": verdict["verdict"], "problems": verdict["problems"][:3],
+                        "held": [(i.get("coordinatorId"), i.get("topic"), i.get("cause"))
+                                 for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]})
+        if verdict["verdict"] != "WAIT":
+            break
+        held = [i for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]
+        # each topic once: a second unload right after the first can land while the reloaded topic's
+        # pending-ack stores replay, and leave them replaying for good (docs/real-broker-findings.md)
+        topics = {f"pulsar/system/transaction_coordinator_assign-partition-{i['coordinatorId']}"
+                  if i.get("coordinatorId") is not None else i["topic"].removeprefix("persistent://")
+                  for i in held if i["cause"] == "ledger-not-rolled"}
+        for topic in sorted(topics):
+            c.rest("PUT", f"/admin/v2/persistent/{topic}/unload")
+        c.run_workload(seed=40 + n, txns=0, aborts=0, drain=2, prefix="cl", partitions=4)
+        time.sleep(1)
+    return history
+
+
+def test_downgrade_check_across_both_brokers_walks_to_safe(pulsar_cluster, state, checkpoint):
+    c = pulsar_cluster
+    t0 = time.monotonic()
+    tool(c, 0, state).run("set-txn-tc-batch-log", "--disable", "--reload", "--yes")
+    stores_ready(c, state)
+    tool(c, 1, state).run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+    c.wait_coordinators_ready()
+    c.run_workload(seed=5, txns=4, aborts=0, ops=2, parallel=2, prefix="cl", partitions=4)  # reopens the stores
+    effective_everywhere(c, state, False)
+    code, first = check(tool(c, 1, state), checkpoint)
+    assert (code, first["verdict"]) == (5, "WAIT"), (first["problems"], first["fixes"], first["coordinators"])
+    assert sorted(i["coordinatorId"] for i in first["coordinators"]) == [0, 1, 2, 3]
+    assert first["identity"] == f"cluster {c.name} ({c.broker(0).admin_url})"
+    recorded = records(checkpoint)
+    assert {k for k in recorded if k[0] == "tc"} == {("tc", i) for i in range(4)}, recorded
+    # the checkpoint is found through the other broker's URL (the cluster's identity, not the URL)
+    status = tool(c, 0, state).json("downgrade", "status", "--checkpoint", checkpoint)
+    assert "warning" not in json.dumps(status) and status["target"] == first["identity"]
+    history = walk_to_safe(c, tool(c, 0, state), checkpoint)
+    assert history[-1]["verdict"] == "SAFE", history
+    TIMES["disable to SAFE"] = time.monotonic() - t0
+    assert records(checkpoint) == {**recorded, **records(checkpoint)}  # records are only ever added
+
+
+# --------------------------------------------------------------------------- faults
+
+
+class KillingProxy:
+    """A real HTTP proxy in front of broker-0 that kills broker-1 (SIGKILL) when the check asks for
+    its first coordinator's ledgers: the broker dies in the middle of the check, deterministically."""
+
+    def __init__(self, cluster, trigger: str = "/admin/v3/transactions/coordinatorInternalStats/"):
+        self.cluster, self.trigger, self.killed_at = cluster, trigger, None
+        proxy = self
+        upstream = cluster.broker(0).admin_url
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if proxy.trigger in self.path and proxy.killed_at is None:
+                    proxy.killed_at = self.path
+                    proxy.cluster.kill_broker(1)
+                import urllib.error
+                import urllib.request
+
+                class NoRedirect(urllib.request.HTTPRedirectHandler):
+                    def redirect_request(self, *a, **k):
+                        return None
+                try:
+                    resp = urllib.request.build_opener(NoRedirect).open(upstream + self.path, timeout=30)
+                    status, body, headers = resp.status, resp.read(), resp.headers
+                except urllib.error.HTTPError as e:
+                    status, body, headers = e.code, e.read(), e.headers
+                self.send_response(status)
+                for name in ("Content-Type", "Location"):
+                    if headers.get(name):
+                        self.send_header(name, headers[name])
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_broker_killed_in_the_middle_of_a_check_is_never_safe(pulsar_cluster, state, checkpoint):
+    c = pulsar_cluster
+    code, verdict = check(tool(c, 0, state), checkpoint)
+    assert verdict["verdict"] == "SAFE", verdict
+    kept = records(checkpoint)
+    proxy = KillingProxy(c)
+    try:
+        result = Tool(proxy.url, state).run("downgrade", "check", "--checkpoint", checkpoint, "-o", "json", expect=(4, 5))
+    finally:
+        proxy.close()
+    assert proxy.killed_at, "the proxy never saw the coordinators' ledgers asked"
+    dead = c.broker(1).address
+    if result.exit_code == 5:
+        verdict = result.json()
+        assert verdict["verdict"] == "WAIT" and verdict["identity"] == f"cluster {c.name} ({c.broker(0).admin_url})"
+        unobserved = [i for i in verdict["coordinators"] if not i["clear"]]
+        assert unobserved and any(dead in (i["reason"] or "") or "connect" in (i["reason"] or "").lower()
+                                  for i in unobserved + [{"reason": p} for p in verdict["problems"]]), verdict
+    assert records(checkpoint) == kept  # nothing lost
+    # while broker-1 is still registered (its session has not expired), a fresh check is not SAFE either
+    code, verdict = check(tool(c, 0, state), checkpoint, expect=(4, 5))
+    assert code == 4 or verdict["verdict"] == "WAIT"
+    t0 = time.monotonic()
+    TIMES["killed broker back"] = c.start_broker(1)
+    c.wait_coordinators_ready()
+    TIMES["kill to coordinators ready"] = time.monotonic() - t0
+    code, verdict = check(tool(c, 1, state), checkpoint)
+    assert (code, verdict["verdict"]) == (0, "SAFE"), verdict
+    assert records(checkpoint) == kept
+
+
+def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_cluster, state, checkpoint):
+    c = pulsar_cluster
+    kept = records(checkpoint)
+    c.kill_broker(1)
+    killed = time.monotonic()
+    env = dict(os.environ, XDG_STATE_HOME=str(state), NO_COLOR="1", COLUMNS="200")
+    cmd = [sys.executable, "-m", "pulsar_txn_cli", "downgrade", "check", "--wait", "--interval", "2", "--timeout", "400",
+           "--checkpoint", str(checkpoint), "--admin-url", c.broker(0).admin_url, "--request-timeout", "10", "-o", "json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), l) for l in proc.stderr), daemon=True)
+    reader.start()
+    try:
+        wait_for("two checks while broker-1 is down",
+                 lambda: (sum(" check " in f" {l}" for _, l in lines) >= 2 or proc.poll() is not None, lines), timeout=120)
+        assert proc.poll() is None, f"--wait ended while broker-1 was down: {proc.stdout.read()} {lines}"
+        back = time.monotonic()
+        c.start_broker(1)
+        c.wait_coordinators_ready()
+        c.run_workload(seed=70, txns=2, aborts=0, ops=1, parallel=1, prefix="cl", partitions=4)  # clients come back
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    assert proc.returncode == 0, (json.loads(out)["problems"] if out.strip() else out, lines)
+    assert json.loads(out)["verdict"] == "SAFE"
+    down = [l for t, l in lines if t < back]
+    assert down and not any("SAFE" in l for l in down), down
+    assert any("WAIT" in l or "failed" in l for l in down), down
+    assert records(checkpoint) == kept
+    TIMES["--wait across a broker kill"] = time.monotonic() - killed
 
 
 @pytest.fixture(scope="module", autouse=True)
