@@ -190,7 +190,9 @@ class PulsarCluster:
     def __init__(self, classpath: str | None = None, brokers: int = 2, name: str = CLUSTER,
                  coordinators: int = COORDINATORS, extra_conf: dict[str, Any] | None = None,
                  base_dir: str | None = None):
-        self.classpath = classpath or harness.build_module()
+        # The workload always runs on the pinned release's client (it talks to every older broker).
+        self.tools_classpath = harness.build_module()
+        self.classpath = classpath or self.tools_classpath
         self.name = name
         self.coordinator_count = coordinators
         self.extra_conf = dict(extra_conf or {})
@@ -484,7 +486,7 @@ class PulsarCluster:
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]
         cmd = ["java", *HEAPS["tool"], "-Djava.net.preferIPv4Stack=true", f"-Dlog4j.configurationFile={log4j}",
-               "-Dlog4j2.is.webapp=false", "-cp", self.classpath, "pulsartxn.harness.TxnWorkload", *flat]
+               "-Dlog4j2.is.webapp=false", "-cp", self.tools_classpath, "pulsartxn.harness.TxnWorkload", *flat]
         return WorkloadRun(cmd, cwd=self.base)
 
     def logs(self, chars: int = 4000) -> str:

@@ -151,6 +151,7 @@ class PulsarBroker:
                  base_dir: str | None = None, version: str | None = None):
         self.name = name
         self.version = version  # None: the pinned release of harness/pom.xml
+        self.token: str | None = None  # a superuser's JWT when the broker authenticates (secured tests)
         self.extra_conf = dict(extra_conf or {})
         self.base = Path(base_dir or tempfile.mkdtemp(prefix=f"pulsar-txn-it-{name}-"))
         self.base.mkdir(parents=True, exist_ok=True)
@@ -387,6 +388,8 @@ class PulsarBroker:
         """HTTP call to the broker's web service; returns (status, parsed JSON or text)."""
         data = None
         headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
@@ -497,6 +500,8 @@ class PulsarBroker:
 
     def workload_cmd(self, **kw: Any) -> list[str]:
         args = {"service-url": self.service_url, "admin-url": self.admin_url}
+        if self.token:
+            args["token"] = self.token
         for k, v in kw.items():
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]

@@ -68,6 +68,7 @@ def classpath_for(version: str, log=print) -> str:
         except RuntimeError:
             log(f"versions: resolving Pulsar {version}'s broker from Maven Central")
             _run(base, f"resolving Pulsar {version}")
+        path.touch()  # Maven leaves an unchanged output file alone; its time says it was checked
         log(f"versions: Pulsar {version}: {len(path.read_text().split(os.pathsep))} jars in "
             f"{time.monotonic() - t0:.1f}s")
     return path.read_text().strip()

@@ -10,6 +10,9 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminBuilder;
+import org.apache.pulsar.client.api.AuthenticationFactory;
+import org.apache.pulsar.client.api.ClientBuilder;
 import org.apache.pulsar.client.admin.PulsarAdminException;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
@@ -71,7 +74,7 @@ public final class TxnWorkload {
         if (a.containsKey("ping")) {
             // Connect a transactional client (this is what makes a standalone broker load its
             // transaction coordinators), open and abort one transaction per --ping count.
-            try (PulsarClient client = PulsarClient.builder().serviceUrl(serviceUrl).enableTransaction(true)
+            try (PulsarClient client = clientBuilder(a).serviceUrl(serviceUrl).enableTransaction(true)
                     .operationTimeout(60, TimeUnit.SECONDS).build()) {
                 int n = Integer.parseInt(a.get("ping"));
                 for (int i = 0; i < n; i++) {
@@ -87,7 +90,31 @@ public final class TxnWorkload {
         String ns = "persistent://public/default/";
         String[] topics = {ns + prefix + "-orders", ns + prefix + "plain", ns + prefix + "-part"};
 
-        try (PulsarAdmin admin = PulsarAdmin.builder().serviceHttpUrl(adminUrl).build()) {
+        if (a.containsKey("count")) {
+            // --count SUB: read every topic from the earliest message on a new, non-transactional
+            // subscription SUB, as a reader sees it (committed transactions' messages and plain ones,
+            // never aborted or open ones), and print how many each topic gave.
+            try (PulsarClient client = clientBuilder(a).serviceUrl(serviceUrl)
+                    .operationTimeout(60, TimeUnit.SECONDS).build()) {
+                StringBuilder by = new StringBuilder();
+                long total = 0;
+                for (String t : topics) {
+                    long n = 0;
+                    try (Consumer<byte[]> c = client.newConsumer().topic(t).subscriptionName(a.get("count"))
+                            .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
+                        while (c.receive(3, TimeUnit.SECONDS) != null) {
+                            n++;
+                        }
+                    }
+                    total += n;
+                    by.append(by.length() == 0 ? "" : ",").append("\"").append(t).append("\":").append(n);
+                }
+                System.out.println("{\"event\":\"done\",\"received\":" + total + ",\"byTopic\":{" + by + "}}");
+            }
+            System.exit(0);
+        }
+
+        try (PulsarAdmin admin = adminBuilder(a).serviceHttpUrl(adminUrl).build()) {
             try {
                 admin.topics().createPartitionedTopic(topics[2], partitions);
             } catch (PulsarAdminException.ConflictException e) {
@@ -116,7 +143,7 @@ public final class TxnWorkload {
         int committed = 0;
         int aborted = 0;
         int open = 0;
-        try (PulsarClient client = PulsarClient.builder()
+        try (PulsarClient client = clientBuilder(a)
                 .serviceUrl(serviceUrl)
                 .enableTransaction(true)
                 .operationTimeout(60, TimeUnit.SECONDS)
@@ -316,5 +343,16 @@ public final class TxnWorkload {
                 Thread.sleep(1000);
             }
         }
+    }
+
+    /** A client builder; with --token TOKEN it authenticates with that JWT (a secured broker). */
+    static ClientBuilder clientBuilder(Map<String, String> a) {
+        ClientBuilder b = PulsarClient.builder();
+        return a.containsKey("token") ? b.authentication(AuthenticationFactory.token(a.get("token"))) : b;
+    }
+
+    static PulsarAdminBuilder adminBuilder(Map<String, String> a) {
+        PulsarAdminBuilder b = PulsarAdmin.builder();
+        return a.containsKey("token") ? b.authentication(AuthenticationFactory.token(a.get("token"))) : b;
     }
 }

@@ -1,0 +1,118 @@
+"""A real broker with JWT authentication, authorization and TLS (#12 §4): the superuser's every
+way in, the ordinary role's 403s, TLS failures, and no token in any output, log or state file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from secured import ORDINARY, SUPERUSER, Credentials, start_secured_broker
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.secured
+
+READS = [["coordinators-list"], ["coordinator-stats"], ["get-txn-tc-batch-log-stat"], ["subscriptions"],
+         ["downgrade", "check"]]
+# What the ordinary role may not do: every one needs the superuser (transaction stats, broker config).
+SUPERUSER_ONLY = [["coordinator-stats"], ["get-txn-tc-batch-log-stat"], ["set-txn-tc-batch-log", "--disable"],
+                  ["downgrade", "check"], ["slow-transactions"]]
+
+
+@pytest.fixture(scope="module")
+def creds(tmp_path_factory):
+    return Credentials(tmp_path_factory.mktemp("credentials"))
+
+
+@pytest.fixture(scope="module")
+def broker(creds):
+    started = start_secured_broker(creds)
+    started.run_workload(seed=3, txns=3, aborts=1, ops=2, prefix="sec")  # authenticated with the superuser's token
+    yield started
+    started.cleanup()
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    """Everything the tool printed in this module, searched for tokens at the end."""
+    return []
+
+
+@pytest.fixture
+def tool(tmp_path_factory, outputs):
+    state = tmp_path_factory.getbasetemp() / "secured-state"
+
+    def run(*args, env=None):
+        result = run_cli([*map(str, args), "--debug"], env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1",
+                                                          "COLUMNS": "200", **(env or {})})
+        outputs.append(result.stdout + result.stderr)
+        return result
+    run.state = state
+    return run
+
+
+def https(broker, host: str = "localhost") -> str:
+    return f"https://{host}:{broker.tls_port}"
+
+
+@pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
+def test_the_superuser_with_token_and_ca(tool, broker, creds, command):
+    result = tool(*command, "--admin-url", https(broker), "--token", creds.tokens[SUPERUSER],
+                  "--tls-trust-cert-path", creds.ca_path, "-o", "json")
+    assert result.exit_code in (0, 5), result.stderr  # downgrade check: WAIT
+    assert result.stdout.strip()
+
+
+def test_the_superuser_with_a_token_file(tool, broker, creds):
+    result = tool("coordinators-list", "--admin-url", https(broker), "--token-file", creds.token_file(SUPERUSER),
+                  "--tls-trust-cert-path", creds.ca_path, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert len(result.json()) == 1
+
+
+def test_the_superuser_through_client_conf(tool, broker, creds, tmp_path):
+    conf = tmp_path / "client.conf"
+    conf.write_text(f"webServiceUrl={https(broker)}\n"
+                    "authPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\n"
+                    f"authParams=file://{creds.token_file(SUPERUSER)}\n"
+                    f"tlsTrustCertsFilePath={creds.ca_path}\n")
+    result = tool("get-txn-tc-batch-log-stat", "-o", "json", env={"PULSAR_CLIENT_CONF": str(conf)})
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["coordinators"]
+
+
+@pytest.mark.parametrize("command", SUPERUSER_ONLY, ids=lambda c: " ".join(c))
+def test_the_ordinary_role_gets_one_sentence_and_exit_4(tool, broker, creds, command):
+    result = tool(*command, "--admin-url", https(broker), "--token", creds.tokens[ORDINARY],
+                  "--tls-trust-cert-path", creds.ca_path, "--yes" if command[0].startswith("set-") else "-q")
+    assert result.exit_code == 4, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "(403)" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_wrong_ca_is_one_sentence(tool, broker, creds):
+    result = tool("coordinators-list", "--admin-url", https(broker), "--token", creds.tokens[SUPERUSER],
+                  "--tls-trust-cert-path", creds.stranger_ca_path)
+    assert result.exit_code == 4
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "TLS handshake with" in error and "--tls-trust-cert-path" in error
+
+
+def test_a_wrong_host_name_is_one_sentence(tool, broker, creds):
+    result = tool("coordinators-list", "--admin-url", https(broker, "127.0.0.1"), "--token", creds.tokens[SUPERUSER],
+                  "--tls-trust-cert-path", creds.ca_path)
+    assert result.exit_code == 4
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "TLS handshake with" in error and "host name" in error
+
+
+def test_no_token_anywhere(tool, broker, creds, outputs):
+    """Last in this module: every output of the tests above (with --debug), and every state file."""
+    assert len(outputs) >= len(READS) + len(SUPERUSER_ONLY) + 4
+    files = [p for p in Path(tool.state).rglob("*") if p.is_file()]
+    assert files, "the tool wrote no state file: nothing was searched"
+    texts = outputs + [p.read_text(errors="replace") for p in files]
+    for role, token in creds.tokens.items():
+        leaks = [t[:200] for t in texts if token in t or token.split(".")[2] in t]
+        assert not leaks, f"{role}'s token leaked: {leaks}"
+    assert creds.secret.hex() not in "".join(texts)
