@@ -38,6 +38,9 @@ def no_such_endpoint(body) -> bool:
     return isinstance(doc, dict) and "servlet" in doc and doc.get("message") == "Not Found"
 
 
+PERMISSION = "broker dynamic config and transaction stats need a super-user role (superUserRoles)"
+
+
 def http_failure(status: int, method: str, path: str, where: str, body=None) -> ConnectionFailed:
     if status == 404 and no_such_endpoint(body):
         return ConnectionFailed(f"{where} has no {endpoint_of(path)} endpoint (404): either its Pulsar release is older "
@@ -47,10 +50,14 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
     said = f": {reason}" if reason else ""
     what = f"{method} {path} on {where}"
     lowered = reason.lower()
-    if status == 401:
+    if status == 401 and "unauthorized to" in lowered:
+        # Pulsar answers 401, not 403, when an authenticated role fails an authorization check
+        # (seen on 4.0.7: "Unauthorized to validateTopicOperation for operation [LOOKUP] ...").
+        msg = f"{what} was refused: the token's role lacks permission (401){said}; {PERMISSION}"
+    elif status == 401:
         msg = f"{what} was refused as unauthenticated (401){said}; check the token (--token, --token-file, --auth-params) and the auth plugin"
     elif status == 403:
-        msg = f"{what} was forbidden (403){said}; the token's role lacks permission (broker dynamic config and transaction stats need a super-user role)"
+        msg = f"{what} was forbidden (403){said}; the token's role lacks permission: {PERMISSION}"
     elif status == 404:
         msg = f"{what} found nothing (404){said}; {_what_to_check(path)}"
     elif status == 405 and "managedledger" in lowered.replace(" ", ""):

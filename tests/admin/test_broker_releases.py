@@ -62,3 +62,13 @@ def test_a_missing_endpoint_is_named():
     assert str(error).startswith("cluster http://b:8080 has no /admin/v3/transactions/transactionBufferInternalStats endpoint (404)")
     pulsar = http_failure(404, "GET", "/admin/v3/transactions/transactionMetadata/0/9", "cluster http://b:8080", b'{"reason": "not found"}')
     assert "has no" not in str(pulsar) and "check the transaction id" in str(pulsar)
+
+
+def test_an_authorization_401_says_the_role_lacks_permission():
+    """A real 4.0.7 broker answers a known role that may not act with 401, not 403 (test_secured_broker.py)."""
+    body = b'{"reason": "Unauthorized to validateTopicOperation for operation [LOOKUP] on topic [persistent://pulsar/system/x]"}'
+    error = str(http_failure(401, "GET", "/admin/v3/transactions/coordinatorStats", "cluster https://b:8443", body))
+    assert "the token's role lacks permission (401)" in error and "superUserRoles" in error
+    assert "check the token" not in error
+    unauthenticated = str(http_failure(401, "GET", "/admin/v2/clusters", "cluster https://b:8443", b'{"reason": "Authentication required"}'))
+    assert "unauthenticated (401)" in unauthenticated and "check the token" in unauthenticated
