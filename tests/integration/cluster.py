@@ -110,6 +110,7 @@ class Broker:
         self.web_port, self.broker_port = free_port(), free_port()
         self.proc = Proc(self.name, cluster.base)
         self.classpath = cluster.classpath
+        self.version = cluster.version
         self.extra_conf: dict[str, Any] = {}  # this broker's own broker.conf lines (on top of the cluster's)
         self.start_seconds: float | None = None
 
@@ -136,6 +137,8 @@ class Broker:
             "bindAddress": "127.0.0.1", "advertisedAddress": "127.0.0.1",
             "brokerServicePort": self.broker_port, "webServicePort": self.web_port,
             "functionsWorkerEnabled": "false",
+            # 2.10 dies at start without it on a VM ("Unable to read VM NIC speed"; harness.py)
+            "loadBalancerOverrideBrokerNicSpeedGbps": 10,
             "managedLedgerDefaultEnsembleSize": 1, "managedLedgerDefaultWriteQuorum": 1,
             "managedLedgerDefaultAckQuorum": 1,
             "transactionCoordinatorEnabled": "true", "systemTopicEnabled": "true", "topicLevelPoliciesEnabled": "true",
@@ -160,8 +163,11 @@ class Broker:
         conf.update(self.extra_conf)
         return conf
 
-    def start(self, classpath: str | None = None) -> None:
-        if classpath:
+    def start(self, classpath: str | None = None, version: str | None = None) -> None:
+        """Start this broker; with classpath or version, on that Pulsar line (a rolling upgrade or downgrade)."""
+        if version:
+            self.version, self.classpath = version, classpath or harness._versions().classpath_for(version)
+        elif classpath:
             self.classpath = classpath
         c = self.cluster
         conf_path = c.base / f"{self.name}.conf"
@@ -189,10 +195,13 @@ class PulsarCluster:
 
     def __init__(self, classpath: str | None = None, brokers: int = 2, name: str = CLUSTER,
                  coordinators: int = COORDINATORS, extra_conf: dict[str, Any] | None = None,
-                 base_dir: str | None = None):
-        # The workload always runs on the pinned release's client (it talks to every older broker).
+                 base_dir: str | None = None, version: str | None = None):
+        # The workload always runs on the pinned release's classpath (a newer client talks to the
+        # older brokers, as in harness.py); ZooKeeper, the bookie, the metadata tools and the brokers
+        # run the cluster's own line: `classpath`, else `version`'s (versions.py), else the pinned one.
         self.tools_classpath = harness.build_module()
-        self.classpath = classpath or self.tools_classpath
+        self.version = version
+        self.classpath = classpath or (harness._versions().classpath_for(version) if version else self.tools_classpath)
         self.name = name
         self.coordinator_count = coordinators
         self.extra_conf = dict(extra_conf or {})
@@ -368,18 +377,21 @@ class PulsarCluster:
         """A crash: SIGKILL, no graceful unload; its ownerships move when its session expires."""
         self.brokers[index].proc.kill(signal.SIGKILL)
 
-    def start_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT) -> float:
+    def start_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT,
+                     version: str | None = None) -> float:
         """Start a stopped broker (optionally on another Pulsar line); seconds until the cluster lists it."""
         t0 = time.monotonic()
         broker = self.brokers[index]
-        broker.start(classpath)
+        broker.start(classpath, version)
         self.wait_brokers(timeout)
         broker.start_seconds = time.monotonic() - t0
         return broker.start_seconds
 
-    def restart_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT) -> float:
+    def restart_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT,
+                       version: str | None = None) -> float:
+        """A clean stop (SIGTERM), then a start on the same data: with version, a rolling version change."""
         self.brokers[index].proc.kill(signal.SIGTERM)
-        return self.start_broker(index, classpath, timeout)
+        return self.start_broker(index, classpath, timeout, version)
 
     # ----------------------------------------------------------------- coordinators
 
@@ -536,7 +548,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def start_cluster(classpath: str | None = None, attempts: int = 2, log=print, **kw: Any) -> PulsarCluster:
-    """Start a cluster; one retry (fresh ports and directories) if the first start fails."""
+    """Start a cluster, once more on fresh ports and directories if that fails; keywords as
+    PulsarCluster's (version="2.10.5" for another Pulsar line)."""
     errors = []
     for attempt in range(attempts):
         cluster = PulsarCluster(classpath, **kw)
@@ -550,3 +563,16 @@ def start_cluster(classpath: str | None = None, attempts: int = 2, log=print, **
             errors.append(f"attempt {attempt + 1}: {e}\n{cluster.logs(3000)}")
             cluster.cleanup()
     raise BrokerStartError("\n\n".join(errors))
+
+
+if __name__ == "__main__":
+    # python tests/integration/cluster.py [VERSION]: start a cluster of that Pulsar line (default the
+    # pinned one), print its start figures and every broker's version, and stop it.
+    version = sys.argv[1] if len(sys.argv) > 1 else None
+    started = start_cluster(attempts=1, version=version)
+    try:
+        print(f"cluster: coordinators {started.coordinator_owners()}")
+        for b in started.brokers:
+            print(f"cluster: {b.name} version {b.rest('GET', '/admin/v2/brokers/version')[1]}")
+    finally:
+        started.cleanup()
