@@ -180,7 +180,7 @@ class Broker:
         self.proc.start(cmd, c.base)
 
     def rest(self, method: str, path: str, body: Any = None, timeout: float = 30, follow: bool = True) -> tuple[int, Any]:
-        return _rest(self.admin_url, method, path, body, timeout, follow)
+        return _rest(self.admin_url, method, path, body, timeout, follow, self.cluster.token)
 
     def ready(self) -> bool:
         try:
@@ -202,6 +202,7 @@ class PulsarCluster:
         self.tools_classpath = harness.build_module()
         self.version = version
         self.classpath = classpath or (harness._versions().classpath_for(version) if version else self.tools_classpath)
+        self.token: str | None = None  # a superuser's JWT when the brokers authenticate (secured tests)
         self.name = name
         self.coordinator_count = coordinators
         self.extra_conf = dict(extra_conf or {})
@@ -494,6 +495,8 @@ class PulsarCluster:
         args = {"service-url": ",".join(b.service_url.removeprefix("pulsar://") for b in live),
                 "admin-url": live[0].admin_url}
         args["service-url"] = "pulsar://" + args["service-url"]
+        if self.token:
+            args["token"] = self.token
         for k, v in kw.items():
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]
@@ -507,12 +510,12 @@ class PulsarCluster:
 
 
 def _rest(base: str, method: str, path: str, body: Any = None, timeout: float = 30,
-          follow: bool = True) -> tuple[int, Any]:
+          follow: bool = True, token: str | None = None) -> tuple[int, Any]:
     """One HTTP call. Pulsar's 307s to the owning broker are followed with the same method (as
     pulsar-admin does) unless follow=False, which returns (307, {"location": ...})."""
     url = base + path
     for _ in range(6):
-        status, payload, location = _once(method, url, body, timeout)
+        status, payload, location = _once(method, url, body, timeout, token)
         if status not in (301, 302, 307, 308):
             break
         if not follow:
@@ -527,9 +530,9 @@ def _rest(base: str, method: str, path: str, body: Any = None, timeout: float = 
         return status, text
 
 
-def _once(method: str, url: str, body: Any, timeout: float) -> tuple[int, bytes, str | None]:
+def _once(method: str, url: str, body: Any, timeout: float, token: str | None = None) -> tuple[int, bytes, str | None]:
     data = None
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
     if body is not None:
         data = json.dumps(body).encode()
         headers["Content-Type"] = "application/json"

@@ -7,6 +7,7 @@ mismatch on purpose. Keys and tokens live in a temporary directory of the test s
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import secrets
 from pathlib import Path
 
@@ -33,19 +34,18 @@ class Credentials:
         self.ca, ca_key = _ca("pulsar-txn test CA")
         self.ca_path = _write_cert(directory / "ca.crt", self.ca)
         self.stranger_ca_path = _write_cert(directory / "stranger-ca.crt", _ca("a CA nobody trusts")[0])
-        cert, key = _leaf("localhost", self.ca, ca_key)
-        self.cert_path = _write_cert(directory / "broker.crt", cert)
-        self.key_path = directory / "broker.key"
-        self.key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                    serialization.NoEncryption()))
+        self.cert_path, self.key_path = _write_pair(directory / "broker", *_leaf("localhost", self.ca, ca_key))
+        # The cluster's brokers advertise 127.0.0.1, so their 307s point there: that certificate names both.
+        self.ip_cert_path, self.ip_key_path = _write_pair(directory / "cluster-broker",
+                                                          *_leaf("localhost", self.ca, ca_key, ip="127.0.0.1"))
 
     def token_file(self, role: str) -> Path:
         path = self.dir / f"{role}.token"
         path.write_text(self.tokens[role] + "\n")
         return path
 
-    def broker_conf(self, tls_port: int) -> dict:
-        return {
+    def broker_conf(self, tls_port: int | None, cluster: bool = False) -> dict:
+        conf = {
             "authenticationEnabled": "true",
             "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
             "tokenSecretKey": f"file://{self.dir / 'secret.key'}",
@@ -53,11 +53,13 @@ class Credentials:
             "superUserRoles": SUPERUSER,
             "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
             "brokerClientAuthenticationParameters": f"token:{self.tokens[SUPERUSER]}",
-            "webServicePortTls": tls_port,
-            "tlsCertificateFilePath": str(self.cert_path),
-            "tlsKeyFilePath": str(self.key_path),
+            "tlsCertificateFilePath": str(self.ip_cert_path if cluster else self.cert_path),
+            "tlsKeyFilePath": str(self.ip_key_path if cluster else self.key_path),
             "tlsTrustCertsFilePath": str(self.ca_path),
         }
+        if tls_port is not None:
+            conf["webServicePortTls"] = tls_port
+        return conf
 
 
 def start_secured_broker(credentials: Credentials) -> harness.PulsarBroker:
@@ -69,6 +71,23 @@ def start_secured_broker(credentials: Credentials) -> harness.PulsarBroker:
     broker.start()
     harness.SESSION_BROKERS.append(broker)
     return broker
+
+
+def start_secured_cluster(credentials: Credentials):
+    """Two brokers of one cluster, each with its own TLS port, authenticating like the standalone."""
+    from cluster import PulsarCluster
+
+    cluster = PulsarCluster(name="secured", extra_conf=credentials.broker_conf(None, cluster=True))
+    cluster.token = credentials.tokens[SUPERUSER]
+    for broker in cluster.brokers:
+        broker.tls_port = harness.free_port()
+        broker.extra_conf["webServicePortTls"] = broker.tls_port
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.cleanup()
+        raise
+    return cluster
 
 
 def _name(common: str) -> x509.Name:
@@ -89,16 +108,24 @@ def _ca(common: str):
     return cert, key
 
 
-def _leaf(host: str, ca, ca_key):
+def _leaf(host: str, ca, ca_key, ip: str | None = None):
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(_name(host)).issuer_name(ca.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)] + ([x509.IPAddress(ipaddress.ip_address(ip))]
+                                                                               if ip else [])), critical=False)
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256()))
     return cert, key
+
+
+def _write_pair(stem: Path, cert, key) -> tuple[Path, Path]:
+    key_path = stem.with_suffix(".key")
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return _write_cert(stem.with_suffix(".crt"), cert), key_path
 
 
 def _write_cert(path: Path, cert) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from secured import ORDINARY, SUPERUSER, Credentials, start_secured_broker
+from secured import ORDINARY, SUPERUSER, Credentials, start_secured_broker, start_secured_cluster
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.secured
@@ -104,6 +104,24 @@ def test_a_wrong_host_name_is_one_sentence(tool, broker, creds):
     assert result.exit_code == 4
     [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "TLS handshake with" in error and "host name" in error
+
+
+def test_a_redirect_to_the_other_secured_broker_keeps_the_token(tool, creds):
+    """Between two brokers of one secured cluster: the 307 to the owner goes to its TLS address, the
+    token goes along (it belongs to the cluster) and the CA still checks the other broker."""
+    cluster = start_secured_cluster(creds)
+    try:
+        first, other = cluster.brokers
+        owners = cluster.coordinator_owners()
+        foreign = next(tc for tc, owner in owners.items() if owner == other.address)
+        result = tool("coordinator-stats", "-c", foreign, "--admin-url", f"https://localhost:{first.tls_port}",
+                      "--token", creds.tokens[SUPERUSER], "--tls-trust-cert-path", creds.ca_path, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        assert result.json()["state"] == "Ready"
+        [hop] = [line for line in result.stderr.splitlines() if "redirect 307" in line]
+        assert f"https://127.0.0.1:{other.tls_port}/" in hop and "(Authorization kept)" in hop
+    finally:
+        cluster.cleanup()
 
 
 def test_no_token_anywhere(tool, broker, creds, outputs):
