@@ -64,3 +64,21 @@ def test_bash_script_completes_commands_options_and_choices():
     assert lines[1] == "--log"
     assert lines[2].split() == ["auto", "tc", "pending-ack"]
     assert lines[3] == "complete -o default -F _pulsar_txn_completion pulsar-txn"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_the_completion_command_prints_the_checked_in_script(cli, shell):
+    """Users installed from a wheel have no completions/ folder: the command prints the same script."""
+    from pulsar_txn_cli.completion import SHELLS
+
+    result = cli(["completion", shell])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (COMPLETIONS / SHELLS[shell][0]).read_text()
+
+
+def test_pulsarctl_runs_the_tool_as_its_txn_plugin():
+    """pulsarctl runs an executable named `pulsarctl-txn` on PATH for `pulsarctl txn ...`."""
+    plugin = BIN / "pulsarctl-txn"
+    assert plugin.exists(), "the pulsarctl-txn entry point is not installed (pip install -e . again)"
+    result = subprocess.run([str(plugin), "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("pulsar-txn "), result.stderr

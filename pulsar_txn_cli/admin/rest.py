@@ -141,8 +141,12 @@ class RestTransport:
         try:
             return max(0.0, float(value))
         except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if value else None
-            return None if when is None else max(0.0, when.timestamp() - time.time())
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):  # neither seconds nor a date: back off as usual
+            return None
+        return max(0.0, when.timestamp() - time.time())
 
     def _transport_failure(self, exc: httpx.HTTPError, method: str, url: str) -> ConnectionFailed:
         where = f"{self.target.describe()} ({_origin(url)})"

@@ -82,6 +82,14 @@ def test_429_honours_retry_after_then_succeeds():
     assert len(server.requests) == 3
 
 
+def test_a_retry_after_that_is_neither_seconds_nor_a_date_is_ignored():
+    sleeps = Sleeps()
+    answers = sequence((429, {"Retry-After": "soon"}, "slow down"), json_answer(TENANTS))
+    with ScriptedServer(answers) as server:
+        assert rest_admin(server.url, sleeps=sleeps).tenants() == TENANTS
+    assert len(sleeps) == 1 and 0.1 <= sleeps[0] <= 0.3  # the usual first backoff (0.2 s with jitter)
+
+
 def test_5xx_then_success_for_get_with_backoff():
     sleeps = Sleeps()
     answers = sequence((502, {}, "bad gateway"), (503, {}, "unavailable"), (504, {}, ""), json_answer(TENANTS))
