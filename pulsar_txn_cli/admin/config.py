@@ -1,4 +1,8 @@
-"""Which target to talk to and how: flags > environment > named context > client.conf > default.
+"""Which target to talk to and how, first match wins setting by setting:
+
+  flags > environment > named pulsarctl context (--context, PULSAR_TXN_CONTEXT) > client.conf
+  (PULSAR_CLIENT_CONF, else $PULSAR_HOME/conf/client.conf, as pulsar-admin reads it) > pulsarctl's
+  current-context > the default engine.
 
 Layers are merged setting by setting, so a token from the environment applies to a URL from
 client.conf. The first layer that names a target (a URL or an engine directory) decides whether
@@ -6,7 +10,7 @@ it is a cluster or the engine; naming both in one layer is a usage error.
 
 Environment variables (the tool's own, kept few):
   PULSAR_TXN_ADMIN_URL, PULSAR_TXN_ENGINE_DIR, PULSAR_TXN_CONTEXT, PULSAR_TXN_TOKEN, PULSAR_TXN_TOKEN_FILE
-and Pulsar's own PULSAR_CLIENT_CONF (a client.conf file).
+and Pulsar's own PULSAR_CLIENT_CONF and PULSAR_HOME, and pulsarctl's PULSARCONFIG (its config file).
 """
 from __future__ import annotations
 
@@ -24,9 +28,13 @@ ENV_CONTEXT = "PULSAR_TXN_CONTEXT"
 ENV_TOKEN = "PULSAR_TXN_TOKEN"
 ENV_TOKEN_FILE = "PULSAR_TXN_TOKEN_FILE"
 ENV_CLIENT_CONF = "PULSAR_CLIENT_CONF"
+ENV_PULSAR_HOME = "PULSAR_HOME"
+ENV_PULSARCTL_CONFIG = "PULSARCONFIG"
 
 TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "AuthenticationToken", "token")
-TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "tls")
+TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "tls",
+               "org.apache.pulsar.client.impl.auth.AuthenticationTLS", "AuthenticationTLS")
+BASIC_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationBasic", "AuthenticationBasic", "basic")
 
 SETTINGS = (
     "admin_url", "engine_dir", "auth_plugin", "auth_params", "token", "token_file",
@@ -43,6 +51,7 @@ class Target:
     url: str | None = None
     engine_dir: str | None = None
     token: str | None = field(default=None, repr=False)
+    basic: tuple[str, str] | None = field(default=None, repr=False)  # (userId, password)
     tls_trust_cert_path: str | None = None
     tls_allow_insecure: bool = False
     tls_enable_hostname_verification: bool = True
@@ -60,12 +69,16 @@ def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Tar
     environ = os.environ if environ is None else environ
     layers: list[tuple[str, dict]] = [("flags", {k: getattr(flags, k, None) for k in SETTINGS})]
     layers.append(("environment", _from_env(environ)))
+    pulsarctl = pulsarctl_config_path(environ, home)
     context = getattr(flags, "context", None) or environ.get(ENV_CONTEXT)
     if context:
-        layers.append((f"context {context}", read_context(context, home)))
-    conf = environ.get(ENV_CLIENT_CONF)
+        layers.append((f"context {context}", read_context(context, pulsarctl)))
+    conf = client_conf_path(environ)
     if conf:
-        layers.append((f"client.conf {conf}", read_client_conf(Path(conf))))
+        layers.append((f"client.conf {conf}", read_client_conf(conf)))
+    current = None if context else current_context(pulsarctl)
+    if current:
+        layers.append((f"pulsarctl current-context {current} ({pulsarctl})", read_context(current, pulsarctl)))
     merged: dict = {}
     source = "default"
     for name, values in layers:
@@ -88,12 +101,12 @@ def _build(s: dict, source: str) -> Target:
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"admin URL {url!r} ({source}) must start with http:// or https://")
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
-        token, cert, key = _auth(s, cert, key)
+        token, cert, key, basic = _auth(s, cert, key)
         if bool(cert) != bool(key):
             raise UsageError("--tls-cert-file and --tls-key-file go together; give both or neither")
         redact.register(token)
         return Target(
-            kind="cluster", url=url, token=token,
+            kind="cluster", url=url, token=token, basic=basic,
             tls_trust_cert_path=s.get("tls_trust_cert_path"),
             tls_allow_insecure=_bool(s.get("tls_allow_insecure", False)),
             tls_enable_hostname_verification=_bool(s.get("tls_enable_hostname_verification", True)),
@@ -110,8 +123,8 @@ def default_engine_dir() -> str:
 
 
 def _auth(s: dict, cert, key):
-    """(token, client cert, client key) from --token/--token-file/--auth-plugin/--auth-params."""
-    token = s.get("token")
+    """(token, client cert, client key, basic credentials) from --token/--token-file/--auth-plugin/--auth-params."""
+    token, basic = s.get("token"), None
     if token is None and s.get("token_file"):
         token = _read_secret(s["token_file"], "--token-file")
     plugin, params = s.get("auth_plugin"), s.get("auth_params")
@@ -120,8 +133,11 @@ def _auth(s: dict, cert, key):
             values = _kv_params(params)
             cert = cert or values.get("tlsCertFile")
             key = key or values.get("tlsKeyFile")
+        elif plugin and plugin in BASIC_PLUGINS:
+            basic = _basic_from_params(params)
         elif plugin and plugin not in TOKEN_PLUGINS:
-            raise UsageError(f"auth plugin {plugin} is not supported; use token authentication or TLS client certificates")
+            raise UsageError(f"auth plugin {plugin} is not supported; use token, basic or TLS client-certificate "
+                             "authentication")
         else:
             redact.register(params)  # token parameters are secret as a whole (token:XXX, JSON)
             token = _token_from_params(params)
@@ -129,7 +145,18 @@ def _auth(s: dict, cert, key):
         token = token.strip()
         if not token:
             raise UsageError("the token is empty; check --token, --token-file or --auth-params")
-    return token, cert, key
+    return token, cert, key, basic
+
+
+def _basic_from_params(params: str) -> tuple[str, str]:
+    """AuthenticationBasic's parameters: {"userId": ..., "password": ...} or userId:...,password:..."""
+    values = _kv_params(params)
+    user, password = values.get("userId"), values.get("password")
+    if not user or password is None:
+        raise UsageError("--auth-params for AuthenticationBasic needs userId and password "
+                         '({"userId": "...", "password": "..."} or userId:...,password:...)')
+    redact.register(password)
+    return user, password
 
 
 def _token_from_params(params: str) -> str:
@@ -198,11 +225,21 @@ def _number(value, what: str) -> float:
 
 # --- Pulsar's client.conf (Java properties) -------------------------------------------------
 
+def client_conf_path(environ) -> Path | None:
+    """PULSAR_CLIENT_CONF, else $PULSAR_HOME/conf/client.conf when it exists (pulsar-admin's rule)."""
+    if environ.get(ENV_CLIENT_CONF):
+        return Path(environ[ENV_CLIENT_CONF])
+    if environ.get(ENV_PULSAR_HOME):
+        path = Path(environ[ENV_PULSAR_HOME]) / "conf" / "client.conf"
+        return path if path.is_file() else None
+    return None
+
+
 def read_client_conf(path: Path) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="latin-1")  # java.util.Properties' own encoding (\uXXXX for the rest)
     except OSError as exc:
-        raise UsageError(f"cannot read {ENV_CLIENT_CONF}={path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read the client.conf {path}: {exc.strerror or exc}") from None
     props = parse_properties(text)
     return {
         "admin_url": props.get("webServiceUrl") or None,
@@ -211,58 +248,63 @@ def read_client_conf(path: Path) -> dict:
         "tls_trust_cert_path": props.get("tlsTrustCertsFilePath") or None,
         "tls_allow_insecure": props.get("tlsAllowInsecureConnection") or None,
         "tls_enable_hostname_verification": props.get("tlsEnableHostnameVerification") or None,
+        "tls_cert_file": props.get("tlsCertificateFilePath") or None,
+        "tls_key_file": props.get("tlsKeyFilePath") or None,
     }
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """The subset of java.util.Properties that client.conf files use (comments, continuations, = : or space)."""
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical += line[:-1]
-            continue
-        logical += line
-        key, value = _split_property(logical)
-        props[key] = value
-        logical = ""
-    return props
+    """A Java properties file as java.util.Properties reads it (escapes, continuations, = : or space)."""
+    import javaproperties
+
+    return javaproperties.loads(text)
 
 
-def _split_property(line: str) -> tuple[str, str]:
-    for index, char in enumerate(line):
-        if char in "=: \t":
-            rest = line[index:].lstrip(" \t")
-            if rest[:1] in ("=", ":") and char in " \t":
-                rest = rest[1:]
-            elif char in "=:":
-                rest = rest[1:]
-            return line[:index], rest.strip()
-    return line, ""
+# --- pulsarctl's config file (~/.config/pulsar/config, or PULSARCONFIG) ---------------------
 
-
-# --- pulsarctl's ~/.config/pulsar/config contexts ---------------------------------------------
-
-def pulsarctl_config_path(home: Path | None = None) -> Path:
+def pulsarctl_config_path(environ=None, home: Path | None = None) -> Path:
+    if environ and environ.get(ENV_PULSARCTL_CONFIG):
+        return Path(environ[ENV_PULSARCTL_CONFIG]).expanduser()
     return (home or Path.home()) / ".config" / "pulsar" / "config"
 
 
-def read_context(name: str, home: Path | None = None) -> dict:
-    path = pulsarctl_config_path(home)
+def _pulsarctl_doc(path: Path) -> dict | None:
+    """The parsed file, None when there is none; a file that is not pulsarctl's YAML is an error."""
+    import yaml
+
     try:
-        doc = parse_simple_yaml(path.read_text())
-    except OSError:
-        raise UsageError(f"context {name!r} needs pulsarctl's config file, but {path} cannot be read") from None
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read pulsarctl's config {path}: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise UsageError(f"pulsarctl's config {path} is not valid YAML{where}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"pulsarctl's config {path} is not a mapping of contexts")
+    return doc
+
+
+def current_context(path: Path) -> str | None:
+    doc = _pulsarctl_doc(path)
+    return str(doc["current-context"]) if doc and doc.get("current-context") else None
+
+
+def read_context(name: str, path: Path) -> dict:
+    doc = _pulsarctl_doc(path)
+    if doc is None:
+        raise UsageError(f"context {name!r} needs pulsarctl's config file, but {path} cannot be read")
     contexts = doc.get("contexts") or {}
     if name not in contexts:
         known = ", ".join(sorted(contexts)) or "none"
         raise UsageError(f"no context {name!r} in {path} (known: {known})")
     ctx = contexts[name] or {}
     auth = (doc.get("auth-info") or {}).get(name) or {}
-    return {
+    values = {
         "admin_url": ctx.get("admin-service-url") or None,
         "token": auth.get("token") or None,
         "token_file": auth.get("tokenFile") or None,
@@ -270,48 +312,7 @@ def read_context(name: str, home: Path | None = None) -> dict:
         "tls_allow_insecure": auth.get("tls_allow_insecure_connection") or None,
         "tls_enable_hostname_verification": auth.get("tls_enable_hostname_verification"),
     }
-
-
-def parse_simple_yaml(text: str) -> dict:
-    """Nested mappings of scalars, the only YAML that pulsarctl writes (no lists, no anchors)."""
-    root: dict = {}
-    stack: list[tuple[int, dict]] = [(-1, root)]
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = _strip_comment(raw).rstrip()
-        if not line.strip() or line.strip() == "---":
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        key, sep, value = line.strip().partition(":")
-        if not sep or key.startswith("- "):
-            raise UsageError(f"pulsarctl config line {number} is not a 'key: value' mapping this tool can read")
-        while stack[-1][0] >= indent:
-            stack.pop()
-        parent = stack[-1][1]
-        key = _scalar(key)
-        if value.strip() == "":
-            parent[key] = {}
-            stack.append((indent, parent[key]))
-        else:
-            parent[key] = _scalar(value.strip())
-    return root
-
-
-def _strip_comment(line: str) -> str:
-    quote = None
-    for index, char in enumerate(line):
-        if char in "'\"":
-            quote = None if quote == char else (quote or char)
-        elif char == "#" and quote is None and (index == 0 or line[index - 1] in " \t"):
-            return line[:index]
-    return line
-
-
-def _scalar(text: str):
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("null", "~"):
-        return None
-    return text
+    if auth.get("issuer_endpoint"):
+        raise UsageError(f"context {name!r} in {path} uses OAuth2 (issuer_endpoint), which this version of "
+                         "pulsar-txn does not support yet; use a token (--token-file)")
+    return values

@@ -42,6 +42,14 @@ class RestTransport:
         self.headers = {"Accept": "application/json", "User-Agent": "pulsar-txn"}
         if target.token:
             self.headers["Authorization"] = f"Bearer {target.token}"
+        elif target.basic:
+            import base64
+
+            from pulsar_txn_cli.admin.redact import register
+
+            credential = base64.b64encode(":".join(target.basic).encode()).decode()
+            register(credential)
+            self.headers["Authorization"] = f"Basic {credential}"
         self.client = httpx.Client(verify=_ssl_context(target), timeout=target.request_timeout,
                                    follow_redirects=False, trust_env=False)
 

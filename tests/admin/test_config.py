@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_txn_cli.admin.config import parse_properties, parse_simple_yaml, resolve
+from pulsar_txn_cli.admin.config import parse_properties, resolve
 from pulsar_txn_cli.cli.env import TargetFlags
 from pulsar_txn_cli.errors import UsageError
 
@@ -155,10 +155,67 @@ def test_properties_parser():
     assert props == {"a": "1", "b": "2", "c": "3", "d": "multi line", "e": ""}
 
 
-def test_yaml_subset_parser():
-    doc = parse_simple_yaml(PULSARCTL)
-    assert doc["contexts"]["dev"]["admin-service-url"] == "http://dev.example:8080"
-    assert doc["auth-info"]["prod"]["tls_allow_insecure_connection"] is False
-    assert doc["current-context"] == "prod"
-    with pytest.raises(UsageError):
-        parse_simple_yaml("contexts:\n  - one\n")
+def test_pulsarctl_config_that_is_not_yaml_is_one_sentence(tmp_path):
+    bad = tmp_path / "config"
+    bad.write_text("contexts:\n  prod: [unclosed\n")
+    with pytest.raises(UsageError, match=r"is not valid YAML \(line \d+\)"):
+        resolve(TargetFlags(context="prod"), environ={"PULSARCONFIG": str(bad)})
+
+
+# --- client.conf as Java reads it, pulsarctl's current context, basic authentication --------------
+
+JAVA_CONF = r"""# written the Java way: escapes, ':' separators, continuation lines
+webServiceUrl\: = https\://java.example\:8443/
+authPlugin : org.apache.pulsar.client.impl.auth.AuthenticationTLS
+authParams = tlsCertFile:/etc/pulsar/client.cert.pem,\
+             tlsKeyFile:/etc/pulsar/client.key-pk8.pem
+tlsTrustCertsFilePath=/etc/pulsar/ca\u002Ecert.pem
+"""
+
+
+def test_client_conf_is_read_as_java_reads_properties(tmp_path):
+    conf = tmp_path / "client.conf"
+    conf.write_text(JAVA_CONF.replace(r"webServiceUrl\: =", "webServiceUrl ="))
+    target = resolve(TargetFlags(), environ={"PULSAR_CLIENT_CONF": str(conf)})
+    assert target.url == "https://java.example:8443"
+    assert (target.tls_cert_file, target.tls_key_file) == ("/etc/pulsar/client.cert.pem", "/etc/pulsar/client.key-pk8.pem")
+    assert target.tls_trust_cert_path == "/etc/pulsar/ca.cert.pem"
+
+
+def test_client_conf_tls_key_pair_keys(tmp_path):
+    conf = tmp_path / "client.conf"
+    conf.write_text("webServiceUrl=https://b:8443\ntlsCertificateFilePath=/c.pem\ntlsKeyFilePath=/k.pem\n")
+    target = resolve(TargetFlags(), environ={"PULSAR_CLIENT_CONF": str(conf)})
+    assert (target.tls_cert_file, target.tls_key_file) == ("/c.pem", "/k.pem")
+
+
+def test_pulsar_home_client_conf_when_the_variable_is_unset(tmp_path):
+    (tmp_path / "pulsar" / "conf").mkdir(parents=True)
+    (tmp_path / "pulsar" / "conf" / "client.conf").write_text(CLIENT_CONF)
+    target = resolve(TargetFlags(), environ={"PULSAR_HOME": str(tmp_path / "pulsar")}, home=tmp_path / "nohome")
+    assert target.url == "http://conf.example:8080" and target.source.startswith("client.conf ")
+
+
+def test_pulsarctl_current_context_when_none_is_named(home):
+    target = resolve(TargetFlags(), environ={}, home=home)
+    assert target.url == "https://prod.example:8443" and target.token == "ctx-token-123"
+    assert target.source.startswith("pulsarctl current-context prod")
+    # client.conf comes before the current context; a named context before both
+    assert resolve(TargetFlags(context="dev"), environ={}, home=home).url == "http://dev.example:8080"
+
+
+def test_pulsarconfig_names_pulsarctls_file(home, tmp_path):
+    moved = tmp_path / "elsewhere.yaml"
+    moved.write_text(PULSARCTL.replace("current-context: prod", "current-context: dev"))
+    target = resolve(TargetFlags(), environ={"PULSARCONFIG": str(moved)}, home=home)
+    assert target.url == "http://dev.example:8080"
+
+
+def test_basic_authentication_in_both_spellings():
+    for params in ('{"userId": "ops", "password": "s3cret:x"}', "userId:ops,password:s3cret"):
+        target = resolve(TargetFlags(admin_url="http://b:8080", auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+                                     auth_params=params), environ={})
+        assert target.basic[0] == "ops" and target.basic[1].startswith("s3cret")
+        assert "s3cret" not in repr(target)
+    with pytest.raises(UsageError, match="needs userId and password"):
+        resolve(TargetFlags(admin_url="http://b:8080", auth_plugin="AuthenticationBasic", auth_params="userId:ops"), environ={})

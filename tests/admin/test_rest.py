@@ -214,3 +214,16 @@ def test_pending_ack_not_initialised_is_explained():
                          "cluster http://broker:8080",
                          '{"reason":"org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: Pending ack have not init success!"}')
     assert "no pending-ack store yet" in str(error) and error.status == 503
+
+
+def test_basic_authentication_is_sent_and_never_shown(cli):
+    import base64
+
+    with ScriptedServer(always((401, {}, {"reason": "Authentication required"}))) as server:
+        result = cli(["coordinators-list", "--admin-url", server.url, "--auth-plugin",
+                      "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+                      "--auth-params", '{"userId": "ops", "password": "pa55-word"}', "--debug"])
+    credential = base64.b64encode(b"ops:pa55-word").decode()
+    assert server.requests[0].headers["Authorization"] == f"Basic {credential}"
+    assert result.exit_code == 4
+    assert "pa55-word" not in result.stdout + result.stderr and credential not in result.stdout + result.stderr

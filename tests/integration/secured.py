@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import secrets
+import subprocess
 from pathlib import Path
 
 import jwt
@@ -19,7 +20,7 @@ from cryptography.x509.oid import NameOID
 
 import harness
 
-SUPERUSER, ORDINARY = "admin", "app"
+SUPERUSER, ORDINARY, BASIC_USER = "admin", "app", "ops"
 
 
 class Credentials:
@@ -38,6 +39,19 @@ class Credentials:
         # The cluster's brokers advertise 127.0.0.1, so their 307s point there: that certificate names both.
         self.ip_cert_path, self.ip_key_path = _write_pair(directory / "cluster-broker",
                                                           *_leaf("localhost", self.ca, ca_key, ip="127.0.0.1"))
+
+    def basic_conf(self) -> dict:
+        """A broker that also takes HTTP basic authentication for BASIC_USER (a superuser), checked
+        against an htpasswd-style file (Apache MD5, made with openssl)."""
+        self.basic_password = secrets.token_urlsafe(12)
+        hashed = subprocess.run(["openssl", "passwd", "-apr1", self.basic_password], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        (self.dir / "htpasswd").write_text(f"{BASIC_USER}:{hashed}\n")
+        return {**self.broker_conf(None),
+                "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
+                                           "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic",
+                "basicAuthConf": f"file://{self.dir / 'htpasswd'}",
+                "superUserRoles": f"{SUPERUSER},{BASIC_USER}"}
 
     def token_file(self, role: str) -> Path:
         path = self.dir / f"{role}.token"
@@ -62,10 +76,10 @@ class Credentials:
         return conf
 
 
-def start_secured_broker(credentials: Credentials) -> harness.PulsarBroker:
+def start_secured_broker(credentials: Credentials, basic: bool = False) -> harness.PulsarBroker:
     tls_port = harness.free_port()
-    broker = harness.PulsarBroker({"managedLedgerMaxEntriesPerLedger": 50, **credentials.broker_conf(tls_port)},
-                                  name="secured")
+    conf = credentials.basic_conf() if basic else credentials.broker_conf(tls_port)
+    broker = harness.PulsarBroker({"managedLedgerMaxEntriesPerLedger": 50, **conf}, name="basic" if basic else "secured")
     broker.token = credentials.tokens[SUPERUSER]
     broker.tls_port = tls_port
     broker.start()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from secured import ORDINARY, SUPERUSER, Credentials, start_secured_broker, start_secured_cluster
+from secured import BASIC_USER, ORDINARY, SUPERUSER, Credentials, start_secured_broker, start_secured_cluster
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.secured
@@ -122,6 +122,25 @@ def test_a_redirect_to_the_other_secured_broker_keeps_the_token(tool, creds):
         assert f"https://127.0.0.1:{other.tls_port}/" in hop and "(Authorization kept)" in hop
     finally:
         cluster.cleanup()
+
+
+def test_basic_authentication_on_a_real_broker(tool, creds):
+    broker = start_secured_broker(creds, basic=True)
+    try:
+        plugin = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
+        good = tool("get-txn-tc-batch-log-stat", "--admin-url", broker.admin_url, "--auth-plugin", plugin,
+                    "--auth-params", f'{{"userId": "{BASIC_USER}", "password": "{creds.basic_password}"}}', "-o", "json")
+        assert good.exit_code == 0, good.stderr
+        assert good.json()["coordinators"]
+        bad = tool("coordinators-list", "--admin-url", broker.admin_url, "--auth-plugin", plugin,
+                   "--auth-params", f"userId:{BASIC_USER},password:not-{creds.basic_password}")
+        assert bad.exit_code == 4
+        [error] = [line for line in bad.stderr.splitlines() if line.startswith("error:")]
+        assert "(401)" in error
+        for text in (good.stdout + good.stderr, bad.stdout + bad.stderr):
+            assert creds.basic_password not in text
+    finally:
+        broker.cleanup()
 
 
 def test_no_token_anywhere(tool, broker, creds, outputs):
