@@ -136,8 +136,9 @@ def test_stats_of_coordinators_and_pending_acks_owned_by_the_other_broker(pulsar
     status, names = c.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
     pending = {n for n in names if n.endswith("__transaction_pending_ack")}
     subs = tool(c, 0, state).records("subscriptions")
+    # (which subscriptions acked in a transaction is the workload's random choice, so they may all sit
+    # on one broker's topics; the stats above cover both brokers)
     assert {f"{s['topic']}-{s['subscription']}__transaction_pending_ack" for s in subs} == pending
-    assert {owners[s["topic"]] for s in subs if s["topic"] in owners} == {b.address for b in c.brokers}, (subs, owners)
 
 
 # --------------------------------------------------------------------------- per broker, and moving
