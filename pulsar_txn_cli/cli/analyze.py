@@ -25,6 +25,7 @@ def analyze(
     fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
     managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
     log: Annotated[Optional[str], typer.Option("--log", help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.", show_default=False)] = None,
+    force_log: Annotated[bool, typer.Option("--force-log", help="Keep --log even where the input's managed-ledger name says the other log.")] = False,
     dump_parquet: Annotated[Optional[Path], typer.Option("--dump-parquet", metavar="OUT", help="Convert the inputs to one Parquet file and stop.", show_default=False)] = None,
     html: Annotated[Optional[Path], typer.Option("--html", metavar="REPORT", help="Also write a self-contained HTML report.", show_default=False)] = None,
 ) -> None:
@@ -42,7 +43,7 @@ def analyze(
         raise UsageError(f"--log must be tc or pending-ack, not {log!r}")
     conf = _spark_conf(spark_conf or [])
     files = inputs_module.expand(inputs, fmt)
-    inputs_module.check_inputs(files, managed_ledger, log)
+    inputs_module.check_inputs(files, managed_ledger, log, force_log)
     if dump_parquet is not None:
         _dump_parquet(env, files, managed_ledger, str(dump_parquet))
         return
@@ -62,6 +63,7 @@ def analyze(
         env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
         with env.progress(None, "analyze") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+    inputs_module.contradicted(report, log, force_log)
     if html is not None:
         from pulsar_txn_cli.pipeline.html_report import render
 

@@ -38,6 +38,7 @@ def decode(
     base64_: Annotated[Optional[list[str]], typer.Option("--base64", help="One entry as base64 (repeatable).", show_default=False)] = None,
     fmt: Annotated[InputFormat, typer.Option("--format", "-f", help="Format of the files: auto (detect), raw (one entry's bytes), hex or base64 (one entry a line), readledger (`bookkeeper shell readledger -m -ef hex` output) or jsonl (the project's dump format).")] = InputFormat.auto,
     log: Annotated[LogChoice, typer.Option("--log", help="Which log the bytes come from: tc, pending-ack, or auto (from the managed-ledger name of JSONL dumps).")] = LogChoice.auto,
+    force_log: Annotated[bool, typer.Option("--force-log", help="Decode as --log says even where the input's managed-ledger name says the other log.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first entry that cannot be decoded.")] = False,
 ) -> None:
     """Decode transaction-log entries: PIP-160 batched entries (0x0E01) and single records.
@@ -60,7 +61,9 @@ def decode(
     def on_error(error) -> None:
         print(f"error: {error}", file=env.stderr)
 
-    stream = decoding.decode_sources(sources, log.value, report, on_error=on_error, on_warning=env.warn, strict=strict)
+    stream = decoding.decode_sources(sources, log.value, report, on_error=on_error, on_warning=env.warn,
+                                     strict=strict, force_log=force_log)
+    stream = _primed(stream, report)
     if env.output == "table":
         emit(Result(data=None, tables=lambda: [decoding.record_table(stream)]), env)
     else:
@@ -69,6 +72,17 @@ def decode(
         jsons = map(entry_to_json, stream)
         emit(Result(data=None, records=jsons) if env.output == "jsonl" else Result(data=jsons), env)
     _finish(report, strict, env)
+
+
+def _primed(stream, report):
+    """The stream, with its first entry already decoded: a --log that the input contradicts (or
+    cannot be told) stops the command before anything is written to stdout."""
+    import itertools
+
+    first = next(stream, None)
+    if isinstance(report.stopped, UsageError):
+        raise report.stopped
+    return stream if first is None else itertools.chain([first], stream)
 
 
 def _finish(report, strict: bool, env) -> None:

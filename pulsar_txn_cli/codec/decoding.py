@@ -31,10 +31,12 @@ class Source:
     format: str = "auto"
 
 
-def resolve_log(log: str, managed_ledger: str | None, where: str) -> str:
-    if log != "auto":
-        return log
+def resolve_log(log: str, managed_ledger: str | None, where: str, force: bool = False) -> str:
     found = codec.log_of_managed_ledger(managed_ledger)
+    if log != "auto":
+        if found is not None and found != log and not force:
+            raise UsageError(contradiction(log, managed_ledger, f"entry {where}"))
+        return log
     if found is None:
         if managed_ledger:
             reason = (
@@ -45,6 +47,14 @@ def resolve_log(log: str, managed_ledger: str | None, where: str) -> str:
             reason = "the input names no managed ledger (only the JSONL dump format does)"
         raise UsageError(f"cannot tell which log entry {where} comes from: {reason}; pass --log tc or --log pending-ack")
     return found
+
+
+def contradiction(log: str, managed_ledger: str, what: str) -> str:
+    """The message for a --log that the input's own managed-ledger name contradicts."""
+    return (
+        f"--log {log} contradicts {what}: its managed ledger {managed_ledger!r} is a "
+        f"{codec.log_of_managed_ledger(managed_ledger)} log; drop --log, or add --force-log to decode it as {log} anyway"
+    )
 
 
 def decode_raw(raw: dumps.RawEntry, log: str) -> codec.DecodedEntry:
@@ -69,6 +79,7 @@ def decode_sources(
     on_error: Callable[[DecodeError], None],
     on_warning: Callable[[str], None] | None = None,
     strict: bool = False,
+    force_log: bool = False,
 ) -> Iterator[codec.DecodedEntry]:
     """Decode sources in order, streaming; see the module docstring for the error rules."""
     for source in sources:
@@ -88,7 +99,7 @@ def decode_sources(
                 report.total += 1
                 try:
                     # An unreadable entry is reported as such, before asking which log it is from.
-                    entry_log = log if raw.error is not None else resolve_log(log, raw.managed_ledger, raw.where)
+                    entry_log = log if raw.error is not None else resolve_log(log, raw.managed_ledger, raw.where, force_log)
                     entry = decode_raw(raw, entry_log)
                 except UsageError as exc:
                     report.stopped = exc

@@ -91,14 +91,42 @@ def detect(path: str) -> str:
     raise DataError(f"{path} is neither a JSONL dump, Parquet nor readledger hex text; name its format with --format")
 
 
-def check_inputs(files: list[InputFile], managed_ledger: str | None, forced_log: str | None) -> None:
+def check_inputs(files: list[InputFile], managed_ledger: str | None, forced_log: str | None, force_log: bool = False) -> None:
     """Fail before any work on what cannot be analyzed (Parquet without the columns, a
-    readledger text without a managed-ledger name)."""
+    readledger text without a managed-ledger name, a --log that the input's name contradicts)."""
     for f in files:
         if f.fmt == "readledger" and not managed_ledger and not forced_log:
             raise UsageError(f"{f.label} is readledger text, which names no managed ledger; pass --managed-ledger NAME")
         if f.fmt == "parquet":
             _check_parquet(f)
+        if forced_log and not force_log:
+            _check_log(f, managed_ledger, forced_log)
+
+
+def _check_log(f: InputFile, managed_ledger: str | None, forced_log: str) -> None:
+    """A --log that the managed-ledger name of the file's first entry contradicts is a usage error: decoding
+    one log's bytes as the other gives nonsense records, not errors."""
+    from pulsar_txn_cli.codec import log_of_managed_ledger
+    from pulsar_txn_cli.codec.decoding import contradiction
+
+    entries = read(f, managed_ledger)
+    name = next(entries, (None,))[0]  # fails fast; `contradicted` checks them all after
+    entries.close()
+    if log_of_managed_ledger(name) not in (None, forced_log):
+        raise UsageError(contradiction(forced_log, name, f.label))
+
+
+def contradicted(report: dict, forced_log: str | None, force_log: bool) -> None:
+    """After the work: any managed ledger of the report whose name contradicts --log (a dump of
+    both logs whose first entry agreed) is a usage error too."""
+    from pulsar_txn_cli.codec import log_of_managed_ledger
+    from pulsar_txn_cli.codec.decoding import contradiction
+
+    if not forced_log or force_log:
+        return
+    for ml in report["managedLedgers"]:
+        if log_of_managed_ledger(ml["name"]) not in (None, forced_log):
+            raise UsageError(contradiction(forced_log, ml["name"], "the input"))
 
 
 def _check_parquet(f: InputFile) -> None:
