@@ -99,11 +99,13 @@ def test_log_auto_without_a_name_asks_for_log(cli):
     assert "pass --log tc or --log pending-ack" in result.stderr and "Traceback" not in result.stderr
     result = cli(["decode", "-o", "json"], input=jsonl_dump(("public/default/persistent/orders", 1, 0, SINGLE)))
     assert result.exit_code == 2 and "'public/default/persistent/orders' is neither a TC log" in result.stderr
-    assert result.json() == []  # the array is still closed
+    assert result.stdout == ""  # refused before anything was written
 
 
-def test_log_flag_overrides_the_name(cli):
-    result = cli(["decode", "--log", "pending-ack", "-o", "json"], input=jsonl_dump((TC_ML, 3, 0, PA_BATCH)))
+def test_log_flag_overrides_the_name_only_when_forced(cli):
+    dump = jsonl_dump((TC_ML, 3, 0, PA_BATCH))
+    assert cli(["decode", "--log", "pending-ack", "-o", "json"], input=dump).exit_code == 2
+    result = cli(["decode", "--log", "pending-ack", "--force-log", "-o", "json"], input=dump)
     assert result.json()[0]["log"] == "pending-ack"
 
 
