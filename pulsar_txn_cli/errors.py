@@ -42,6 +42,13 @@ class DataError(PulsarTxnError):
     exit_code = ExitCode.DATA
 
 
+class EmptyInput(DataError):
+    """An input (file, stdin, --hex) that holds no entries: never shown as an empty result."""
+
+    def __init__(self, label: str, why: str | None = None):
+        super().__init__(f"{label} holds no entries" + (f" ({why})" if why else ""))
+
+
 class DecodeError(DataError):
     """One entry that cannot be decoded. `where` names it (ledger:entry or input index)."""
 

@@ -63,6 +63,7 @@ def analyze(
         env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
         with env.progress(None, "analyze") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+    inputs_module.require_entries(report)
     inputs_module.contradicted(report, log, force_log)
     if html is not None:
         from pulsar_txn_cli.pipeline.html_report import render

@@ -10,7 +10,7 @@ import typer
 
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
-from pulsar_txn_cli.errors import DataError, UsageError
+from pulsar_txn_cli.errors import DataError, EmptyInput, UsageError
 
 
 class InputFormat(str, Enum):
@@ -44,7 +44,8 @@ def decode(
     """Decode transaction-log entries: PIP-160 batched entries (0x0E01) and single records.
 
     Every bad entry is reported on stderr with its position and byte offset; the other entries
-    are still decoded, and the exit code is 3 when any entry failed.
+    are still decoded, and the exit code is 3 when any entry failed. An input that holds no
+    entries is an error too (exit 3).
     """
     from pulsar_txn_cli.codec import decoding
     from pulsar_txn_cli.output import Result, emit
@@ -80,13 +81,13 @@ def _primed(stream, report):
     import itertools
 
     first = next(stream, None)
-    if isinstance(report.stopped, UsageError):
+    if isinstance(report.stopped, (UsageError, EmptyInput)):
         raise report.stopped
     return stream if first is None else itertools.chain([first], stream)
 
 
 def _finish(report, strict: bool, env) -> None:
-    if isinstance(report.stopped, UsageError):
+    if isinstance(report.stopped, (UsageError, EmptyInput)):
         raise report.stopped
     if report.stopped is not None and strict:
         raise DataError(f"stopped at the first entry that could not be decoded (--strict), after {_count(report.total - 1, 'good entry', 'good entries')}")
@@ -94,9 +95,7 @@ def _finish(report, strict: bool, env) -> None:
         good = report.total - report.failed
         rest = f"; the other {_count(good, 'was', 'were')} decoded" if good else ""
         raise DataError(f"{report.failed} of {report.total} entries could not be decoded{rest}")
-    if report.total == 0:
-        env.warn("the input holds no entries")
-    else:
+    if report.total:
         env.info(f"decoded {_count(report.total, 'entry', 'entries')} ({_count(report.records, 'record', 'records')})")
 
 
@@ -109,6 +108,7 @@ def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):
     import io
 
     from pulsar_txn_cli.codec.decoding import Source
+    from pulsar_txn_cli.codec.dumps import check_not_empty
 
     # All --hex values form one input (one entry a line), so they are numbered --hex #1, #2...
     sources = [Source(flag, io.BytesIO("\n".join(values).encode()), fmt_) for flag, values, fmt_ in (("--hex", hex_, "hex"), ("--base64", base64_, "base64")) if values]
@@ -121,6 +121,7 @@ def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):
             raise UsageError(f"cannot read {name}: no such file")
         if path.is_dir():
             raise UsageError(f"cannot read {name}: it is a directory")
+        check_not_empty(path, name, fmt)
         sources.append(Source(name, path, fmt))
     if not sources:
         if sys.stdin.isatty():

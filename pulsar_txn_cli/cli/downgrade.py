@@ -59,6 +59,10 @@ def check(
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
     env = current()
+    if verify_entries:
+        from pulsar_txn_cli.pipeline import inputs
+
+        inputs.expand(verify_entries)  # a missing or empty dump is an error now, not a WAIT later
     admin = env.admin()
     path = runner.checkpoint_path(admin, checkpoint)
     options = dict(concurrency=concurrency, verify=verify_entries or None)

@@ -2,7 +2,8 @@
 
 The stream never stops because of one bad entry: each failure goes to `on_error` and the next
 entry is decoded. With `strict`, or when the log of an entry cannot be told, the stream ends
-cleanly and `report.stopped` says why, so a caller can still close its JSON array.
+cleanly and `report.stopped` says why, so a caller can still close its JSON array. An input
+that holds no entries stops it too (EmptyInput): an empty input is an error, not an empty result.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Callable, Iterator
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps
-from pulsar_txn_cli.errors import DecodeError, PulsarTxnError, UsageError
+from pulsar_txn_cli.errors import DecodeError, EmptyInput, PulsarTxnError, UsageError
 
 
 @dataclass
@@ -95,6 +96,7 @@ def decode_sources(
                 return
             continue
         try:
+            before = report.total
             for raw in dumps.read_entries(stream, source.format, source=source.label):
                 report.total += 1
                 try:
@@ -118,6 +120,9 @@ def decode_sources(
                     if on_warning is not None:
                         on_warning(message)
                 yield entry
+            if report.total == before:
+                report.stopped = EmptyInput(source.label)
+                return
         finally:
             if stream is not source.input:
                 stream.close()

@@ -19,7 +19,7 @@ from typing import IO, Iterable, Iterator
 
 import orjson
 
-from pulsar_txn_cli.errors import DecodeError
+from pulsar_txn_cli.errors import DecodeError, EmptyInput
 
 FORMATS = ("auto", "raw", "hex", "base64", "readledger", "jsonl")
 HEAD_SIZE = 65536  # auto-detection looks at this much of an input
@@ -47,6 +47,22 @@ class RawEntry:
             return f"{self.ledger_id}:{self.entry_id}"
         prefix = f"{self.source} " if self.source else ""
         return f"{prefix}#{self.index + 1}"
+
+
+def check_not_empty(path, label: str, fmt: str = "auto") -> None:
+    """The one rule for inputs that hold no entries (decode, analyze, downgrade check
+    --verify-entries): raise EmptyInput naming the input, before any work. Empty means 0 bytes
+    or, except for raw input, only whitespace (blank lines)."""
+    import os
+
+    size = os.path.getsize(path)
+    if size == 0 or (fmt not in ("raw", "parquet") and size <= HEAD_SIZE and _blank(path)):
+        raise EmptyInput(label, "it is empty")
+
+
+def _blank(path) -> bool:
+    with open(path, "rb") as f:
+        return not f.read().strip()
 
 
 def detect_format(head: bytes) -> str | None:
@@ -78,6 +94,10 @@ def detect_format(head: bytes) -> str | None:
 def read_entries(stream: IO[bytes], fmt: str = "auto", source: str | None = None) -> Iterator[RawEntry]:
     """Entries from a binary stream in the given format (auto detects from the first 64 KiB)."""
     head = stream.read(HEAD_SIZE)
+    if not head.strip():  # an empty input yields nothing; callers apply empty_input()
+        if fmt == "raw" and head:
+            yield RawEntry(head, 0, source=source)
+        return
     if fmt == "auto":
         fmt = detect_format(head)
         if fmt is None:

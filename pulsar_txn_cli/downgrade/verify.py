@@ -6,7 +6,7 @@ project's one definition of "batched entry", over any of the project's dump form
 from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.verdict import EntryScan
-from pulsar_txn_cli.errors import PulsarTxnError
+from pulsar_txn_cli.errors import EmptyInput, PulsarTxnError
 
 
 def scan(paths: list[str], progress=None) -> EntryScan:
@@ -14,6 +14,8 @@ def scan(paths: list[str], progress=None) -> EntryScan:
 
     try:
         report = analyze(list(paths), engine="local", progress=progress)
+    except EmptyInput:
+        raise  # an empty dump verifies nothing: an error, not a WAIT
     except PulsarTxnError as exc:
         return EntryScan({}, 0, 0, error=str(exc))
     batched = {}

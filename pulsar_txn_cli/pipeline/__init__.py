@@ -40,10 +40,13 @@ def analyze(paths, *, engine="local", fmt="auto", managed_ledger=None, log=None,
     if choose_engine(engine) == "spark":
         from pulsar_txn_cli.pipeline import spark_job
 
-        return spark_job.analyze(files, master=spark_master, conf=spark_conf, managed_ledger=managed_ledger, forced_log=log)
-    from pulsar_txn_cli.pipeline import local
+        report = spark_job.analyze(files, master=spark_master, conf=spark_conf, managed_ledger=managed_ledger, forced_log=log)
+    else:
+        from pulsar_txn_cli.pipeline import local
 
-    return local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+        report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
+    inputs.require_entries(report)
+    return report
 
 
 def batched_ledgers(paths, *, engine="local", **options) -> dict[str, dict[int, int]]:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulsar_txn_cli.errors import DataError, UsageError
+from pulsar_txn_cli.errors import DataError, EmptyInput, UsageError
 
 FORMATS = ("auto", "jsonl", "parquet", "readledger")
 PARQUET_COLUMNS = ("managedLedger", "ledgerId", "entryId", "data")
@@ -30,7 +30,11 @@ class InputFile:
 
 
 def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
-    """Every input file, in a stable order, with its format."""
+    """Every input file, in a stable order, with its format.
+
+    An input that holds no entries is an error (EmptyInput, exit 3), checked before any work: a
+    file named on the command line that is empty, or a directory or glob whose files are all
+    empty. Empty files inside a directory or glob are skipped (Spark writes empty part files)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if not inputs:
@@ -41,15 +45,14 @@ def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
             matches = sorted(glob.glob(name, recursive=True))
             if not matches:
                 raise UsageError(f"no file matches {name}")
-            for match in matches:
-                files.extend(_walk(match))
+            files.extend(_not_empty([f for match in matches for f in _walk(match)], name, fmt))
         elif os.path.isdir(name):
             found = _walk(name)
             if not found:
                 raise UsageError(f"the directory {name} holds no dump files")
-            files.extend(found)
+            files.extend(_not_empty(found, name, fmt))
         elif os.path.isfile(name):
-            files.append(name)
+            files.extend(_not_empty([name], name, fmt))
         else:
             raise UsageError(f"cannot read {name}: no such file or directory")
     seen: set[str] = set()
@@ -61,6 +64,28 @@ def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
         seen.add(key)
         out.append(InputFile(path, path, fmt if fmt != "auto" else detect(path)))
     return out
+
+
+def require_entries(report: dict) -> None:
+    """After the work: inputs that held no entry at all (text without any) are EmptyInput too."""
+    if report["totals"]["entries"] == 0:
+        raise EmptyInput("the input")
+
+
+def _not_empty(paths: list[str], label: str, fmt: str) -> list[str]:
+    """The paths that hold something; EmptyInput naming `label` when none does."""
+    from pulsar_txn_cli.codec.dumps import check_not_empty
+
+    kept = []
+    for path in paths:
+        try:
+            check_not_empty(path, path, "parquet" if path.lower().endswith(_PARQUET_SUFFIXES) else fmt)
+        except EmptyInput:
+            continue
+        kept.append(path)
+    if not kept:
+        raise EmptyInput(label, "it is empty" if len(paths) == 1 else f"its {len(paths)} files are empty")
+    return kept
 
 
 def _walk(root: str) -> list[str]:
@@ -138,6 +163,8 @@ def _check_parquet(f: InputFile) -> None:
     missing = [c for c in PARQUET_COLUMNS if c not in schema.names]
     if missing:
         raise DataError(f"{f.label} lacks the Parquet column(s) {', '.join(missing)} (needs {', '.join(PARQUET_COLUMNS)})")
+    if pq.ParquetFile(f.path).metadata.num_rows == 0:
+        raise EmptyInput(f.label, "the Parquet file has no rows")
 
 
 def _pyarrow_parquet():
