@@ -82,8 +82,7 @@ def without_batched_logs(setting: dict) -> list[dict]:
 
 def cannot_batch(setting: dict) -> str | None:
     """The release when every broker predates PIP-160 (then no store batches), else None."""
-    old = without_batched_logs(setting)
-    return old[0]["version"] if old and len(old) == len(setting["brokers"]) else None
+    return features.all_predate_batched_logs([b.get("version") for b in setting["brokers"]])
 
 
 # --- the stores and their open times ----------------------------------------------------------------

@@ -23,6 +23,12 @@ def lacks_batched_logs(version: str | None) -> bool:
     return parsed is not None and parsed[:2] < BATCHED_LOGS_SINCE
 
 
+def all_predate_batched_logs(versions: list[str | None]) -> str | None:
+    """The release when every broker is known to predate PIP-160 (then no store can batch), else None."""
+    old = [v for v in versions if lacks_batched_logs(v)]
+    return old[0] if old and len(old) == len(versions) else None
+
+
 def no_batched_logs(version: str, key: str) -> str:
     return f"this broker ({version}) has no {key}; batched logs need Pulsar 2.11 or newer"
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pulsar_txn_cli.admin import features
 from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, PENDING_ACK_BATCH_KEY, TC_BATCH_KEY, LogObservation
 
 
 class Judge:
     def __init__(self, identity: str, dynamic_config, brokers):
-        from pulsar_txn_cli.admin import batchlog, features, remembered
+        from pulsar_txn_cli.admin import batchlog, remembered
 
         self._batchlog = batchlog
         changes = remembered.load_changes(identity)["changes"]
@@ -24,15 +25,13 @@ class Judge:
             runtimes.discard(None)
             configured = dynamic if dynamic is not None else (runtimes.pop() if len(runtimes) == 1 else None)
             self._settings[key] = (configured, dynamic, changes.get(key))
-        old = [b.version for b in brokers if features.lacks_batched_logs(b.version)]
         # Every broker predates PIP-160: no store can batch, whatever was recorded before.
-        self._release = old[0] if brokers and len(old) == len(brokers) else None
-        self._features = features
+        self._release = features.all_predate_batched_logs([b.version for b in brokers])
 
     def _judge(self, log: LogObservation, key: str, store: dict, store_key: str) -> LogObservation:
         configured, dynamic, change = self._settings[key]
         if self._release:
-            state, reason = False, self._features.no_batched_logs(self._release, key)
+            state, reason = False, features.no_batched_logs(self._release, key)
         else:
             state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
         ongoing = store.get("ongoingTxnSize")
