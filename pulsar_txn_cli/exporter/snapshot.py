@@ -45,9 +45,10 @@ def take(connect, *, checkpoint: Path | None, concurrency: int, namespaces: list
         held = {ns: find_stuck_readers(admin, namespace=ns, now_ms=now_ms)
                 for ns in (namespaces if namespaces is not None else user_namespaces(admin))}
         return Snapshot(admin.target.describe(), started, clock() - started, result.verdict, held)
-    except PulsarTxnError as exc:
+    except Exception as exc:  # noqa: BLE001 - a long-running exporter reports any failure as up=0 and goes on
         target = admin.target.describe() if admin is not None else "?"
-        return Snapshot(target, started, clock() - started, error=str(exc))
+        error = str(exc) if isinstance(exc, PulsarTxnError) else f"unexpected {type(exc).__name__}: {exc}"
+        return Snapshot(target, started, clock() - started, error=error)
     finally:
         if admin is not None:
             admin.close()
