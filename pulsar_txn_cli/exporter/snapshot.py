@@ -31,6 +31,7 @@ def take(connect, *, checkpoint: Path | None, concurrency: int, namespaces: list
          clock=time.time) -> Snapshot:
     """Observe once. Any failure makes the whole snapshot failed: a partial one could show a
     verdict without the logs behind it."""
+    from pulsar_txn_cli.admin.redact import redact
     from pulsar_txn_cli.downgrade import runner
     from pulsar_txn_cli.errors import PulsarTxnError
     from pulsar_txn_cli.stuck_readers import find_stuck_readers
@@ -47,7 +48,7 @@ def take(connect, *, checkpoint: Path | None, concurrency: int, namespaces: list
         return Snapshot(admin.target.describe(), started, clock() - started, result.verdict, held)
     except Exception as exc:  # noqa: BLE001 - a long-running exporter reports any failure as up=0 and goes on
         target = admin.target.describe() if admin is not None else "?"
-        error = str(exc) if isinstance(exc, PulsarTxnError) else f"unexpected {type(exc).__name__}: {exc}"
+        error = str(exc) if isinstance(exc, PulsarTxnError) else redact(f"unexpected {type(exc).__name__}: {exc}")
         return Snapshot(target, started, clock() - started, error=error)
     finally:
         if admin is not None:
