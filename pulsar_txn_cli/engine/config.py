@@ -89,18 +89,32 @@ def to_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def validate(values: dict) -> None:
-    """TransactionBatchedWriteValidator: checked only for a group whose *Enabled flag is true."""
+BATCH_MINIMUMS = {"MaxRecords": 10, "MaxSize": 131072, "MaxDelayInMillis": 1}
+_PORTS = ("webServicePort", "brokerServicePort")
+
+
+def _too_small(name: str, value, minimum: int) -> ValueError:
+    # Pulsar's TransactionBatchedWriteValidator's own wording: it names the field at fault.
+    return ValueError(f"Configuration field '{name}' value must be greater than or equal to {minimum}, not {value}")
+
+
+def validate(name: str, value, values: dict) -> None:
+    """The rules for setting one key to value, given the other keys' values (raises ValueError).
+
+    A broker checks batch-log settings only while their switch is on, so a bad value set while it
+    is off waits to break the next enable. Here a batch-log setting is checked whenever it is set,
+    a switch turned on checks its group, and other keys' stored values never block this one.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and name not in _PORTS and value < 0:
+        raise ValueError(f"Configuration field '{name}' must not be negative")
     for flag, prefix in BATCH_GROUPS.items():
-        if not values[flag]:
-            continue
-        for suffix, minimum in (("MaxRecords", 10), ("MaxSize", 131072), ("MaxDelayInMillis", 1)):
-            name = prefix + suffix
-            if values[name] < minimum:
-                raise ValueError(f"Configuration field '{name}' value must be greater than or equal to {minimum}")
-    for name, key in KEYS.items():
-        if key.type is int and name not in ("webServicePort", "brokerServicePort") and values[name] < 0:
-            raise ValueError(f"Configuration field '{name}' must not be negative")
+        minimum = BATCH_MINIMUMS.get(name.removeprefix(prefix)) if name.startswith(prefix) else None
+        if minimum is not None and value < minimum:
+            raise _too_small(name, value, minimum)
+        if name == flag and value is True:
+            for suffix, minimum in BATCH_MINIMUMS.items():
+                if values[prefix + suffix] < minimum:
+                    raise _too_small(prefix + suffix, values[prefix + suffix], minimum)
 
 
 class Config:
@@ -157,9 +171,7 @@ class Config:
             raise UsageError(f"Can't update non-dynamic configuration {name}")
         try:
             value = parse_value(name, text)
-            trial = self.values()
-            trial[name] = value
-            validate(trial)
+            validate(name, value, self.values())
         except ValueError as exc:
             raise UsageError(f"invalid value for {name}: {exc}") from None
         table = "dynamic_config" if layer == "dynamic" else "config"

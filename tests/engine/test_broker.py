@@ -68,9 +68,10 @@ def test_config_validation_and_layers(tmp_path):
 
     engine = Engine.init(tmp_path / "e")
     try:
-        assert engine.config.set("transactionLogBatchedWriteMaxRecords", "5") == "static"  # fine while disabled
-        with pytest.raises(UsageError, match="greater than or equal to 10"):
-            engine.config.set("transactionLogBatchedWriteEnabled", "true")
+        # checked when set, whatever the switch says (#13.2), naming the key at fault
+        with pytest.raises(UsageError, match="'transactionLogBatchedWriteMaxRecords' value must be greater than or equal to 10, not 5"):
+            engine.config.set("transactionLogBatchedWriteMaxRecords", "5")
+        assert engine.config.get("transactionLogBatchedWriteMaxRecords") == 512
         engine.config.set("transactionLogBatchedWriteMaxRecords", "10")
         assert engine.config.set("transactionLogBatchedWriteEnabled", "true") == "dynamic"
         assert engine.config.overrides() == {"transactionLogBatchedWriteEnabled": "true"}
@@ -160,5 +161,25 @@ def test_an_interrupted_command_is_a_crash_not_a_clean_stop(tmp_path):
     engine = Engine.open(directory)
     try:
         assert engine.unclean and engine.tc(0).txns == {}  # the buffered NEW was never acknowledged
+    finally:
+        engine.close()
+
+
+def test_a_bad_stored_batch_setting_names_itself_and_blocks_only_the_enable(tmp_path):
+    """#13.2: a value stored before validation existed (or through another door) blocks enabling its
+    group with the key at fault named, and never an unrelated `config set`."""
+    from pulsar_txn_cli.errors import UsageError
+
+    engine = Engine.init(tmp_path / "e")
+    try:
+        with engine.store.tx():
+            engine.store.db.execute("INSERT INTO config(key, value) VALUES('transactionPendingAckBatchedWriteMaxSize', '100')")
+        assert engine.config.set("transactionLogBatchedWriteMaxDelayInMillis", "5") == "static"
+        assert engine.config.set("transactionLogBatchedWriteEnabled", "true") == "dynamic"  # the other group
+        with pytest.raises(UsageError, match="transactionPendingAckBatchedWriteEnabled: Configuration field "
+                                             "'transactionPendingAckBatchedWriteMaxSize' value must be greater than or equal to 131072, not 100"):
+            engine.config.set("transactionPendingAckBatchedWriteEnabled", "true")
+        with pytest.raises(UsageError, match="must not be negative"):
+            engine.config.set("transactionLogBatchedWriteMaxDelayInMillis", "-1")
     finally:
         engine.close()

@@ -55,14 +55,14 @@ def test_auto_init_and_config_commands(cli, edir):
     assert r.exit_code == 0 and r.json()["value"] == "false"
     assert "created a new engine" in r.stderr
     r = cli(["engine", "config", "set", "transactionLogBatchedWriteMaxSize", "100", "--engine-dir", edir])
-    assert r.exit_code == 0  # allowed while batching is off
+    assert r.exit_code == 2 and "'transactionLogBatchedWriteMaxSize' value must be greater than or equal to 131072" in r.stderr
     r = cli(["engine", "config", "set", "transactionLogBatchedWriteEnabled", "true", "--engine-dir", edir])
-    assert r.exit_code == 2 and "greater than or equal to 131072" in r.stderr
+    assert r.exit_code == 0  # the refused value was not stored
     r = cli(["engine", "config", "set", "nope", "1", "--engine-dir", edir])
     assert r.exit_code == 2 and "unknown broker configuration key 'nope'" in r.stderr
     r = cli(["engine", "config", "list", "--engine-dir", edir, "-o", "json"])
     rows = {row["key"]: row for row in r.json()}
-    assert rows["transactionLogBatchedWriteMaxSize"]["value"] == "100" and rows["transactionLogBatchedWriteEnabled"]["dynamic"]
+    assert rows["transactionLogBatchedWriteMaxSize"]["value"] == "4194304" and rows["transactionLogBatchedWriteEnabled"]["dynamic"]
 
 
 def test_metrics_are_cumulative_across_invocations(cli, edir):
