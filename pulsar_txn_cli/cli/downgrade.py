@@ -185,7 +185,7 @@ def reset(checkpoint: CheckpointOpt = None) -> None:
 
     env = current()
     path, identity = _checkpoint_location(env, checkpoint)
-    removed = store.remove(path)
+    removed = store.remove(path, ours=checkpoint is None)
     line = f"forgot the downgrade checkpoint of {identity} ({path})" if removed else \
         f"no downgrade checkpoint for {identity} ({path})"
     emit(Result(data={"target": identity, "checkpoint": str(path), "removed": removed}, tables=[], lines=[line]), env)

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pulsar_txn_cli.errors import DataError
+from pulsar_txn_cli.errors import DataError, UsageError
 
 FORMAT = 1
 
@@ -176,10 +176,27 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def remove(path: Path) -> bool:
-    """Forget the checkpoint; True when there was one."""
+def remove(path: Path, *, ours: bool = False) -> bool:
+    """Forget the checkpoint; True when there was one.
+
+    A file named by the operator is deleted only when it is a downgrade checkpoint (a JSON object
+    with this tool's "format"), so a mistyped --checkpoint never deletes someone's file; ours=True
+    (the tool's own file in its state directory) removes even a damaged one.
+    """
+    if not ours:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise UsageError(f"{path} is not a downgrade checkpoint (no \"format\": {FORMAT}); "
+                             "pulsar-txn deletes only the checkpoints it wrote")
     try:
         path.unlink()
         return True
     except FileNotFoundError:
         return False
+    except OSError as exc:
+        raise CheckpointError(f"cannot remove checkpoint {path}: {exc.strerror or exc}") from None

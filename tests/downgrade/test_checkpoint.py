@@ -113,3 +113,18 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     blocker.write_text("")
     with pytest.raises(store.CheckpointError, match="cannot write checkpoint"):
         store.save(blocker / "cp.json", checkpoint({0: 1}))  # its parent is a file
+
+
+def test_reset_never_deletes_a_file_that_is_not_a_checkpoint(cli, tmp_path):
+    """#13.3: a mistyped --checkpoint (a note, a config file, a directory) is refused, exit 2, and kept."""
+    engine_dir = tmp_path / "engine"
+    for name, text in (("notes.txt", "ledger ids kept on paper\n"), ("other.json", '{"format": 99}'),
+                       ("empty.json", "")):
+        victim = tmp_path / name
+        victim.write_text(text)
+        result = cli(["downgrade", "reset", "--checkpoint", victim, "--engine-dir", engine_dir])
+        assert result.exit_code == 2, (name, result.stderr)
+        assert f"{victim} is not a downgrade checkpoint" in result.stderr and "Traceback" not in result.stderr
+        assert victim.read_text() == text
+    result = cli(["downgrade", "reset", "--checkpoint", tmp_path, "--engine-dir", engine_dir])
+    assert result.exit_code == 2 and tmp_path.is_dir()
