@@ -48,12 +48,14 @@ def stuck_readers(
 
 
 def _row(partition: dict) -> dict:
+    from pulsar_txn_cli.output.units import duration
+
     holders = partition.get("holders", [])
     since = partition.get("heldSince")
     age = holders[0]["openForMs"] if holders else None
     return {
         **partition,
-        "heldSince": f"{_iso(since)} ({_duration(age)} ago)" if since else ("-" if not partition.get("held") else "unknown"),
+        "heldSince": f"{_iso(since)} ({duration(age)} ago)" if since else ("-" if not partition.get("held") else "unknown"),
         "holders": " ".join(h["txnId"] for h in holders) or ("-" if not partition.get("held") else "?"),
         "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
     }
@@ -63,16 +65,3 @@ def _iso(ms: int) -> str:
     import datetime as dt
 
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def _duration(ms: int | None) -> str:
-    if ms is None:
-        return "?"
-    s = ms // 1000
-    if s >= 86400:
-        return f"{s // 86400}d{s % 86400 // 3600}h"
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60}s"
-    return f"{s}s"

@@ -72,7 +72,8 @@ def pending_ack_stats(
     """Stats of a subscription's pending-ack handle."""
     env = current()
     data = env.admin().pending_ack_stats(topic, subscription, low_water_mark)
-    _emit(data, STATS_COLUMNS + [("lowWaterMarks", "low water marks")], rows=_timed([data or {}]))
+    columns = PENDING_ACK_COLUMNS + ([("lowWaterMarks", "low water marks")] if low_water_mark else [])
+    _emit(data, columns, rows=_timed([{"topic": topic, "subscription": subscription, **(data or {})}]))
 
 
 def pending_ack_internal_stats(
@@ -204,6 +205,9 @@ def parse_duration_ms(text: str) -> int:
 
 STATS_COLUMNS = [("id", "id"), ("state", "state"), ("leastSigBits", "sequence id"), ("lowWaterMark", "low water mark"),
                  ("ongoingTxnSize", "ongoing"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
+# A pending-ack handle has no id, sequence id or low water mark of its own (those are a coordinator's).
+PENDING_ACK_COLUMNS = [("topic", "topic"), ("subscription", "subscription"), ("state", "state"),
+                       ("ongoingTxnSize", "ongoing"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
 TXN_COLUMNS = [("txnId", "txn id"), ("status", "status"), ("openTimestamp", "opened"), ("timeoutAt", "timeout"),
                ("producedPartitions", "produced"), ("ackedPartitions", "acked")]
 ML_COLUMNS = [("managedLedgerName", "managed ledger"), ("ledgers", "ledgers"), ("ledgerIds", "ledger ids"), ("numberOfEntries", "entries"),
@@ -229,7 +233,12 @@ def _timed(rows, keys=("recoverStartTime", "recoverEndTime")):
 def _txn_row(meta: dict) -> dict:
     from pulsar_txn_cli.admin.batchlog import iso
 
-    return {**meta, "openTimestamp": iso(meta.get("openTimestamp")), "timeoutAt": iso(meta.get("timeoutAt")),
+    from pulsar_txn_cli.output.units import duration
+
+    # timeoutAt is the transaction's timeout, a duration in ms, despite its name (a real broker's
+    # answer: docs/real-broker-findings.md); shown as one, never as a date in 1970.
+    timeout = meta.get("timeoutAt")
+    return {**meta, "openTimestamp": iso(meta.get("openTimestamp")), "timeoutAt": None if timeout is None else duration(timeout),
             "producedPartitions": sorted(meta.get("producedPartitions") or {}),
             "ackedPartitions": sorted(f"{t} / {s}" for t, subs in (meta.get("ackedPartitions") or {}).items() for s in subs)}
 
