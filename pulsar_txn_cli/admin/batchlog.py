@@ -150,17 +150,24 @@ def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, store
     stores = stores_of(admin, log, concurrency) if stores is None else stores
     snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
     identity = admin.identity()
-    admin.update_dynamic_config(log.key, enabled)
     state = remembered.load_changes(identity)
     change = state["changes"].get(log.key)
+    # What each store runs with right now, judged under the record in force: a store opened under an
+    # earlier change keeps that change's value, not the setting's previous value (#13.6).
+    running = {store_key(log, s): judge(s, _configured_for(s, before), before["dynamic"], change, store_key(log, s))[0]
+               for s in stores}
+    admin.update_dynamic_config(log.key, enabled)
     if not (change and change.get("value") == enabled and before["configured"] == enabled):
         # A repeated set keeps the first record: stores opened before it still run with the older value.
-        change = {"value": enabled, "previous": before["configured"], "at": admin.now_ms(), "recoverStartTimes": snapshot}
+        change = {"value": enabled, "previous": before["configured"], "at": admin.now_ms(), "recoverStartTimes": snapshot,
+                  "runningBefore": running}
         state["changes"][log.key] = change
         remembered.save_changes(identity, state, seen_as=admin.target.describe())
+    open_stores = [s for s in stores if s.get("state") == "Ready"]
     return {
-        "target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled, "previous": change["previous"],
-        "at": change["at"], log.detail_key: len(stores), "openStores": sum(1 for s in stores if s.get("state") == "Ready"),
+        "target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled, "previous": before["configured"],
+        "at": change["at"], log.detail_key: len(stores), "openStores": len(open_stores),
+        "staleStores": sum(1 for s in open_stores if running.get(store_key(log, s)) is not enabled),
         "note": f"takes effect for each {log.store} only when its store is reopened "
                 f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
     }
@@ -277,7 +284,7 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
         reopened = start >= at
     if reopened:
         return change.get("value"), f"the store was reopened (at {iso(start)}) after the change at {iso(at)}"
-    previous = change.get("previous")
+    previous = (change.get("runningBefore") or {}).get(key, change.get("previous"))
     if previous is None:
         return None, f"the store was not reopened since the change at {iso(at)}, and the value before the change is unknown"
     return previous, f"the store was not reopened since the change at {iso(at)} (opened at {iso(start)}); reload it for the change to take effect"

@@ -162,10 +162,12 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
         reloaded += [{"topic": t, "unloaded": False, "error": "its pending-ack store is not Ready yet"} for t in sorted(opening)]
         ok = sum(1 for r in reloaded if r["unloaded"])
         env.info(f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened.")
+    elif result["staleStores"]:
+        env.info(f"It takes effect for each {log.store} only when its store is reopened: {result['staleStores']} of the "
+                 f"{result['openStores']} open {log.store} store(s) do not run with it yet. Rerun with --reload to reopen "
+                 f"them now, then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat.")
     else:
-        env.info(f"It takes effect for each {log.store} only when its store is reopened: the {result['openStores']} open "
-                 f"{log.store} store(s) keep their old setting until then. Rerun with --reload to reopen them now, "
-                 f"then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat.")
+        env.info(f"Every open {log.store} store already runs with batching {word}; nothing needs reopening.")
     data = {**result, "reload": reloaded}
     tables = [Table([("setting", "setting"), ("value", "value"), ("previous", "previous"), ("target", "target")], [result])]
     if reloaded is not None:

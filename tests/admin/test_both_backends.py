@@ -97,19 +97,21 @@ def test_subscriptions_found(cli, engine_dir):
 @pytest.mark.parametrize("log", ["tc", "pending-ack"])
 def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     """The same sequence on two copies of the engine, one per backend, ends in the same judgement."""
-    def sequence(target):
+    def sequence(target, state):
+        # Each copy keeps its own records: the copies share the engine's identity (#13.1), and one
+        # sequence's record would otherwise be the other's "change made outside pulsar-txn".
         steps = [[f"set-txn-{log}-batch-log", "--enable"], [f"get-txn-{log}-batch-log-stat"],
                  [f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes"], [f"get-txn-{log}-batch-log-stat"]]
-        outputs = [cli([*step, *target, "-o", "json"]) for step in steps]
+        outputs = [cli([*step, *target, "-o", "json"], env={"XDG_STATE_HOME": str(state)}) for step in steps]
         for output in outputs:
             assert output.exit_code == 0, output.stderr
         return [without_local_fields(output.json()) for output in outputs]
 
     for backend in ("engine", "http"):
         shutil.copytree(engine_dir, tmp_path / backend)
-    results = [sequence(["--engine-dir", str(tmp_path / "engine")])]
+    results = [sequence(["--engine-dir", str(tmp_path / "engine")], tmp_path / "engine-state")]
     with server.start(str(tmp_path / "http")) as served:  # one server: the target (and its state file) stays the same
-        results.append(sequence(["--admin-url", served.url]))
+        results.append(sequence(["--admin-url", served.url], tmp_path / "http-state"))
     assert results[0] == results[1]
     flag, array = ("txnTcBatchLogEnabled", "coodinatorArray") if log == "tc" else ("txnPendingAckBatchLogEnabled", "subscriptionArray")
     before_reload, after_reload = results[0][1], results[0][3]
