@@ -33,6 +33,11 @@ def stuck_readers(
         raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
     admin = env.admin()
     report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=admin.now_ms(), include_all=show_all)
+    from pulsar_txn_cli.cli.advice import command
+
+    for partition in report["partitions"]:
+        for holder in partition.get("holders", []):
+            holder["fix"] = [command(c, env) for c in holder["fix"]]
     rows = [_row(p) for p in report["partitions"]]
     lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions"]
     for partition in report["partitions"]:

@@ -108,10 +108,13 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
 def _emit_downgrade(env, result) -> None:
     from pulsar_txn_cli.output import Result, emit
 
+    from pulsar_txn_cli.cli.advice import carry_target, command
+
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
-    emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict),
-                lines=_downgrade_lines(verdict, result)), env)
+    data["fixes"] = [command(f, env) for f in data["fixes"]]
+    lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result)]
+    emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":
         raise Verdict("", EXIT[verdict.verdict])
 
@@ -132,6 +135,8 @@ def _downgrade_tables(verdict):
 
 
 def _downgrade_lines(verdict, result) -> list[str]:
+    from pulsar_txn_cli.cli.advice import command
+
     lines = [""]
     advice = {}
     for item in verdict.items:
@@ -141,7 +146,7 @@ def _downgrade_lines(verdict, result) -> list[str]:
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
         lines.append(f"advice ({shown}): {text}")
     lines += [f"problem: {p}" for p in verdict.problems]
-    lines += [f"fix: {f}" for f in verdict.fixes]
+    lines += [f"fix: {command(f, current())}" for f in verdict.fixes]
     recorded = (f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
                 if verdict.newly_recorded else "")
     from pulsar_txn_cli.downgrade.verdict import verdict_line
@@ -216,6 +221,9 @@ def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
         observations = gather.gather(admin, concurrency=concurrency, progress=bar, versions=True)
     verdict = upgrade_verdict(observations)
     data = verdict.to_json()
+    from pulsar_txn_cli.cli.advice import carry_target, command
+
+    data["fixes"] = [command(f, env) for f in data["fixes"]]
 
     def tables():
         from pulsar_txn_cli.downgrade.observations import PENDING_ACK_BATCH_KEY, TC_BATCH_KEY
@@ -230,7 +238,8 @@ def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
                   f"{len(data['coordinators']) + len(data['subscriptions'])})"),
         ]
 
-    lines = [""] + [f"problem: {p}" for p in verdict.problems] + [f"fix: {f}" for f in verdict.fixes]
+    lines = ([""] + [f"problem: {carry_target(p, env)}" for p in verdict.problems]
+             + [f"fix: {f}" for f in data["fixes"]])
     what = {"COMPLETE": "the upgrade is complete: one broker version, batching on and effective everywhere",
             "INCOMPLETE": "the upgrade is not complete yet (see the problems above)",
             "BLOCKED": "batching is on while brokers run different versions; turn it off first"}[verdict.verdict]

@@ -28,10 +28,23 @@ def register(root: typer.Typer) -> None:
 def _dir():
     from pulsar_txn_cli.engine.engine import resolve_dir
 
+    import os
+
+    from pulsar_txn_cli.admin.config import ENV_ADMIN_URL, ENV_CONTEXT
+
     env = current()
     if env.target.admin_url:
         raise UsageError("engine commands act on the embedded engine; --admin-url does not apply to them")
-    return resolve_dir(env.target.engine_dir)
+    if not env.target.engine_dir:
+        # The environment points the other commands at a cluster: acting on the default engine
+        # instead, silently, is the surprise an operator does not expect.
+        for name in (ENV_ADMIN_URL, ENV_CONTEXT):
+            if os.environ.get(name):
+                raise UsageError(f"engine commands act on an embedded engine, but {name} names a cluster "
+                                 f"({os.environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}")
+    directory = resolve_dir(env.target.engine_dir)
+    env.info(f"engine: {directory}")
+    return directory
 
 
 def _open(*, readonly: bool = False, auto_init: bool = True):

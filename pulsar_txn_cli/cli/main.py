@@ -62,7 +62,9 @@ def _report(exc: BaseException, env, debug: bool) -> int:
         if str(exc):
             _say(env, f"error: {exc}")
         if exc.hint:
-            _say(env, f"hint: {exc.hint}")
+            from pulsar_txn_cli.cli.advice import carry_target
+
+            _say(env, f"hint: {carry_target(exc.hint, env)}")
         return int(exc.exit_code)
     if not debug:
         _say(env, f"error: unexpected {type(exc).__name__}; rerun with --debug for the details")

@@ -68,7 +68,7 @@ def test_topic_lists_held_partitions_with_holders_head_first(cli, broker):
     assert held["holders"][0]["head"] and not held["holders"][1]["head"]
     assert held["heldSince"] == OPEN_AT
     assert held["holders"][0]["metadata"] == HOLDER
-    assert "pulsar-txn abort-transaction -m 0 -l 5" in held["holders"][0]["fix"]
+    assert f"pulsar-txn abort-transaction -m 0 -l 5 --admin-url {broker}" in held["holders"][0]["fix"]
 
 
 def test_namespace_table_names_the_fix(cli, broker):

@@ -127,7 +127,9 @@ def test_blocked_while_batching_is_on(cli, backend):
     assert result.exit_code == 6
     doc = result.json()
     assert doc["verdict"] == "BLOCKED" and doc["target"].endswith((str(backend.dir), backend.target[1]))
-    assert "pulsar-txn set-txn-tc-batch-log --disable --reload --yes" in doc["fixes"]
+    # the fix carries the target, so pasting it acts here and not on the default engine (#13.7)
+    target = " ".join(str(a) for a in backend.target)
+    assert f"pulsar-txn set-txn-tc-batch-log --disable --reload --yes {target}" in doc["fixes"]
     assert not backend.checkpoint.exists()
 
 
@@ -139,7 +141,8 @@ def test_blocked_when_disabled_but_not_reloaded(cli, backend):
     assert result.exit_code == 6
     doc = result.json()
     assert any("still batching" in p for p in doc["problems"]), doc["problems"]
-    assert any(f.startswith("pulsar-admin topics unload") for f in doc["fixes"])
+    admin = "pulsar-admin " if backend.target[0] == "--engine-dir" else f"pulsar-admin --admin-url {backend.target[1]} "
+    assert any(f.startswith(admin + "topics unload") for f in doc["fixes"]), doc["fixes"]
 
 
 def test_wait_then_safe_with_ledgers_trimmed_between_checks(cli, backend):

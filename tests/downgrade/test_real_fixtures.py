@@ -78,7 +78,7 @@ def test_downgrade_check_reads_the_real_shapes_and_fails_closed(cli, replay, tmp
     # The settings were changed outside pulsar-txn, so where they are effective is unknown: blocked,
     # and the fix is the tool's own switch (which records the moment of the change).
     assert doc["verdict"] == "BLOCKED"
-    assert "pulsar-txn set-txn-tc-batch-log --disable --reload --yes" in doc["fixes"]
+    assert f"pulsar-txn set-txn-tc-batch-log --disable --reload --yes --admin-url {replay}" in doc["fixes"]
 
 
 def test_upgrade_check_reads_the_real_broker_version(cli, replay):

@@ -1,0 +1,69 @@
+"""Suggested commands that are safe to paste: each carries the target it was made for.
+
+A `fix:` line printed under `--admin-url URL` must act on URL when pasted, not on the default
+engine; so every `pulsar-txn ...` command the tool suggests gets the flags that chose the target
+(never a secret: a token or auth parameters are left for the operator to supply).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+
+_QUOTED = re.compile(r"`(pulsar-txn [^`]+)`")
+
+
+def target_args(env) -> str:
+    """The flags that select this command's target, as a shell-safe string ('' for the default engine)."""
+    flags = env.target
+    args: list[str] = []
+    if flags.context:
+        args += ["--context", flags.context]
+    elif flags.admin_url:
+        args += ["--admin-url", flags.admin_url]
+    elif flags.engine_dir:
+        args += ["--engine-dir", flags.engine_dir]
+    elif env._admin is not None:  # chosen by the environment or a config file: name what was chosen
+        target = env._admin.target
+        if target.kind == "cluster":
+            args += ["--admin-url", target.url]
+        elif target.source != "default":
+            args += ["--engine-dir", target.engine_dir]
+    for name in ("token_file", "tls_trust_cert_path"):
+        value = getattr(flags, name)
+        if value and (flags.admin_url or flags.context):
+            args += ["--" + name.replace("_", "-"), value]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def command(text: str, env) -> str:
+    """A whole suggested command with the target (text that is not a command is kept).
+
+    pulsar-txn takes the target after the command; pulsar-admin takes --admin-url before it, and
+    only a cluster can be its target."""
+    if _has_target(text):
+        return text
+    if text.startswith("pulsar-txn "):
+        extra = target_args(env)
+        return f"{text} {extra}" if extra else text
+    if text.startswith("pulsar-admin "):
+        url = _cluster_url(env)
+        return f"pulsar-admin --admin-url {shlex.quote(url)} {text.removeprefix('pulsar-admin ')}" if url else text
+    return text
+
+
+def _cluster_url(env) -> str | None:
+    if env.target.admin_url:
+        return env.target.admin_url
+    target = getattr(env._admin, "target", None)
+    return target.url if target is not None and target.kind == "cluster" else None
+
+
+def carry_target(text: str, env) -> str:
+    """Every `pulsar-txn ...` command quoted in backticks within prose, with the target appended."""
+    if "`pulsar-txn " not in text:
+        return text
+    return _QUOTED.sub(lambda m: f"`{command(m.group(1), env)}`", text)
+
+
+def _has_target(text: str) -> bool:
+    return any(flag in text.split() for flag in ("--admin-url", "--engine-dir", "--context"))

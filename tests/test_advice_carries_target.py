@@ -1,0 +1,46 @@
+"""Suggested commands are safe to paste: each carries the target it was made for (#13.7)."""
+import shlex
+
+from pulsar_txn_cli.admin import server
+
+
+def _blocked(cli, target):
+    assert cli(["set-txn-tc-batch-log", "--enable", *target]).exit_code == 0
+    return cli(["downgrade", "check", *target, "--checkpoint", target[-1] + "-cp.json"])
+
+
+def test_fix_lines_under_admin_url_name_the_cluster(cli, tmp_path):
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    with server.start(str(engine)) as served:
+        result = cli(["set-txn-tc-batch-log", "--enable", "--admin-url", served.url])
+        assert result.exit_code == 0
+        result = cli(["downgrade", "check", "--admin-url", served.url, "--checkpoint", tmp_path / "cp.json"])
+    assert result.exit_code == 6, result.stderr
+    fixes = [line.removeprefix("fix: ") for line in result.stdout.splitlines() if line.startswith("fix: ")]
+    assert fixes, result.stdout
+    for fix in fixes:
+        words = shlex.split(fix)
+        assert words[words.index("--admin-url") + 1] == served.url, fix
+
+
+def test_fix_lines_under_engine_dir_name_the_engine(cli, tmp_path):
+    engine = tmp_path / "my engine"  # a space: the flag is quoted for the shell
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--engine-dir", engine]).exit_code == 0
+    result = cli(["downgrade", "check", "--engine-dir", engine, "--checkpoint", tmp_path / "cp.json", "-o", "json"])
+    assert result.exit_code == 6
+    for fix in result.json()["fixes"]:
+        words = shlex.split(fix)
+        assert words[0] != "pulsar-txn" or words[words.index("--engine-dir") + 1] == str(engine), fix
+
+
+def test_engine_commands_refuse_when_the_environment_names_a_cluster(cli, tmp_path):
+    env = {"PULSAR_TXN_ADMIN_URL": "http://broker.example:8080", "XDG_DATA_HOME": str(tmp_path / "data")}
+    refused = cli(["engine", "simulate", "--transactions", "2"], env=env)
+    assert refused.exit_code == 2
+    assert "PULSAR_TXN_ADMIN_URL names a cluster (http://broker.example:8080)" in refused.stderr
+    assert not (tmp_path / "data").exists()  # nothing was created on the default engine
+    chosen = cli(["engine", "simulate", "--transactions", "2", "--engine-dir", tmp_path / "e"], env=env)
+    assert chosen.exit_code == 0, chosen.stderr
+    assert f"engine: {tmp_path / 'e'}" in chosen.stderr
