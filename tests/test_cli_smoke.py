@@ -23,11 +23,33 @@ def test_decode_hex_json(cli):
     assert [r["batchIndex"] for r in decoded["records"]] == [0, 1, 2]
 
 
-def test_the_first_command_on_an_engine_directory_says_it_creates_the_engine(cli, tmp_path):
-    engine = str(tmp_path / "engine")
-    first = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+def test_the_first_command_on_the_default_engine_says_it_creates_it(cli, tmp_path):
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    first = cli(["coordinators-list", "-o", "json"], env=env)
     assert first.exit_code == 0, first.stderr
     assert "new: created with the defaults" in first.stderr
-    again = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+    again = cli(["coordinators-list", "-o", "json"], env=env)
     assert again.exit_code == 0 and "new:" not in again.stderr
     assert again.json() == first.json()
+
+
+def test_a_named_engine_directory_without_an_engine_is_an_error(cli, tmp_path):
+    """#13.10: a mistyped --engine-dir is not a brand-new engine with every coordinator Ready."""
+    typo = tmp_path / "engnie"
+    result = cli(["coordinator-stats", "--engine-dir", typo, "-o", "json"])
+    assert result.exit_code == 2 and f"no engine in {typo} (--engine-dir)" in result.stderr
+    assert result.stdout == "" and not typo.exists()
+    result = cli(["coordinator-stats", "-o", "json"], env={"PULSAR_TXN_ENGINE_DIR": str(typo)})
+    assert result.exit_code == 2 and f"no engine in {typo} (environment)" in result.stderr
+
+
+def test_a_namespace_that_does_not_exist_is_an_error(cli, tmp_path):
+    """#13.10: a typo in -n is not "0 of 0 held back" or "(none)" with exit 0."""
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    for args in (["stuck-readers", "-n", "nosuch/ns"], ["subscriptions", "-n", "nosuch/ns"]):
+        result = cli([*args, "--engine-dir", engine])
+        assert result.exit_code == 4, (args, result.stdout)
+        assert "Namespace does not exist" in result.stderr and "check the namespace" in result.stderr
+    empty = cli(["stuck-readers", "-n", "public/default", "--engine-dir", engine])
+    assert empty.exit_code == 0 and "nothing to check: public/default has no topics" in empty.stdout

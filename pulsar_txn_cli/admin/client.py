@@ -102,6 +102,9 @@ class PulsarAdmin:
         if text:
             return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         if not raw:
+            if method == "GET":  # every admin GET answers a JSON document; nothing is not "none found"
+                raise ConnectionFailed(f"GET {path} on {self.target.describe()} answered HTTP {status} with an empty body; "
+                                       "check that the URL is Pulsar's admin web service and any proxy in between")
             return None
         try:
             return orjson.loads(raw)

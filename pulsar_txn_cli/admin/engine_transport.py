@@ -11,10 +11,19 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 
-def open_engine(engine_dir: str):
-    """The engine of this directory (created on first use, as the default target must just work)."""
-    from pulsar_txn_cli.engine.engine import Engine
+def open_engine(engine_dir: str, source: str = "default"):
+    """The engine of this directory. The default engine is created on first use (the default target
+    must just work); a directory someone named must hold an engine: a mistyped --engine-dir would
+    otherwise answer as a brand-new engine with every coordinator Ready."""
+    from pathlib import Path
 
+    from pulsar_txn_cli.engine.engine import Engine, exists
+    from pulsar_txn_cli.errors import UsageError
+
+    if source != "default" and not exists(Path(engine_dir)):
+        where = "--engine-dir" if source == "flags" else source
+        raise UsageError(f"no engine in {engine_dir} ({where}); `pulsar-txn engine init --engine-dir {engine_dir}` "
+                         "creates one, or `engine simulate --engine-dir DIR` makes one with a workload")
     return Engine.open(engine_dir)
 
 
@@ -50,7 +59,7 @@ class EngineTransport:
     @property
     def engine(self):
         if self._engine is None:
-            self._engine = open_engine(self.target.engine_dir)
+            self._engine = open_engine(self.target.engine_dir, self.target.source)
         return self._engine
 
     def request(self, method: str, path: str, params: dict | None = None, body=None):

@@ -104,6 +104,8 @@ def _what_to_check(path: str) -> str:
         return "check the topic and the subscription (subscriptions lists those that use transactions)"
     if "/configuration/" in path:
         return "check the configuration name (dynamic settings only)"
+    if "/namespaces/" in path:
+        return "check the namespace (tenant/namespace; `pulsar-admin namespaces list TENANT` lists them)"
     if "/transactionBuffer" in path or "/persistent/" in path or "/lookup/" in path:
         return "check the topic name (persistent://tenant/namespace/topic)"
     return "check the URL (--admin-url should be the broker's web service, e.g. http://broker:8080)"

@@ -39,7 +39,8 @@ def stuck_readers(
         for holder in partition.get("holders", []):
             holder["fix"] = [command(c, env) for c in holder["fix"]]
     rows = [_row(p) for p in report["partitions"]]
-    lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions"]
+    lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions" if report["checked"]
+             else f"nothing to check: {namespace or topic} has no topics"]  # never shown as an all-clear
     for partition in report["partitions"]:
         for holder in partition.get("holders", []):
             lines.append(f"  {holder['txnId']} on {partition['topic']}: " + "  |  ".join(holder["fix"]))

@@ -273,7 +273,10 @@ def namespace_topics(engine, query, body, tenant, ns):
         return 200, []
     include_system = _bool(query, "includeSystemTopic")
     prefix = f"persistent://{tenant}/{ns}/"
-    return 200, [t for t in _all_topics(engine) if t.startswith(prefix) and (include_system or not _is_system(t))]
+    topics = [t for t in _all_topics(engine) if t.startswith(prefix)]
+    if not topics and f"{tenant}/{ns}" not in ("public/default", "pulsar/system"):
+        raise HttpError(404, "Namespace does not exist")  # as a broker answers for a namespace never created
+    return 200, [t for t in topics if include_system or not _is_system(t)]
 
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions")

@@ -140,6 +140,7 @@ def urlopen_set(url: str, value: str) -> None:
 def test_state_prune_selects_what_to_forget(cli, served, tmp_path):
     ok(cli(["set-txn-tc-batch-log", "--enable", "--admin-url", served]))
     other = ["--engine-dir", str(tmp_path / "other")]
+    ok(cli(["engine", "init", *other]))
     ok(cli(["set-txn-tc-batch-log", "--enable", *other]))
     rows = ok(cli(["state", "list", "-o", "json"])).json()
     assert len(rows) == 2 and all(r["identity"].startswith("engine ") for r in rows)

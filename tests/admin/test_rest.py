@@ -149,6 +149,16 @@ def test_not_json_is_reported():
             rest_admin(server.url).tenants()
 
 
+def test_an_empty_answer_to_a_read_is_not_none_found(cli):
+    """#13.10: 200 with an empty body is a malformed answer (exit 4 naming the endpoint), not "(none)"."""
+    with ScriptedServer(always((200, {}, b""))) as server:
+        for args in (["subscriptions"], ["coordinators-list"], ["stuck-readers", "-n", "public/default"]):
+            result = cli([*args, "--admin-url", server.url])
+            assert result.exit_code == 4, (args, result.stdout, result.stderr)
+            assert "with an empty body" in result.stderr and "(none)" not in result.stdout
+            assert "Traceback" not in result.stderr and "TypeError" not in result.stderr
+
+
 @pytest.mark.parametrize("status, reason, expected", [
     (401, "Authentication required", "unauthenticated (401)"),
     (403, "Don't have permission to administrate resources on this tenant", "permission"),

@@ -73,12 +73,13 @@ def test_default_path_is_per_target(tmp_path, monkeypatch):
 def test_status_and_reset(cli, tmp_path):
     path = tmp_path / "cp.json"
     engine_dir = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine_dir]).exit_code == 0
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", engine_dir, "-o", "json"])
     assert result.exit_code == 0, result.stderr
     assert result.json()["exists"] is False
     from pulsar_txn_cli.engine.engine import Engine
 
-    with Engine.open(engine_dir, readonly=True) as engine:  # the status above created it
+    with Engine.open(engine_dir, readonly=True) as engine:
         identity = f"engine {engine.engine_id}"
     store.save(path, checkpoint({0: 4}, target=identity))
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", engine_dir])
@@ -95,6 +96,7 @@ def test_status_and_reset(cli, tmp_path):
 def test_status_warns_about_a_foreign_checkpoint(cli, tmp_path):
     path = tmp_path / "cp.json"
     store.save(path, checkpoint({0: 4}, target="cluster http://elsewhere:8080"))
+    assert cli(["engine", "init", "--engine-dir", tmp_path / "e"]).exit_code == 0
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", tmp_path / "e"])
     assert result.exit_code == 0
     assert "belongs to 'cluster http://elsewhere:8080'" in result.stdout
@@ -103,6 +105,7 @@ def test_status_warns_about_a_foreign_checkpoint(cli, tmp_path):
 def test_status_of_a_damaged_checkpoint_is_a_data_error(cli, tmp_path):
     path = tmp_path / "cp.json"
     path.write_text("{")
+    assert cli(["engine", "init", "--engine-dir", tmp_path / "e"]).exit_code == 0
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", tmp_path / "e"])
     assert result.exit_code == 3
     assert str(path) in result.stderr and "Traceback" not in result.stderr
@@ -118,6 +121,7 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
 def test_reset_never_deletes_a_file_that_is_not_a_checkpoint(cli, tmp_path):
     """#13.3: a mistyped --checkpoint (a note, a config file, a directory) is refused, exit 2, and kept."""
     engine_dir = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine_dir]).exit_code == 0
     for name, text in (("notes.txt", "ledger ids kept on paper\n"), ("other.json", '{"format": 99}'),
                        ("empty.json", "")):
         victim = tmp_path / name
