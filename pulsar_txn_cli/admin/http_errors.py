@@ -81,6 +81,10 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what} was a bad request (400){said}; check the names and values given"
     elif 300 <= status < 400:
         msg = f"{what} answered a redirect ({status}) without a usable Location header"
+    elif status == 500 and "/pendingAckStats/" in path and ("nullpointerexception" in lowered or "is null" in lowered):
+        # A real broker's answer for a subscription the topic does not have: a Java NPE, not a 404.
+        msg = (f"{what}: the topic has no such subscription (500): the broker fails with a NullPointerException "
+               "there; check the subscription name (`pulsar-txn subscriptions` lists those that use transactions)")
     elif status == 500:
         msg = f"{what} failed inside the broker (500){said}; retry, and check the broker's log if it persists"
     else:
@@ -98,7 +102,7 @@ def _what_to_check(path: str) -> str:
     """The 404 hint that fits the endpoint."""
     if "coordinator" in path.lower():
         return "check the coordinator id (coordinators-list shows them)"
-    if "/transactionMetadata/" in path:
+    if "/transactionMetadata/" in path or "/abortTransaction/" in path:
         return "check the transaction id; a committed or aborted transaction is forgotten by its coordinator"
     if "/pendingAck" in path:
         return "check the topic and the subscription (subscriptions lists those that use transactions)"

@@ -58,11 +58,18 @@ def _cluster_url(env) -> str | None:
     return target.url if target is not None and target.kind == "cluster" else None
 
 
+_PULSAR_ADMIN = re.compile(r"(?<![\w-])pulsar-admin (?!--admin-url)")
+
+
 def carry_target(text: str, env) -> str:
-    """Every `pulsar-txn ...` command quoted in backticks within prose, with the target appended."""
-    if "`pulsar-txn " not in text:
-        return text
-    return _QUOTED.sub(lambda m: f"`{command(m.group(1), env)}`", text)
+    """Prose with its commands made safe to paste: every `pulsar-txn ...` in backticks gets the
+    target appended, every pulsar-admin (quoted or not) gets --admin-url for a cluster."""
+    if "`pulsar-txn " in text:
+        text = _QUOTED.sub(lambda m: f"`{command(m.group(1), env)}`", text)
+    url = _cluster_url(env) if "pulsar-admin " in text else None
+    if url:
+        text = _PULSAR_ADMIN.sub(f"pulsar-admin --admin-url {shlex.quote(url)} ", text)
+    return text
 
 
 def _has_target(text: str) -> bool:

@@ -58,6 +58,11 @@ def check(
 
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
+    if verify_entries:
+        from pulsar_txn_cli.pipeline.inputs import expand
+
+        # Before any check: a typo is a usage error here, not a problem that keeps --wait polling.
+        expand(verify_entries, format_option=None)
     env = current()
     if verify_entries:
         from pulsar_txn_cli.pipeline import inputs

@@ -29,12 +29,14 @@ class InputFile:
     fmt: str
 
 
-def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
+def expand(inputs: list[str], fmt: str = "auto", *, format_option: str | None = "--format") -> list[InputFile]:
     """Every input file, in a stable order, with its format.
 
     An input that holds no entries is an error (EmptyInput, exit 3), checked before any work: a
     file named on the command line that is empty, or a directory or glob whose files are all
-    empty. Empty files inside a directory or glob are skipped (Spark writes empty part files)."""
+    empty. Empty files inside a directory or glob are skipped (Spark writes empty part files).
+    format_option names the option that chooses a format, for a file whose format cannot be told
+    (None where the command has none)."""
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if not inputs:
@@ -62,7 +64,7 @@ def expand(inputs: list[str], fmt: str = "auto") -> list[InputFile]:
         if key in seen:
             continue
         seen.add(key)
-        out.append(InputFile(path, path, fmt if fmt != "auto" else detect(path)))
+        out.append(InputFile(path, path, fmt if fmt != "auto" else detect(path, format_option)))
     return out
 
 
@@ -98,7 +100,7 @@ def _walk(root: str) -> list[str]:
     return found
 
 
-def detect(path: str) -> str:
+def detect(path: str, format_option: str | None = "--format") -> str:
     if path.lower().endswith(_PARQUET_SUFFIXES):
         return "parquet"
     try:
@@ -113,7 +115,8 @@ def detect(path: str) -> str:
     stripped = head.lstrip()
     if stripped.startswith(b"{") or not stripped:
         return "jsonl"
-    raise DataError(f"{path} is neither a JSONL dump, Parquet nor readledger hex text; name its format with --format")
+    advice = f"; name its format with {format_option}" if format_option else ""
+    raise DataError(f"{path} is neither a JSONL dump, Parquet nor readledger hex text{advice}")
 
 
 def check_inputs(files: list[InputFile], managed_ledger: str | None, forced_log: str | None, force_log: bool = False) -> None:
