@@ -18,6 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pulsar_txn_cli.admin import redact
 from pulsar_txn_cli.errors import UsageError
@@ -97,9 +98,13 @@ def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Tar
 def _build(s: dict, source: str) -> Target:
     timeout = _number(s.get("request_timeout", 30.0), "--request-timeout")
     if s.get("admin_url"):
-        url = str(s["admin_url"]).rstrip("/")
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"admin URL {url!r} ({source}) must start with http:// or https://")
+        given = str(s["admin_url"])
+        url = given.rstrip("/")
+        if not given.startswith(("http://", "https://")):
+            raise UsageError(f"admin URL {given!r} ({source}) must start with http:// or https://")
+        if not urlsplit(given).hostname:
+            raise UsageError(f"admin URL {given!r} ({source}) names no host; give the broker's web service, "
+                             "e.g. http://broker:8080")
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
         token, cert, key, basic = _auth(s, cert, key)
         if bool(cert) != bool(key):
@@ -113,6 +118,8 @@ def _build(s: dict, source: str) -> Target:
             tls_cert_file=cert, tls_key_file=key, request_timeout=timeout, source=source,
         )
     engine_dir = s.get("engine_dir") or default_engine_dir()
+    if Path(engine_dir).expanduser().is_file():
+        raise UsageError(f"engine directory {engine_dir} ({source}) is a file; give a directory")
     return Target(kind="engine", engine_dir=str(Path(engine_dir).expanduser()), request_timeout=timeout, source=source)
 
 

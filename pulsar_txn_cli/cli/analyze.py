@@ -42,6 +42,8 @@ def analyze(
     if log is not None and log not in ("tc", "pending-ack"):
         raise UsageError(f"--log must be tc or pending-ack, not {log!r}")
     conf = _spark_conf(spark_conf or [])
+    if html is not None:
+        _check_html(html)  # before the work, not after it
     files = inputs_module.expand(inputs, fmt)
     inputs_module.check_inputs(files, managed_ledger, log, force_log)
     if dump_parquet is not None:
@@ -68,8 +70,11 @@ def analyze(
     if html is not None:
         from pulsar_txn_cli.pipeline.html_report import render
 
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render(report), encoding="utf-8")
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(render(report), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write the HTML report {html}: {exc.strerror or exc}") from None
         env.info(f"wrote {html}")
     emit(Result(data=report, records=_records(report), tables=lambda: tables(report)), env)
     errors = report["totals"]["decodeErrors"]
@@ -158,3 +163,16 @@ def bar(value: int, peak: int, width: int = BAR_WIDTH) -> str:
         return ""
     eighths = max(1, round(value * width * 8 / peak))
     return "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
+
+
+def _check_html(path) -> None:
+    """--html names a file that can be written: a directory or an unwritable place is a usage error."""
+    import os
+
+    if path.is_dir():
+        raise UsageError(f"--html {path} is a directory; give a file name, e.g. {path / 'report.html'}")
+    parent = next((p for p in [path.parent, *path.parent.parents] if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--html {path}: {parent} is a file, not a directory")
+    if parent is not None and not os.access(parent, os.W_OK):
+        raise UsageError(f"--html {path}: cannot write in {parent}")

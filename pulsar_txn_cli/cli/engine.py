@@ -43,6 +43,8 @@ def _dir():
                 raise UsageError(f"engine commands act on an embedded engine, but {name} names a cluster "
                                  f"({os.environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}")
     directory = resolve_dir(env.target.engine_dir)
+    if directory.is_file():
+        raise UsageError(f"engine directory {directory} is a file; give a directory")
     env.info(f"engine: {directory}")
     return directory
 
@@ -315,7 +317,7 @@ def metrics() -> None:
 @command(app, "serve", target=True)
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8080,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
     latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
 ) -> None:
     """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url)."""

@@ -1,0 +1,41 @@
+"""Small error paths: each one clear sentence with its exit code, before any work (#13.20)."""
+import pytest
+
+
+def test_output_format_choices_are_named(cli, tmp_path):
+    result = cli(["coordinators-list", "-o", "yaml", "--engine-dir", tmp_path / "e"])
+    assert result.exit_code == 2 and "'yaml' is not one of 'table', 'json', 'jsonl'" in result.stderr
+
+
+def test_a_port_out_of_range_is_a_usage_error(cli, tmp_path):
+    result = cli(["engine", "serve", "--port", "99999", "--engine-dir", tmp_path / "e"])
+    assert result.exit_code == 2 and "--port" in result.stderr and "65535" in result.stderr
+    assert "Overflow" not in result.stderr
+
+
+@pytest.mark.parametrize("url", ["http://", "https:///admin", "http://:8080"])
+def test_an_admin_url_without_a_host(cli, url):
+    result = cli(["coordinators-list", "--admin-url", url])
+    assert result.exit_code == 2 and f"admin URL {url!r} (flags) names no host" in result.stderr
+
+
+def test_a_file_given_as_the_engine_directory(cli, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for args in (["coordinators-list"], ["engine", "simulate", "--transactions", "2"]):
+        result = cli([*args, "--engine-dir", afile])
+        assert result.exit_code == 2, (args, result.stderr)
+        assert f"{afile}" in result.stderr and "is a file; give a directory" in result.stderr
+        assert "created with the defaults" not in result.stderr
+
+
+def test_html_into_a_directory_is_refused_before_the_work(cli, tmp_path):
+    from pathlib import Path
+
+    import pulsar_txn_cli
+
+    sample = Path(pulsar_txn_cli.__file__).parent / "samples" / "txn-logs.jsonl"  # the packaged sample dump
+    assert sample.is_file()
+    result = cli(["analyze", sample, "--html", tmp_path, "--engine", "local"])
+    assert result.exit_code == 2 and f"--html {tmp_path} is a directory" in result.stderr
+    assert "engine: local" not in result.stderr  # refused before the work started
