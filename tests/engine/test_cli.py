@@ -123,7 +123,7 @@ def test_a_file_as_engine_dir_is_one_clear_error(cli, tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
     r = cli(["engine", "init", "--engine-dir", str(path)])
-    assert r.exit_code == 3 and "cannot use" in r.stderr and "Traceback" not in r.stderr
+    assert r.exit_code == 2 and "is a file; give a directory" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_simulate_refuses_when_transactions_are_disabled(cli, edir):
