@@ -45,5 +45,5 @@ def self_signed(tmp_path_factory):
              "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
             check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip("openssl CLI not available")
+        pytest.fail("the openssl CLI is needed to make a test certificate (Debian: apt-get install openssl)")
     return Path(cert), Path(key)

@@ -8,8 +8,6 @@ import shutil
 
 import pytest
 
-pytest.importorskip("pulsar_txn_cli.engine.rest", reason="the engine's REST router is not there yet")
-
 from pulsar_txn_cli.admin import server  # noqa: E402
 
 READ_COMMANDS = [

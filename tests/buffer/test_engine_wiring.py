@@ -1,30 +1,19 @@
 """The engine's calls into the buffer: end of transaction, simulate, metadata, config, routes.
 
-Each test runs once the matching one-line call exists in the engine's modules (owned by the
-engine's author); until then it is skipped with the reason, so the suite says what is missing.
+Each test exercises the call through the engine's behaviour; none decides from the source whether
+to run (a missing call is a failure).
 """
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
-from pulsar_txn_cli.engine import config as engine_config
-from pulsar_txn_cli.engine import coordinator, engine as engine_module, simulate as simulate_module
+from pulsar_txn_cli.engine import coordinator, simulate as simulate_module
 from pulsar_txn_cli.engine.buffer import hooks
 from pulsar_txn_cli.engine.engine import Engine
 
 TOPIC = "persistent://public/default/orders"
 
 
-def _wired(module, function_name: str) -> bool:
-    return "buffer" in inspect.getsource(getattr(module, function_name)).split('"""')[-1]
-
-
-END_WIRED = _wired(engine_module.Engine, "_complete")
-SIMULATE_WIRED = _wired(simulate_module, "simulate") and "produce" in inspect.getsource(simulate_module.simulate)
-METADATA_WIRED = _wired(coordinator, "transaction_metadata")
-CONFIG_WIRED = "transactionBufferSegmentedSnapshotEnabled" in engine_config.KEYS
 
 
 def _open_txn(engine, partitions) -> int:
@@ -37,7 +26,6 @@ def _open_txn(engine, partitions) -> int:
     return got[0]
 
 
-@pytest.mark.skipif(not END_WIRED, reason="engine.Engine._complete does not call buffer hooks.on_transaction_end yet")
 def test_abort_transaction_through_the_admin_layer_releases_readers(cli, tmp_path):
     directory = tmp_path / "engine"
     engine = Engine.init(directory, coordinators=1)
@@ -59,7 +47,6 @@ def test_abort_transaction_through_the_admin_layer_releases_readers(cli, tmp_pat
     assert after.json()["held"] == 0
 
 
-@pytest.mark.skipif(not SIMULATE_WIRED, reason="engine simulate does not produce through the buffer hooks yet")
 def test_simulate_drives_the_buffers(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=2)
     try:
@@ -75,7 +62,6 @@ def test_simulate_drives_the_buffers(tmp_path):
         engine.close()
 
 
-@pytest.mark.skipif(not METADATA_WIRED, reason="coordinator.transaction_metadata does not ask the buffer for startPosition yet")
 def test_transaction_metadata_shows_the_start_position(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=1)
     try:
@@ -87,7 +73,6 @@ def test_transaction_metadata_shows_the_start_position(tmp_path):
         engine.close()
 
 
-@pytest.mark.skipif(not CONFIG_WIRED, reason="engine/config.py does not list the transaction buffer keys yet")
 def test_engine_config_selects_segmented_snapshots(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=1)
     try:

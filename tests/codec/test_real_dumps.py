@@ -20,7 +20,10 @@ def _files() -> list[tuple[str, dict]]:
 
 
 FILES = _files()
-pytestmark = pytest.mark.skipif(not FILES, reason="no real readledger dumps in tests/fixtures/real yet")
+
+
+def test_the_real_dumps_are_committed():
+    assert FILES, f"no real readledger dumps listed in {MANIFEST}: the committed fixtures are missing"
 
 
 @pytest.fixture(scope="module")

@@ -79,11 +79,10 @@ def mixed(tmp_path):
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] SparkSession for the whole test session (starting one takes seconds)."""
-    pytest.importorskip("pyspark")
     from pulsar_txn_cli.pipeline import spark_job
 
     if not spark_job.java_available():
-        pytest.skip("Spark needs Java")
+        pytest.fail("Spark needs Java 17: ./dev setup installs it")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_job.Session(
         "local[2]",

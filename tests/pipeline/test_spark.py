@@ -81,7 +81,7 @@ def test_job_module_runs_under_spark_submit(tmp_path, mixed):
 
     submit = Path(sys.executable).parent / "spark-submit"
     if not submit.exists() or not spark_job.java_available():
-        pytest.skip("spark-submit or Java is not installed")
+        pytest.fail("spark-submit (pyspark, the spark extra) and Java 17 are needed: ./dev setup installs them")
     _, entries = mixed
     source = write_jsonl(tmp_path / "d.jsonl", entries)
     out = tmp_path / "result.json"
