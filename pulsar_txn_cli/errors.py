@@ -30,6 +30,18 @@ class PulsarTxnError(Exception):
         self.hint = hint
 
 
+class Interrupted(PulsarTxnError):
+    """Ctrl-C, reported with what was kept (cli/common.py turns every KeyboardInterrupt into one)."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
+class InterruptedWork(KeyboardInterrupt):
+    """A Ctrl-C that the library met in the middle of some work, with what was kept. Still a
+    KeyboardInterrupt, so every `with` unwinds as on a plain Ctrl-C (an engine stops as a crashed
+    broker would, without a last checkpoint)."""
+
+
 class UsageError(PulsarTxnError):
     """Bad flags or arguments, contradictory settings, unknown names."""
 

@@ -89,7 +89,12 @@ def with_global_options(fn, *, target: bool):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         apply({name: kwargs.pop(name, None) for name in names})
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:  # typer would make it a silent exit 130
+            from pulsar_txn_cli.errors import Interrupted
+
+            raise Interrupted(str(exc) or "interrupted (Ctrl-C)") from None
 
     parameters = [*own, *_parameters(options)]
     wrapper.__signature__ = signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty)

@@ -5,7 +5,7 @@ import os
 import sys
 import traceback
 
-from pulsar_txn_cli.errors import ExitCode, PulsarTxnError
+from pulsar_txn_cli.errors import ExitCode, Interrupted, InterruptedWork, PulsarTxnError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,6 +28,8 @@ def run(argv: list[str]) -> int:
     try:
         code = get_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
         code = code if isinstance(code, int) else ExitCode.OK
+        if code == ExitCode.INTERRUPTED:  # Ctrl-C outside a command (typer exits 130 silently)
+            _say(env, "interrupted (Ctrl-C)")
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a message and an exit code
         code = _report(exc, env, debug)
     try:
@@ -49,7 +51,10 @@ def _report(exc: BaseException, env, debug: bool) -> int:
             _say(env, f"Try '{exc.ctx.command_path} --help' for help.")
         return ExitCode.USAGE
     if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
-        _say(env, "interrupted")
+        _say(env, str(exc) if isinstance(exc, InterruptedWork) else "interrupted (Ctrl-C)")
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, Interrupted):
+        _say(env, str(exc))  # says what was kept; no "error:" prefix
         return ExitCode.INTERRUPTED
     if isinstance(exc, click_exc.ClickException):
         _say(env, f"error: {exc.format_message()}")

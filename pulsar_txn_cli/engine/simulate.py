@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 
 from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.errors import EngineError, UsageError
+from pulsar_txn_cli.errors import EngineError, InterruptedWork, UsageError
 
 SIM_NAMESPACE = "public/default"
 
@@ -190,6 +190,8 @@ def simulate(engine, opts: SimOptions, progress=None) -> dict:
         clock.run_until_idle()
         expire()
         engine.checkpoint()
+    except KeyboardInterrupt:
+        raise InterruptedWork(_interrupted(opts, started[0], counts)) from None
     finally:
         if ack_log is not None:
             ack_log.close()
@@ -213,6 +215,19 @@ def simulate(engine, opts: SimOptions, progress=None) -> dict:
             "pendingAck": any(s.writer.batch_enabled for s in pa_stores.values()),
         },
     }
+
+
+def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:
+    """What a Ctrl-C in the middle of a workload kept, and how to end what it left open."""
+    ended = counts["committed"] + counts["aborted"]
+    left = started - ended - counts["failed"]
+    return (
+        f"interrupted (Ctrl-C) after {ended} of {opts.transactions} transactions had ended ({counts['committed']} committed, "
+        f"{counts['aborted']} aborted); the engine keeps what it had acknowledged, as a crashed broker would, so up to "
+        f"{left} started transaction{'' if left == 1 else 's'} may be left open: `pulsar-txn slow-transactions --time 0` "
+        "lists them, `pulsar-txn abort-transaction` ends one, and the next `engine simulate` aborts those whose "
+        "timeout has passed"
+    )
 
 
 def _writer_counts(engine) -> dict:

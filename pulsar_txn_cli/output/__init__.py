@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
+from pulsar_txn_cli.errors import InterruptedWork
+
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS
 
 
@@ -75,14 +77,22 @@ def _write_jsonl(records, out, per_line_flush: bool) -> None:
         return
     out.flush()  # keep anything already written through the text layer first
     write = buffer.write
-    if per_line_flush:
+    count = 0
+    try:
         for record in records:
-            write(orjson.dumps(record, option=option))
-            buffer.flush()
-    else:
-        for record in records:
-            write(orjson.dumps(record, option=option))
+            line = orjson.dumps(record, option=option)
+            write(line)
+            count += 1
+            if per_line_flush:
+                buffer.flush()
+    except KeyboardInterrupt:
+        buffer.flush()
+        raise InterruptedWork(f"interrupted (Ctrl-C): stdout holds the first {count} line{'' if count == 1 else 's'}, each a whole JSON document") from None
     buffer.flush()
+
+
+def _items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
 
 
 def _is_sequence(value) -> bool:
@@ -96,12 +106,17 @@ def _write_json(data, out) -> None:
         return
     # A streamed array: the same text as the list form, without holding every item.
     out.write("[")
-    first = True
-    for item in data:
-        out.write("\n  " if first else ",\n  ")
-        out.write(dumps(item, indent=True).replace("\n", "\n  "))
-        first = False
-    out.write("\n]\n" if not first else "]\n")
+    count = 0
+    try:
+        for item in data:
+            text = dumps(item, indent=True).replace("\n", "\n  ")
+            out.write(("\n  " if not count else ",\n  ") + text)
+            count += 1
+    except KeyboardInterrupt:
+        out.write("\n]\n" if count else "]\n")  # still valid JSON: what was written, closed
+        out.flush()
+        raise InterruptedWork(f"interrupted (Ctrl-C): the JSON array on stdout is closed and holds the first {_items(count)}") from None
+    out.write("\n]\n" if count else "]\n")
 
 
 def auto_table(data) -> Table:

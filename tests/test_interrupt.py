@@ -1,0 +1,119 @@
+"""Ctrl-C: a real SIGINT to a real `pulsar-txn` process. Exit 130 with a sentence that says what
+was kept; a streamed JSON array is closed, so stdout stays valid JSON."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from pulsar_txn_cli import codec
+from pulsar_txn_cli.codec import dumps
+from tests.codec.samples import TC_ML, tc_lifecycle
+
+CLI = [sys.executable, "-m", "pulsar_txn_cli"]
+
+
+def _start(args, **kw):
+    # SIGINT back to its default in the child: a test runner in the background may ignore it,
+    # and Python then installs no KeyboardInterrupt handler at all.
+    return subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+
+
+def _interrupt(proc) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def _wait_for(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _unread(pipe) -> int:
+    """Bytes written to the pipe that the child has not read yet (FIONREAD works on either end)."""
+    import array
+
+    buf = array.array("i", [0])
+    fcntl.ioctl(pipe.fileno(), termios.FIONREAD, buf)
+    return buf[0]
+
+
+def test_interrupted_simulate_says_what_it_left_open(tmp_path):
+    engine, acks = tmp_path / "engine", tmp_path / "acks.log"
+    assert subprocess.run([*CLI, "engine", "init", "--engine-dir", engine], capture_output=True).returncode == 0
+    proc = _start(["engine", "simulate", "--engine-dir", engine, "-n", "10000000", "--txn-timeout-ms", "3600000",
+                   "--ack-log", acks])
+    try:
+        _wait_for(lambda: acks.exists() and acks.read_text().count("\nend ") >= 20, "the workload to end transactions")
+    finally:
+        code, _, err = _interrupt(proc)
+    assert code == 130, err
+    match = re.search(r"interrupted \(Ctrl-C\) after (\d+) of 10000000 transactions had ended .*up to (\d+) started "
+                      r"transactions? may be left open: `pulsar-txn slow-transactions --time 0` lists them", err)
+    assert match, err
+    assert "Traceback" not in err
+    # What the message promises is there: the engine still opens, and open transactions are listed.
+    listed = subprocess.run([*CLI, "slow-transactions", "--time", "0", "-o", "json", "--engine-dir", engine],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert 0 < len(json.loads(listed.stdout)) <= int(match.group(2))
+
+
+@pytest.mark.parametrize("output", ["json", "jsonl"])
+def test_interrupted_decode_keeps_stdout_well_formed(tmp_path, output):
+    import threading
+
+    line = (dumps.dump_line(TC_ML, 1, 0, codec.encode_batch(tc_lifecycle(1))) + "\n").encode()
+    chunk = line * (1_500_000 // len(line))  # more than the 1 MiB read: some entries are decoded and written
+    proc = _start(["decode", "-o", output], stdin=subprocess.PIPE)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(proc.stdout.read()))  # never let stdout fill up
+    reader.start()
+    try:
+        proc.stdin.write(chunk)
+        proc.stdin.flush()
+        _wait_for(lambda: _unread(proc.stdin) == 0, "decode to read its input")
+        time.sleep(1.0)  # it decodes what it read, then waits for more input on stdin
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        reader.join(timeout=60)
+        err = proc.stderr.read().decode()
+        proc.stdin.close()
+    out = received[0].decode()
+    assert code == 130, err
+    if output == "json":
+        entries = json.loads(out)  # a closed array, not a cut one
+        match = re.search(r"interrupted \(Ctrl-C\): the JSON array on stdout is closed and holds the first (\d+) items?", err)
+    else:
+        entries = [json.loads(text) for text in out.splitlines()]  # every line whole
+        match = re.search(r"interrupted \(Ctrl-C\): stdout holds the first (\d+) lines?", err)
+    assert match, err
+    assert len(entries) == int(match.group(1)) > 0
+
+
+def test_interrupt_while_waiting_for_input_says_so():
+    proc = _start(["decode", "--log", "tc"], stdin=subprocess.PIPE)
+    try:
+        proc.stdin.write(codec.encode_batch(tc_lifecycle(1)).hex().encode() + b"\n")
+        proc.stdin.flush()
+        _wait_for(lambda: _unread(proc.stdin) == 0, "decode to read its input")  # then it waits for more
+        time.sleep(0.3)
+    finally:
+        code, out, err = _interrupt(proc)
+        proc.stdin.close()
+    assert code == 130
+    assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C)"
