@@ -53,7 +53,9 @@ def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
         count = int(meta.get("partitions") or 0)
         return [f"{name.full}-partition-{i}" for i in range(count)] if count else [name.full]
     names = admin.namespace_topics(namespace, include_system=False) or []
-    return sorted(n for n in names if n.startswith("persistent://") and not _system_topic(n))
+    from pulsar_txn_cli.natural import natural_key
+
+    return sorted((n for n in names if n.startswith("persistent://") and not _system_topic(n)), key=natural_key)
 
 
 def _system_topic(name: str) -> bool:

@@ -202,7 +202,9 @@ def reload_targets(log: Log, stores: list[dict]) -> list[str]:
     """The topics to unload so that these stores reopen."""
     if log is TC:
         return [f"{TC_ASSIGN}-partition-{s['coordinatorId']}" for s in stores]
-    return sorted({s["topic"] for s in stores if s.get("topic") and s.get("discovery") != "orphan"})
+    from pulsar_txn_cli.natural import natural_key
+
+    return sorted({s["topic"] for s in stores if s.get("topic") and s.get("discovery") != "orphan"}, key=natural_key)
 
 
 SETTLE_SECONDS = 30.0

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pulsar_txn_cli.natural import natural_key
+
 PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 DEFAULT_CONCURRENCY = 8
 
@@ -36,7 +38,7 @@ def transactional_subscriptions(admin, *, namespaces: list[str] | None = None, c
         wanted = sorted({topic for _, cands in pending for topic, _ in cands})
         subs_of = dict(zip(wanted, pool.map(lambda t: _subscriptions(admin, t), wanted)))
     found = [_resolve(name, cands, subs_of) for name, cands in pending]
-    return sorted(found, key=lambda d: (d["topic"] or "", d["subscription"] or "", d["pendingAckTopic"]))
+    return sorted(found, key=lambda d: (natural_key(d["topic"]), natural_key(d["subscription"]), natural_key(d["pendingAckTopic"])))
 
 
 def split_candidates(pending_ack_topic: str) -> list[tuple[str, str]]:

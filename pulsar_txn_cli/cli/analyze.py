@@ -63,7 +63,7 @@ def analyze(
 
         decoding = "native scanner" if facts.NATIVE is not None else "pure-Python decoding: the native scanner is not built, see the README"
         env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
-        with env.progress(None, "analyze") as progress:
+        with env.progress(None, "analyze", unit="bytes") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
     inputs_module.require_entries(report)
     inputs_module.contradicted(report, log, force_log)

@@ -222,6 +222,7 @@ def simulate(
     """Run a seeded, reproducible transactional workload on the engine's clock."""
     from pulsar_txn_cli.engine.simulate import SimOptions
     from pulsar_txn_cli.engine.simulate import simulate as run
+    from pulsar_txn_cli.output.table import cell
 
     opts = SimOptions(transactions=transactions, concurrency=concurrency, topics=topics, partitions=partitions,
                       subscriptions=subscriptions, abort_ratio=abort_ratio, timeout_ratio=timeout_ratio, seed=seed,
@@ -238,7 +239,7 @@ def simulate(
         "pending-ack records / entries": f"{result['records']['pendingAck']} / {result['entries']['pendingAck']}",
         "flush triggers (records/size/delay/large)": "/".join(str(v) for v in result["flushTriggers"].values()),
         "add latency p50 / p99 (ms, engine time)": f"{result['addLatencyMs']['p50']} / {result['addLatencyMs']['p99']}",
-        "batching (TC / pending ack)": f"{result['batching']['tc']} / {result['batching']['pendingAck']}",
+        "batching (TC / pending ack)": f"{cell(result['batching']['tc'])} / {cell(result['batching']['pendingAck'])}",
     }
     _emit(result, tables=[_kv_table(rows)])
 
@@ -275,7 +276,10 @@ def dump(
     log: Annotated[str, typer.Option("--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger).")] = "all",
     list_: Annotated[bool, typer.Option("--list", help="List the managed ledgers instead of dumping.")] = False,
 ) -> None:
-    """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`)."""
+    """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`).
+
+    The dump format is JSONL whatever -o says, except -o json: one JSON array of the same objects.
+    """
     from pulsar_txn_cli.engine import dump as dumping
 
     env = current()
@@ -288,14 +292,24 @@ def dump(
                                        ("entries", "ENTRIES"), ("size", "BYTES")], rows)])
             return
         names = dumping.select(engine, managed_ledger, log)
-        out = env.stdout
-        count = 0
-        for line in dumping.lines(engine, names):
-            out.write(line)
-            out.write("\n")
-            count += 1
-        out.flush()
-    env.info(f"dumped {count} entries from {len(names)} managed ledger(s)")
+        count = [0]
+
+        def counted(items):
+            for item in items:
+                count[0] += 1
+                yield item
+
+        if env.output == "json":
+            from pulsar_txn_cli.codec.dumps import dump_object
+
+            _emit(counted(dumping.lines(engine, names, dump_object)))
+        else:
+            out = env.stdout
+            for line in counted(dumping.lines(engine, names)):
+                out.write(line + "\n")
+            out.flush()
+    written = "a JSON array" if env.output == "json" else "JSONL, the dump format"
+    env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")
 
 
 @command(app, "metrics", target=True)

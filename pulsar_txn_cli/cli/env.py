@@ -64,10 +64,10 @@ class Env:
     def warn(self, message: str) -> None:
         print(f"warning: {message}", file=self.stderr)
 
-    def progress(self, total: int | None, label: str):
+    def progress(self, total: int | None, label: str, unit: str = "items"):
         from pulsar_txn_cli.output.progress import Progress
 
-        return Progress(self, total, label)
+        return Progress(self, total, label, unit)
 
     def admin(self):
         """The admin client for the chosen target (a real cluster or the embedded engine)."""

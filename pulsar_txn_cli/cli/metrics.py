@@ -23,6 +23,7 @@ def metrics(
     """
     from pulsar_txn_cli.admin.metrics import DELAY_WARNING, summarize
     from pulsar_txn_cli.output import Result, Table, emit
+    from pulsar_txn_cli.output.table import percent
 
     env = current()
     admin = env.admin()
@@ -37,7 +38,7 @@ def metrics(
         env.info("no buffered-writer metrics found: batching has not written anything yet, or transactions are disabled")
     if any(s["delayHistogramBlind"] for s in summaries):
         env.warn(DELAY_WARNING)
-    rows = [{**s, **{f"share_{k}": v for k, v in s["flushTriggerShare"].items()}} for s in summaries]
+    rows = [{**s, **{f"share_{k}": percent(v) for k, v in s["flushTriggerShare"].items()}} for s in summaries]
     columns = [("broker", "broker"), ("log", "log"), ("batches", "batches"), ("avgRecordsPerBatch", "records/batch"),
                ("avgBytesPerBatch", "bytes/batch"), ("avgOldestRecordDelayMs", "avg delay ms"),
                ("share_maxRecords", "by records"), ("share_maxSize", "by size"), ("share_maxDelay", "by delay"), ("share_largeData", "by large data")]

@@ -124,7 +124,9 @@ def slow_transactions(
     """Transactions open for longer than --time."""
     env = current()
     data = env.admin().slow_transactions(parse_duration_ms(time_), coordinator_id) or {}
-    rows = [_txn_row(v) for _, v in sorted(data.items())]
+    from pulsar_txn_cli.natural import natural_key
+
+    rows = [_txn_row(v) for _, v in sorted(data.items(), key=lambda kv: natural_key(kv[0]))]
     _emit(data, TXN_COLUMNS, rows=rows, records=list(data.values()))
 
 

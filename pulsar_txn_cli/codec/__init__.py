@@ -252,13 +252,15 @@ def record_from_dict(data: dict, log: str):
 
 
 def _from_dict(message, data: dict):
-    fields = message.DESCRIPTOR.fields_by_name
+    descriptor = message.DESCRIPTOR
+    fields = {**descriptor.fields_by_name, **{fd.json_name: fd for fd in descriptor.fields}}  # both casings
     for key, value in data.items():
         fd = fields.get(key)
         if fd is None:
             if key in ("txnId", "batchIndex"):
                 continue
             raise ValueError(f"{message.DESCRIPTOR.name} has no field {key!r}")
+        key = fd.name
         if fd.message_type is not None:
             container = getattr(message, key)
             for item in value if fd.is_repeated else [value]:

@@ -231,13 +231,12 @@ PARSERS = {
 }
 
 
+def dump_object(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> dict:
+    """One entry of the project's dump format, as an object."""
+    return {"managedLedger": managed_ledger, "ledgerId": ledger_id, "entryId": entry_id,
+            "data": base64.b64encode(data).decode("ascii")}
+
+
 def dump_line(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> str:
     """One line of the project's JSONL dump format (without the newline)."""
-    return orjson.dumps(
-        {
-            "managedLedger": managed_ledger,
-            "ledgerId": ledger_id,
-            "entryId": entry_id,
-            "data": base64.b64encode(data).decode("ascii"),
-        }
-    ).decode()
+    return orjson.dumps(dump_object(managed_ledger, ledger_id, entry_id, data)).decode()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.admin.features import batch_flag, lacks_batched_logs, no_batched_logs
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
@@ -422,7 +423,7 @@ def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[ItemVerdi
         log = LogObservation(COORDINATOR, coordinator_id=cid)
         if log.key not in seen:
             items.append(_missing_item(log, record, "the coordinator was recorded but not found now"))
-    for (topic, sub), record in sorted(checkpoint.subscriptions.items()):
+    for (topic, sub), record in sorted(checkpoint.subscriptions.items(), key=lambda kv: tuple(map(natural_key, kv[0]))):
         log = LogObservation("subscription", topic=topic, subscription=sub)
         if log.key not in seen:
             items.append(_missing_item(log, record, "the subscription was recorded but not found now"))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import PENDING_ACK_LOG, TC_LOG, log_of_managed_ledger
-from pulsar_txn_cli.codec.dumps import dump_line
+from pulsar_txn_cli.codec.dumps import dump_line, dump_object  # noqa: F401 - dump_object for callers
 from pulsar_txn_cli.errors import UsageError
 
 
@@ -22,12 +22,12 @@ def select(engine, names: list[str] | None, log: str = "all") -> list[str]:
     return [n for n in known if log_of_managed_ledger(n) in kinds[log]]
 
 
-def lines(engine, names: list[str]):
-    """One JSONL line per stored entry, in ledger order."""
+def lines(engine, names: list[str], render=dump_line):
+    """One JSONL line (or, with render=dump_object, one object) per stored entry, in ledger order."""
     for name in names:
         ml = engine.managed_ledger(name)
         for lid, eid, data in ml.read_all():
-            yield dump_line(name, lid, eid, data)
+            yield render(name, lid, eid, data)
 
 
 def listing(engine) -> list[dict]:

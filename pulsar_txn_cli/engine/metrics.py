@@ -93,13 +93,14 @@ class Metrics:
         self.store.save_all()
 
     def summary(self) -> dict:
-        """A compact JSON view: per prefix, the trigger counters and histogram sums/counts."""
+        """A compact JSON view (camelCase keys): per log, the trigger counters and histogram sums/counts."""
         return {
-            p: {
-                "flushTriggers": dict(w.counters),
-                **{name: {"sum": h["sum"], "count": h["count"]} for name, h in w.hist.items()},
+            log: {
+                "metricPrefix": p,
+                "flushTriggers": {camel(t): n for t, n in w.counters.items()},
+                **{camel(name): {"sum": h["sum"], "count": h["count"]} for name, h in w.hist.items()},
             }
-            for p, w in self.writers.items()
+            for log, (p, w) in zip(("tc", "pendingAck"), self.writers.items())
         }
 
     def prometheus(self) -> str:
@@ -126,6 +127,12 @@ class Metrics:
                 out.append(f"{full}_total{{{labels}}} {float(w.counters[trigger])}")
                 out.append(f"{full}_created{{{labels}}} {created}")
         return "\n".join(out) + "\n"
+
+
+def camel(name: str) -> str:
+    """max_records -> maxRecords."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def java_double(value: float) -> str:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 
 class Progress:
-    def __init__(self, env, total: int | None, label: str):
+    def __init__(self, env, total: int | None, label: str, unit: str = "items"):
+        self._unit = unit  # "items", or "bytes" (shown as kB/MB/GB done of the total)
         self._env = env
         self._total = total
         self._label = label
@@ -13,12 +14,13 @@ class Progress:
     def __enter__(self) -> "Progress":
         if self._env.stderr_isatty and not self._env.quiet:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
 
             console = Console(file=self._env.stderr, no_color=not self._env.color)
+            done = DownloadColumn() if self._unit == "bytes" else MofNCompleteColumn()
             self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.description}"), BarColumn(), done, TimeElapsedColumn(),
                 console=console, transient=True,
             )
             self._bar.__enter__()

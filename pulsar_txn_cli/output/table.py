@@ -18,6 +18,14 @@ def cell(value) -> str:
     return str(value)
 
 
+def percent(share: float | None) -> str | None:
+    """A share (0..1) as a percentage for tables: 0.25 -> '25%', 0.123 -> '12.3%'."""
+    if share is None:
+        return None
+    text = f"{share * 100:.1f}".removesuffix(".0")
+    return f"{text}%"
+
+
 def render_tables(tables: list[Table], env) -> None:
     if env.color:
         _render_rich(tables, env)

@@ -115,7 +115,9 @@ class Aggregator:
 
 
 def _name_key(name):
-    return (name is None, name or "")
+    from pulsar_txn_cli.natural import natural_key
+
+    return natural_key(name)
 
 
 def _id_key(value):

@@ -24,7 +24,7 @@ def test_hex_option_json_is_an_array_of_one(cli):
     assert result.exit_code == 0, result.stderr
     [entry] = result.json()
     assert entry == codec.entry_to_json(codec.decode_entry(BATCH, "tc"))
-    assert [r["metadata_op"] for r in entry["records"]] == ["NEW", "ADD_PARTITION", "ADD_SUBSCRIPTION", "UPDATE", "UPDATE"]
+    assert [r["metadataOp"] for r in entry["records"]] == ["NEW", "ADD_PARTITION", "ADD_SUBSCRIPTION", "UPDATE", "UPDATE"]
 
 
 def test_repeated_hex_and_base64_options(cli):

@@ -169,14 +169,14 @@ def test_tc_record_json_uses_proto_names_enum_names_and_integers():
     out = codec.record_to_dict(new, TC)
     assert out == {
         "txnId": f"({2**64 - 1},{2**63 + 5})",
-        "metadata_op": "NEW",
-        "txnid_least_bits": 2**63 + 5,
-        "txnid_most_bits": 2**64 - 1,
-        "new_status": "OPEN",
-        "timeout_ms": 30000,
-        "start_time": 1_763_770_000_000,
-        "last_modification_time": 1_763_770_000_000,
-        "max_local_txn_id": 2**63 + 5,
+        "metadataOp": "NEW",
+        "txnidLeastBits": 2**63 + 5,
+        "txnidMostBits": 2**64 - 1,
+        "newStatus": "OPEN",
+        "timeoutMs": 30000,
+        "startTime": 1_763_770_000_000,
+        "lastModificationTime": 1_763_770_000_000,
+        "maxLocalTxnId": 2**63 + 5,
         "owner": "pulsar://broker-1:6650",
     }
     assert list(out)[0] == "txnId"
@@ -189,8 +189,8 @@ def test_tc_update_and_subscription_json():
         {"topic": "persistent://public/default/orders-partition-0", "subscription": "billing"}
     ]
     update = codec.record_to_dict(committing, TC)
-    assert (update["metadata_op"], update["expected_status"], update["new_status"]) == ("UPDATE", "OPEN", "COMMITTING")
-    assert "timeout_ms" not in update and "owner" not in update  # absent fields are omitted
+    assert (update["metadataOp"], update["expectedStatus"], update["newStatus"]) == ("UPDATE", "OPEN", "COMMITTING")
+    assert "timeoutMs" not in update and "owner" not in update  # absent fields are omitted
 
 
 def test_pending_ack_json():
@@ -198,16 +198,16 @@ def test_pending_ack_json():
     assert out == {
         "batchIndex": 2,
         "txnId": "(1,9)",
-        "pending_ack_op": "ACK",
-        "ack_type": "Cumulative",
-        "txnid_least_bits": 9,
-        "txnid_most_bits": 1,
-        "pending_ack_metadata": [
-            {"ledgerId": 12, "entryId": 3, "ack_set": [-2], "batch_size": 10},
-            {"ledgerId": 12, "entryId": 4, "ack_set": [-2], "batch_size": 10},
+        "pendingAckOp": "ACK",
+        "ackType": "Cumulative",
+        "txnidLeastBits": 9,
+        "txnidMostBits": 1,
+        "pendingAckMetadata": [
+            {"ledgerId": 12, "entryId": 3, "ackSet": [-2], "batchSize": 10},
+            {"ledgerId": 12, "entryId": 4, "ackSet": [-2], "batchSize": 10},
         ],
     }
-    assert codec.record_to_dict(pending_ack(9, op=3), PA) == {"txnId": "(1,9)", "pending_ack_op": "ABORT", "txnid_least_bits": 9, "txnid_most_bits": 1}
+    assert codec.record_to_dict(pending_ack(9, op=3), PA) == {"txnId": "(1,9)", "pendingAckOp": "ABORT", "txnidLeastBits": 9, "txnidMostBits": 1}
 
 
 def test_entry_json_shape():
@@ -277,12 +277,12 @@ def test_presence_not_values_decides_which_fields_appear():
     # default is not zero (PendingAckOp has no 0: an absent op reads as ACK).
     zeros = codec.TcRecord(metadata_op=0, txnid_most_bits=0, txnid_least_bits=0, new_status=0, timeout_ms=0, owner="")
     assert codec.record_to_dict(zeros, TC) == {
-        "txnId": "(0,0)", "metadata_op": "NEW", "txnid_least_bits": 0, "txnid_most_bits": 0,
-        "new_status": "OPEN", "timeout_ms": 0, "owner": "",
+        "txnId": "(0,0)", "metadataOp": "NEW", "txnidLeastBits": 0, "txnidMostBits": 0,
+        "newStatus": "OPEN", "timeoutMs": 0, "owner": "",
     }
     assert codec.record_to_dict(codec.TcRecord(), TC) == {"txnId": "(0,0)"}
     no_op = codec.PendingAckRecord(txnid_least_bits=3)
-    assert codec.record_to_dict(no_op, PA) == {"txnId": "(0,3)", "txnid_least_bits": 3}
-    assert codec.records_to_dicts([no_op], PA, batched=True) == [{"batchIndex": 0, "txnId": "(0,3)", "txnid_least_bits": 3}]
+    assert codec.record_to_dict(no_op, PA) == {"txnId": "(0,3)", "txnidLeastBits": 3}
+    assert codec.records_to_dicts([no_op], PA, batched=True) == [{"batchIndex": 0, "txnId": "(0,3)", "txnidLeastBits": 3}]
     ack = codec.PendingAckRecord(pending_ack_op=1, ack_type=0)
-    assert codec.record_to_dict(ack, PA) == {"txnId": "(0,0)", "pending_ack_op": "ACK", "ack_type": "Individual"}
+    assert codec.record_to_dict(ack, PA) == {"txnId": "(0,0)", "pendingAckOp": "ACK", "ackType": "Individual"}

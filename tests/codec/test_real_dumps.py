@@ -66,12 +66,12 @@ def test_real_dump_holds_the_manifest_transactions(decoded, name, info):
         key = f"({txn['most']},{txn['least']})"
         assert key in by_txn, f"{key} ({txn['outcome']}) is not in {name}"
         if info["kind"] == "transaction_log":
-            ops = [r.get("metadata_op", "NEW") for r in by_txn[key]]
+            ops = [r.get("metadataOp", "NEW") for r in by_txn[key]]
             assert ops[0] == "NEW"
-            last = [r.get("new_status") for r in by_txn[key] if r.get("metadata_op") == "UPDATE"][-1:]
+            last = [r.get("newStatus") for r in by_txn[key] if r.get("metadataOp") == "UPDATE"][-1:]
             final = {"committed": "COMMITTED", "aborted": "ABORTED"}.get(txn["outcome"])
         else:
-            ops = [r.get("pending_ack_op", "ACK") for r in by_txn[key]]
+            ops = [r.get("pendingAckOp", "ACK") for r in by_txn[key]]
             assert ops[0] == "ACK"
             last = [op for op in ops if op != "ACK"][-1:]
             final = {"committed": "COMMIT", "aborted": "ABORT"}.get(txn["outcome"])

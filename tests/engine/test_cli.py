@@ -73,7 +73,7 @@ def test_metrics_are_cumulative_across_invocations(cli, edir):
     for _ in range(2):
         cli(["engine", "simulate", "-n", "50", "--engine-dir", edir])
         r = cli(["engine", "metrics", "--engine-dir", edir, "-o", "json"])
-        counts.append(r.json()["pulsar_txn_tc"]["batch_records"]["sum"])
+        counts.append(r.json()["tc"]["batchRecords"]["sum"])
     assert 0 < counts[0] < counts[1]
     text = cli(["engine", "metrics", "--engine-dir", edir]).stdout
     assert 'pulsar_txn_tc_bufferedwriter_batch_records_sum{cluster="c9",broker="localhost"}' in text
