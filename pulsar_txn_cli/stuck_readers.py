@@ -84,6 +84,10 @@ def fix_commands(txn_id: str) -> list[str]:
             f"pulsar-txn abort-transaction -m {most} -l {least}"]
 
 
+# A buffer in these states serves reads; Initializing, None and Close (or an unknown state) do not.
+READY_STATES = ("Ready", "NoSnapshot", "FirstSnapshotting")
+
+
 def partition_report(admin, partition: str, holders: list[dict], now_ms: int, strict: bool = False) -> dict:
     from pulsar_txn_cli.admin.client import TopicName
 
@@ -98,15 +102,26 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     max_read = _position(stats.get("maxReadPosition"))
     last = _position(internal.get("lastConfirmedEntry"))
     behind = entries_between(max_read, last, internal.get("ledgers") or []) if max_read and last else 0
+    state = stats.get("state")
     report.update({
         "maxReadPosition": stats.get("maxReadPosition"),
         "lastConfirmedEntry": internal.get("lastConfirmedEntry"),
         "entriesBehind": behind,
         "ongoingTxnSize": stats.get("ongoingTxnSize", 0),
-        "held": behind > 0,
+        "bufferState": state,
+        "held": behind > 0 or state not in READY_STATES,
+        "cause": None,
     })
+    if state not in READY_STATES:
+        # Readers wait for the buffer's recovery, whatever the transactions do: a different fix.
+        report["cause"] = "recovering"
+        report["note"] = (f"the transaction buffer has not finished recovering (state {state}): readers wait for "
+                          "its recovery, not for open transactions; it usually ends within seconds; if it lasts, "
+                          f"check the owning broker's log and unload the topic (pulsar-admin topics unload {partition})")
+        return report
     if not report["held"]:
         return report
+    report["cause"] = "open transactions"
     def order(holder):  # start position when the coordinator knows it, else open time
         start = _position(holder["startPosition"])
         return (start is None, start or (0, 0), holder["metadata"].get("openTimestamp") or 0)
@@ -148,4 +163,5 @@ def find_stuck_readers(admin, *, topic: str | None = None, namespace: str | None
     held = [r for r in reports if r.get("held")]
     errors = [r for r in reports if "error" in r]
     shown = reports if include_all else held + errors
-    return {"checked": len(reports), "held": len(held), "partitions": shown}
+    recovering = sum(1 for r in held if r.get("cause") == "recovering")
+    return {"checked": len(reports), "held": len(held), "recovering": recovering, "partitions": shown}

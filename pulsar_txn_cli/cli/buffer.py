@@ -33,22 +33,25 @@ def stuck_readers(
         raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
     admin = env.admin()
     report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=admin.now_ms(), include_all=show_all)
-    from pulsar_txn_cli.cli.advice import command
+    from pulsar_txn_cli.cli.advice import carry_target, command
 
     for partition in report["partitions"]:
         for holder in partition.get("holders", []):
             holder["fix"] = [command(c, env) for c in holder["fix"]]
     rows = [_row(p) for p in report["partitions"]]
-    lines = [f"{report['held']} of {report['checked']} partition(s) held back by open transactions" if report["checked"]
-             else f"nothing to check: {namespace or topic} has no topics"]  # never shown as an all-clear
+    by_txns = report["held"] - report["recovering"]
+    summary = f"{by_txns} of {report['checked']} partition(s) held back by open transactions"
+    if report["recovering"]:
+        summary += f", {report['recovering']} by a transaction buffer that has not finished recovering"
+    lines = [summary if report["checked"] else f"nothing to check: {namespace or topic} has no topics"]
     for partition in report["partitions"]:
         for holder in partition.get("holders", []):
             lines.append(f"  {holder['txnId']} on {partition['topic']}: " + "  |  ".join(holder["fix"]))
         if partition.get("note"):
-            lines.append(f"  {partition['topic']}: {partition['note']}")
+            lines.append(carry_target(f"  {partition['topic']}: {partition['note']}", env))
         if partition.get("error"):
             env.warn(f"{partition['topic']}: {partition['error']}")
-    columns = [("topic", "TOPIC"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
+    columns = [("topic", "TOPIC"), ("bufferState", "BUFFER"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
                ("entriesBehind", "BEHIND"), ("heldSince", "HELD SINCE"), ("holders", "HOLDERS (head first)")]
     emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
 
@@ -61,8 +64,8 @@ def _row(partition: dict) -> dict:
     age = holders[0]["openForMs"] if holders else None
     return {
         **partition,
-        "heldSince": f"{_iso(since)} ({duration(age)} ago)" if since else ("-" if not partition.get("held") else "unknown"),
-        "holders": " ".join(h["txnId"] for h in holders) or ("-" if not partition.get("held") else "?"),
+        "heldSince": f"{_iso(since)} ({duration(age)} ago)" if since else ("-" if partition.get("cause") != "open transactions" else "unknown"),
+        "holders": " ".join(h["txnId"] for h in holders) or {"recovering": "(buffer recovering)", "open transactions": "?"}.get(partition.get("cause"), "-"),
         "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
     }
 

@@ -112,3 +112,25 @@ def test_holders_from_a_real_brokers_slow_transactions():
     for partition, found in holders.items():
         for holder in found:
             assert holder["startPosition"] == body[holder["txnId"]]["producedPartitions"][partition].get("startPosition")
+
+
+def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
+    """#13.17: a buffer that never finished recovering holds readers back too, for another reason."""
+    routes = dict(ROUTES)
+    routes["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"] = {
+        **ROUTES["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"], "state": "Initializing"}
+
+    def answer(request):
+        body = routes.get(request.path.split("?")[0])
+        return (200, {}, body) if body is not None else (404, {}, {"reason": "Topic not found"})
+
+    with ScriptedServer(answer) as server:
+        result = cli(["stuck-readers", "-n", "public/default", "--admin-url", server.url, "-o", "json"])
+        table = cli(["stuck-readers", "-n", "public/default", "--admin-url", server.url], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.stderr
+    report = result.json()
+    assert (report["checked"], report["held"], report["recovering"]) == (2, 2, 1)
+    causes = {p["topic"].rsplit("-", 1)[-1]: (p["cause"], p["bufferState"]) for p in report["partitions"]}
+    assert causes == {"0": ("recovering", "Initializing"), "1": ("open transactions", "Ready")}
+    assert "1 of 2 partition(s) held back by open transactions, 1 by a transaction buffer that has not finished recovering" in table.stdout
+    assert f"pulsar-admin --admin-url {server.url} topics unload persistent://public/default/orders-partition-0" in table.stdout
