@@ -167,6 +167,21 @@ class PulsarAdmin:
     def abort_transaction(self, most: int, least: int):
         return self.call("POST", f"{TXN}/abortTransaction/{int(most)}/{int(least)}")
 
+    def transaction_in_buffer_stats(self, topic: str, most: int, least: int):
+        return self.get(f"{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}")
+
+    def transaction_in_pending_ack_stats(self, topic: str, subscription: str, most: int, least: int):
+        return self.get(f"{TXN}/transactionInPendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}/{int(most)}/{int(least)}")
+
+    def position_stats_in_pending_ack(self, topic: str, subscription: str, ledger_id: int, entry_id: int,
+                                      batch_index: int | None = None):
+        path = f"{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}"
+        return self.get(path, batchIndex=batch_index)
+
+    def scale_coordinators(self, replicas: int):
+        """Grow the number of transaction coordinators (a broker refuses to shrink it: 406)."""
+        return self.call("POST", f"{TXN}/transactionCoordinator/replicas", body=int(replicas))
+
     # --- coordinators, lookup, topics ---------------------------------------------------------
 
     def tc_partitions(self) -> int:

@@ -64,6 +64,8 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what} is not available (405){said}; internal stats exist only for managed-ledger stores (MLTransactionMetadataStore / MLPendingAckStore)"
     elif status == 405:
         msg = f"{what} is not allowed (405){said}; the broker may be too old for this endpoint"
+    elif status == 406 and "/replicas" in path:
+        msg = f"{what} was refused (406){said}; the number of coordinators can only grow"
     elif status == 409:
         msg = f"{what} conflicted with the broker's state (409){said}; retry once the operation in progress has finished"
     elif status == 412:

@@ -185,7 +185,7 @@ def config_set(
 
 @command(app, "reload", target=True)
 def reload(
-    coordinator: Annotated[Optional[int], typer.Option("--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
+    coordinator: Annotated[Optional[int], typer.Option("--coordinator-id", "--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Reopen only the pending-ack stores of this topic's subscriptions.", show_default=False)] = None,
 ) -> None:
     """Reopen stores as a broker restart or unload would (new ledgers, configuration read again).

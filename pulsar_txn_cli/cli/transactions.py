@@ -27,6 +27,10 @@ def register(app: typer.Typer) -> None:
     command(app, "transaction-buffer-stats", target=True)(transaction_buffer_stats)
     command(app, "buffer-snapshot-internal-stats", target=True)(buffer_snapshot_internal_stats)
     command(app, "subscriptions", target=True)(subscriptions)
+    command(app, "transaction-in-buffer-stats", target=True)(transaction_in_buffer_stats)
+    command(app, "transaction-in-pending-ack-stats", target=True)(transaction_in_pending_ack_stats)
+    command(app, "position-stats-in-pending-ack", target=True)(position_stats_in_pending_ack)
+    command(app, "scale-transactionCoordinators", target=True)(scale_coordinators)
 
 
 Topic = Annotated[str, typer.Option("-t", "--topic", help="Topic: persistent://tenant/ns/topic, tenant/ns/topic or topic.", show_default=False)]
@@ -156,6 +160,63 @@ def buffer_snapshot_internal_stats(
         if stats:
             rows.append({"kind": key, **_ml_summary(stats)})
     _emit(data, [("kind", "snapshot topic")] + ML_COLUMNS, rows=rows, lines=[f"snapshot type: {data.get('snapshotType')}"])
+
+
+Most = Annotated[int, typer.Option("-m", "--most-sig-bits", help="Most significant bits of the transaction id (the coordinator id).", show_default=False)]
+Least = Annotated[int, typer.Option("-l", "--least-sig-bits", help="Least significant bits of the transaction id.", show_default=False)]
+
+
+def transaction_in_buffer_stats(topic: Topic, most: Most, least: Least) -> None:
+    """One transaction in a topic's transaction buffer: where it starts and whether it was aborted."""
+    data = current().admin().transaction_in_buffer_stats(topic, most, least)
+    row = {"txnId": f"({most},{least})", "topic": topic, **(data or {})}
+    _emit(data, [("txnId", "txn id"), ("topic", "topic"), ("startPosition", "start position"), ("aborted", "aborted")], rows=[row])
+
+
+def transaction_in_pending_ack_stats(
+    topic: Topic,
+    subscription: Annotated[str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)],
+    most: Most,
+    least: Least,
+) -> None:
+    """One transaction in a subscription's pending-ack store: its cumulative ack position."""
+    data = current().admin().transaction_in_pending_ack_stats(topic, subscription, most, least)
+    row = {"txnId": f"({most},{least})", "topic": topic, "subscription": subscription, **(data or {})}
+    _emit(data, [("txnId", "txn id"), ("topic", "topic"), ("subscription", "subscription"),
+                 ("cumulativeAckPosition", "cumulative ack position")], rows=[row])
+
+
+def position_stats_in_pending_ack(
+    topic: Topic,
+    subscription: Annotated[str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)],
+    ledger_id: Annotated[int, typer.Option("-l", "--ledger-id", help="The position's ledger id.", show_default=False)],
+    entry_id: Annotated[int, typer.Option("-e", "--entry-id", help="The position's entry id.", show_default=False)],
+    batch_index: Annotated[Optional[int], typer.Option("-b", "--batch-index", help="The message's index in a batch.", show_default=False)] = None,
+) -> None:
+    """Where one position stands in a subscription's pending-ack store (PendingAck, MarkDelete, ...).
+
+    As in pulsar-admin, -l is the ledger id here, not a transaction's least significant bits."""
+    data = current().admin().position_stats_in_pending_ack(topic, subscription, ledger_id, entry_id, batch_index)
+    position = f"{ledger_id}:{entry_id}" + (f":{batch_index}" if batch_index is not None else "")
+    row = {"position": position, "subscription": subscription, **(data or {})}
+    _emit(data, [("position", "position"), ("subscription", "subscription"), ("state", "state")], rows=[row])
+
+
+def scale_coordinators(
+    replicas: Annotated[int, typer.Option("-r", "--replicas", min=1, help="The new number of transaction coordinators (more than now; they never shrink).", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign)."""
+    env = current()
+    admin = env.admin()
+    before = admin.tc_partitions()
+    if not yes:
+        confirm(f"Grow the transaction coordinators of {admin.target.describe()} from {before} to {replicas}? "
+                "This cannot be undone")
+    admin.scale_coordinators(replicas)
+    data = {"target": admin.target.describe(), "previous": before, "replicas": replicas}
+    env.info(f"{admin.target.describe()} now has {replicas} transaction coordinators (was {before})")
+    _emit(data, [("replicas", "coordinators"), ("previous", "previous"), ("target", "target")], rows=[data])
 
 
 def subscriptions(

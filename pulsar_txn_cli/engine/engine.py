@@ -194,6 +194,14 @@ class Engine:
             if isinstance(store, Coordinator):
                 self._recover(store)
 
+    def scale_coordinators(self, replicas: int) -> None:
+        """More coordinators (never fewer, as a broker): each new one loads on first use."""
+        with self.store.tx():
+            self.store.set_meta("coordinators", str(replicas))
+            self.store.db.execute("UPDATE topics SET partitions=? WHERE name=?",
+                                  (replicas, "persistent://pulsar/system/transaction_coordinator_assign"))
+        self.coordinator_count = replicas
+
     def all_tcs(self) -> list[Coordinator]:
         return [self.tc(i) for i in range(self.coordinator_count)]
 

@@ -181,7 +181,18 @@ def txn_in_pending_ack(engine, query, body, tenant, ns, topic, sub, most, least)
 @route("GET", TXN + "/positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledger}/{entry}", txn=True)
 def position_stats(engine, query, body, tenant, ns, topic, sub, ledger, entry):
     store = _pending_ack(engine, tenant, ns, topic, sub)
-    return 200, {"State": store.position_state(_int(ledger, "ledgerId"), _int(entry, "entryId"))}
+    # the key is "state" on a real 4.0.7 broker (docs/real-broker-findings.md), not "State"
+    return 200, {"state": store.position_state(_int(ledger, "ledgerId"), _int(entry, "entryId"))}
+
+
+@route("POST", TXN + "/transactionCoordinator/replicas", txn=True)
+def scale_coordinators(engine, query, body):
+    if not isinstance(body, int) or isinstance(body, bool):
+        raise HttpError(400, "The number of replicas must be an integer")
+    if body <= engine.coordinator_count:
+        raise HttpError(406, f"Number of transaction coordinators must be more than the current number ({engine.coordinator_count})")
+    engine.scale_coordinators(body)
+    return 204, None
 
 
 @route("POST", TXN + "/abortTransaction/{most}/{least}", txn=True)

@@ -25,6 +25,10 @@ READ_COMMANDS = [
     ["get-txn-tc-batch-log-stat"],
     ["get-txn-pending-ack-batch-log-stat"],
     ["metrics"],
+    ["transaction-in-buffer-stats", "-t", "sim-topic-0", "-m", "0", "-l", "1"],
+    ["transaction-in-pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "-m", "0", "-l", "1"],
+    ["position-stats-in-pending-ack", "-t", "sim-topic-0", "-s", "sim-sub-0", "-l", "1", "-e", "0"],
+    ["position-stats-in-pending-ack", "-t", "sim-topic-0", "-s", "sim-sub-0", "-l", "1", "-e", "0", "-b", "0"],
 ]
 FAILING_COMMANDS = [
     ["coordinator-stats", "-c", "9"],
@@ -162,3 +166,24 @@ def test_batch_log_reasons_read_the_engines_own_clock(cli, tmp_path):
     assert "not reopened since the change" in waiting
     opened_at, changed_at = re.search(r"reopened \(at (\S+)\) after the change at (\S+)$", reopened).groups()
     assert changed_at <= opened_at and changed_at.startswith("2026-01-01")  # the engine's epoch, not today
+
+
+def test_scale_transaction_coordinators_grows_and_never_shrinks(cli, tmp_path):
+    """#13.16: pulsar-admin's scale-transactionCoordinators -r, on both backends."""
+    import contextlib
+
+    for backend in ("engine", "http"):
+        directory = tmp_path / backend
+        assert cli(["engine", "init", "--coordinators", "2", "--engine-dir", directory]).exit_code == 0
+        with (server.start(str(directory)) if backend == "http" else contextlib.nullcontext()) as served:
+            target = ["--engine-dir", str(directory)] if backend == "engine" else ["--admin-url", served.url]
+            refused = cli(["scale-transactionCoordinators", "-r", "3", *target])
+            assert refused.exit_code == 2 and "--yes" in refused.stderr  # asks first: it cannot be undone
+            grown = cli(["scale-transactionCoordinators", "--replicas", "3", "--yes", *target, "-o", "json"])
+            assert grown.exit_code == 0, grown.stderr
+            assert (grown.json()["previous"], grown.json()["replicas"]) == (2, 3)
+            shrink = cli(["scale-transactionCoordinators", "-r", "2", "--yes", *target])
+            assert shrink.exit_code == 4 and "(406)" in shrink.stderr and "can only grow" in shrink.stderr
+            listed = cli(["coordinators-list", *target, "-o", "json"]).json()
+            assert sorted(c["id"] for c in listed) == [0, 1, 2]
+            assert cli(["coordinator-stats", "-c", "2", *target, "-o", "json"]).json()["state"] == "Ready"

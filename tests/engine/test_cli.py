@@ -82,8 +82,9 @@ def test_metrics_are_cumulative_across_invocations(cli, edir):
 
 def test_reload_options_and_errors(cli, edir):
     cli(["engine", "init", "--engine-dir", edir, "--coordinators", "2"])
-    r = cli(["engine", "reload", "--coordinator", "1", "--engine-dir", edir, "-o", "json"])
-    assert r.json() == {"reopened": ["pulsar/system/persistent/__transaction_log_1"]}
+    for flag in ("--coordinator", "--coordinator-id", "-c"):  # --coordinator-id as pulsar-admin spells it (#13.16)
+        r = cli(["engine", "reload", flag, "1", "--engine-dir", edir, "-o", "json"])
+        assert r.json() == {"reopened": ["pulsar/system/persistent/__transaction_log_1"]}, flag
     r = cli(["engine", "reload", "--coordinator", "5", "--engine-dir", edir])
     assert r.exit_code == 3 and "transaction coordinator 5 does not exist" in r.stderr
     r = cli(["engine", "dump", "-m", "nope", "--engine-dir", edir])

@@ -93,8 +93,8 @@ def test_pending_ack_endpoints(world):
     assert status == 200 and body == {}  # cumulativeAckPosition null is omitted
     store = engine.pending_ack(TOPIC, "sub-a")
     lid = store.subscription.ledger_id
-    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/0")[1] == {"State": "PendingAck"}
-    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/5")[1] == {"State": "NotInPendingAck"}
+    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/0")[1] == {"state": "PendingAck"}
+    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/5")[1] == {"state": "NotInPendingAck"}
 
 
 def test_topics_and_namespaces(world):

@@ -127,6 +127,33 @@ def test_pending_ack_stats_and_internal_stats(pulsar_broker, tool, held):
             f"{PREFIX}-orders-sub-a__transaction_pending_ack")
 
 
+def test_transaction_in_buffer_and_pending_ack_and_position_stats(pulsar_broker, tool, held):
+    """#13.16: pulsar-admin's transaction-in-buffer-stats, transaction-in-pending-ack-stats and
+    position-stats-in-pending-ack, with its option names, answer what the broker answers."""
+    b = pulsar_broker
+    txns = [r for r in held if r.get("event") == "txn"]
+    # the workload's seeds fix which transactions produce and ack; open ones first
+    ordered = sorted(txns, key=lambda r: r["outcome"] != "open")
+    producer = next(r for r in ordered if any(o["op"] == "produce" for o in r["ops"]))
+    topic = next(o for o in producer["ops"] if o["op"] == "produce")["topic"]
+    local = urllib.parse.quote(topic.split("/")[-1], safe="")
+    most, least = producer["most"], producer["least"]
+    in_buffer = agrees(b, lambda: tool.json("transaction-in-buffer-stats", "-t", topic, "-m", most, "-l", least),
+                       f"/admin/v3/transactions/transactionInBufferStats/public/default/{local}/{most}/{least}")
+    assert in_buffer["aborted"] is (producer["outcome"] == "aborted"), (producer["outcome"], in_buffer)
+    acker = next(r for r in ordered if any(o["op"] == "ack" for o in r["ops"]))
+    acked = next(o for o in acker["ops"] if o["op"] == "ack")
+    a_topic, sub, most, least = acked["topic"], acked["sub"], acker["most"], acker["least"]
+    a_path = f"public/default/{urllib.parse.quote(a_topic.split('/')[-1], safe='')}/{urllib.parse.quote(sub, safe='')}"
+    agrees(b, lambda: tool.json("transaction-in-pending-ack-stats", "-t", a_topic, "-s", sub, "-m", most, "-l", least),
+           f"/admin/v3/transactions/transactionInPendingAckStats/{a_path}/{most}/{least}")
+    ledger, entry = (int(x) for x in acked["msgId"].split(":")[:2])
+    state = agrees(b, lambda: tool.json("position-stats-in-pending-ack", "-t", a_topic, "-s", sub, "-l", ledger, "-e", entry),
+                   f"/admin/v3/transactions/positionStatsInPendingAck/{a_path}/{ledger}/{entry}")
+    # acked in a transaction still open: PendingAck (the key is "state" on a real broker, not "State")
+    assert state["state"] == ("PendingAck" if acker["outcome"] == "open" else state["state"]) and state["state"], state
+
+
 def test_transaction_metadata_and_slow_transactions(pulsar_broker, tool, held):
     b = pulsar_broker
     open_txns = [(r["most"], r["least"]) for r in held if r.get("event") == "txn" and r["outcome"] == "open"]

@@ -8,7 +8,8 @@ restart with its own broker.conf, batching on, then off, the downgrade walk, the
 - `set-txn-*-batch-log --reload` reaching every coordinator and pending-ack store on both brokers;
 - `get-txn-*-batch-log-stat` and `downgrade check` across both, walked to SAFE;
 - faults: a broker killed in the middle of `downgrade check` and during `--wait`: never SAFE while it
-  cannot be observed, SAFE again once it is back, and the checkpoint keeps every record.
+  cannot be observed, SAFE again once it is back, and the checkpoint keeps every record;
+- `scale-transactionCoordinators` growing the coordinators (and refused, 406, to shrink them).
 """
 from __future__ import annotations
 
@@ -408,6 +409,24 @@ def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_clust
     assert any("WAIT" in l or "failed" in l for l in down), down
     assert records(checkpoint) == kept
     TIMES["--wait across a broker kill"] = time.monotonic() - killed
+
+
+# --------------------------------------------------------------------------- growing the coordinators
+
+
+def test_scale_transaction_coordinators_on_a_real_cluster(pulsar_cluster, state):
+    """#13.16: scale-transactionCoordinators -r grows the TC-assign partitions; the new coordinator
+    loads and serves; a broker refuses to shrink (406), which the tool says in one sentence."""
+    c = pulsar_cluster
+    c.wait_coordinators_ready()
+    grown = tool(c, 1, state).json("scale-transactionCoordinators", "-r", 5, "--yes")
+    assert (grown["previous"], grown["replicas"]) == (4, 5), grown
+    c.coordinator_count = 5
+    stats = c.wait_coordinators_ready()
+    assert sorted(int(k) for k in stats) == [0, 1, 2, 3, 4]
+    assert sorted(r["id"] for r in tool(c, 0, state).records("coordinators-list")) == [0, 1, 2, 3, 4]
+    refused = tool(c, 0, state).run("scale-transactionCoordinators", "-r", 3, "--yes", expect=(4,))
+    assert "(406)" in refused.stderr and "can only grow" in refused.stderr, refused.stderr
 
 
 @pytest.fixture(scope="module", autouse=True)
