@@ -266,6 +266,14 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     obs["phase1_batch_sizes"] = {f"{l}:{e}": harness.batch_size(p) for l, e, p in entries}
     obs["held_txns"] = [[r["most"], r["least"]] for r in held_lines if r.get("outcome") == "open"]
 
+    # The client's commit returns once COMMITTING is logged; the coordinator writes COMMITTED after
+    # the topics have applied it. A reload in between replayed one such transaction as OPEN on a
+    # loaded machine ("Expect Txn (0,15) to be in COMMITTING status but it is in OPEN status"), and it
+    # held the log until its timeout. The switch comes when only the held transactions are open.
+    deadline = time.monotonic() + 120
+    while b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1]["ongoingTxnSize"] > len(obs["held_txns"]):
+        assert time.monotonic() < deadline, "committed transactions never left the coordinator"
+        time.sleep(1)
     switch_batching(b, tool, False)
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_reload_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
