@@ -48,3 +48,18 @@ def run_cli(args: list[str], input: str | bytes | None = None, env: dict | None 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def simulated_engine(tmp_path):
+    """An engine directory with one coordinator after a small seeded workload (sim-topic-0, sim-sub-0)."""
+    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.simulate import SimOptions, simulate
+
+    directory = tmp_path / "engine"
+    engine = Engine.init(directory, coordinators=1)
+    try:
+        simulate(engine, SimOptions(transactions=4, concurrency=1, topics=1, subscriptions=1, seed=3))
+    finally:
+        engine.close()
+    return directory

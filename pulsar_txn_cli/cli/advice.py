@@ -22,8 +22,8 @@ def target_args(env) -> str:
         args += ["--admin-url", flags.admin_url]
     elif flags.engine_dir:
         args += ["--engine-dir", flags.engine_dir]
-    elif env._admin is not None:  # chosen by the environment or a config file: name what was chosen
-        target = env._admin.target
+    elif env.chosen_target is not None:  # chosen by the environment or a config file: name what was chosen
+        target = env.chosen_target
         if target.kind == "cluster":
             args += ["--admin-url", target.url]
         elif target.source != "default":
@@ -54,7 +54,7 @@ def command(text: str, env) -> str:
 def _cluster_url(env) -> str | None:
     if env.target.admin_url:
         return env.target.admin_url
-    target = getattr(env._admin, "target", None)
+    target = env.chosen_target
     return target.url if target is not None and target.kind == "cluster" else None
 
 

@@ -78,6 +78,11 @@ class Env:
             self.info(f"target: {self._admin.target.describe()}{_new_engine_note(self._admin.target)}")
         return self._admin
 
+    @property
+    def chosen_target(self):
+        """The resolved target once a command has connected (None before), for messages and advice."""
+        return None if self._admin is None else self._admin.target
+
     def debug_log(self, message: str) -> None:
         if self.debug:
             print(f"debug: {message}", file=self.stderr)

@@ -25,16 +25,8 @@ def test_timeout_is_a_duration_not_a_date(cli, tmp_path):
     assert raw["timeoutAt"] == 90_000  # JSON keeps Pulsar's number
 
 
-def test_pending_ack_stats_has_its_own_columns(cli, tmp_path):
-    from pulsar_txn_cli.engine.engine import Engine
-    from pulsar_txn_cli.engine.simulate import SimOptions, simulate
-
-    engine_dir = tmp_path / "engine"
-    engine = Engine.init(engine_dir, coordinators=1)
-    try:
-        simulate(engine, SimOptions(transactions=4, concurrency=1, topics=1, subscriptions=1, seed=3))
-    finally:
-        engine.close()
+def test_pending_ack_stats_has_its_own_columns(cli, simulated_engine):
+    engine_dir = simulated_engine
     table = cli(["pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "--engine-dir", engine_dir],
                 env={"COLUMNS": "250"})
     assert table.exit_code == 0, table.stderr
