@@ -61,13 +61,10 @@ def check(
     if verify_entries:
         from pulsar_txn_cli.pipeline.inputs import expand
 
-        # Before any check: a typo is a usage error here, not a problem that keeps --wait polling.
+        # Before any check: a missing, empty or unreadable dump is an error now, not a WAIT that
+        # --wait would poll forever.
         expand(verify_entries, format_option=None)
     env = current()
-    if verify_entries:
-        from pulsar_txn_cli.pipeline import inputs
-
-        inputs.expand(verify_entries)  # a missing or empty dump is an error now, not a WAIT later
     admin = env.admin()
     path = runner.checkpoint_path(admin, checkpoint)
     options = dict(concurrency=concurrency, verify=verify_entries or None)
@@ -111,14 +108,13 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
 
 
 def _emit_downgrade(env, result) -> None:
-    from pulsar_txn_cli.output import Result, emit
-
     from pulsar_txn_cli.cli.advice import carry_target, command
+    from pulsar_txn_cli.output import Result, emit
 
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
     data["fixes"] = [command(f, env) for f in data["fixes"]]
-    lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result)]
+    lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result, data["fixes"])]
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":
         raise Verdict("", EXIT[verdict.verdict])
@@ -139,9 +135,7 @@ def _downgrade_tables(verdict):
     return tables
 
 
-def _downgrade_lines(verdict, result) -> list[str]:
-    from pulsar_txn_cli.cli.advice import command
-
+def _downgrade_lines(verdict, result, fixes: list[str]) -> list[str]:
     lines = [""]
     advice = {}
     for item in verdict.items:
@@ -151,7 +145,7 @@ def _downgrade_lines(verdict, result) -> list[str]:
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
         lines.append(f"advice ({shown}): {text}")
     lines += [f"problem: {p}" for p in verdict.problems]
-    lines += [f"fix: {command(f, current())}" for f in verdict.fixes]
+    lines += [f"fix: {f}" for f in fixes]
     recorded = (f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
                 if verdict.newly_recorded else "")
     from pulsar_txn_cli.downgrade.verdict import verdict_line
