@@ -50,16 +50,20 @@ def cli():
     return run_cli
 
 
-@pytest.fixture
-def simulated_engine(tmp_path):
-    """An engine directory with one coordinator after a small seeded workload (sim-topic-0, sim-sub-0)."""
+def simulate_into(directory, coordinators: int = 1, **options):
+    """A new engine in directory after a seeded workload (SimOptions' keywords); the directory."""
     from pulsar_txn_cli.engine.engine import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
-    directory = tmp_path / "engine"
-    engine = Engine.init(directory, coordinators=1)
+    engine = Engine.init(directory, coordinators=coordinators)
     try:
-        simulate(engine, SimOptions(transactions=4, concurrency=1, topics=1, subscriptions=1, seed=3))
+        simulate(engine, SimOptions(**options))
     finally:
         engine.close()
     return directory
+
+
+@pytest.fixture
+def simulated_engine(tmp_path):
+    """An engine directory with one coordinator after a small seeded workload (sim-topic-0, sim-sub-0)."""
+    return simulate_into(tmp_path / "engine", transactions=4, concurrency=1, topics=1, subscriptions=1, seed=3)

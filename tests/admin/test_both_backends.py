@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from pulsar_txn_cli.admin import server  # noqa: E402
+from tests.conftest import simulate_into
 
 READ_COMMANDS = [
     ["coordinators-list"],
@@ -39,16 +40,8 @@ FAILING_COMMANDS = [
 
 @pytest.fixture(scope="module")
 def engine_dir(tmp_path_factory):
-    from pulsar_txn_cli.engine.engine import Engine
-    from pulsar_txn_cli.engine.simulate import SimOptions, simulate
-
-    directory = tmp_path_factory.mktemp("engine") / "engine"
-    engine = Engine.init(directory, coordinators=2)
-    try:
-        simulate(engine, SimOptions(transactions=40, concurrency=4, topics=2, subscriptions=2, seed=7))
-    finally:
-        engine.close()
-    return directory
+    return simulate_into(tmp_path_factory.mktemp("engine") / "engine", coordinators=2,
+                         transactions=40, concurrency=4, topics=2, subscriptions=2, seed=7)
 
 
 def without_local_fields(value):
