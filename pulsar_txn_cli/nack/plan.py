@@ -121,9 +121,10 @@ def new_design(w: Workload) -> dict:
     costs = [_bucket_cost(w, b, entries) for b in picked]
     scale = count / len(picked)
     size = layout.AVL_MAP + layout.AVL_KEY_SET + layout.ROARING64_SHARED + round(sum(c for c, _ in costs) * scale)
-    return {"bytes": size, "bytesPerEntry": round(size / entries, 3), "buckets": count,
+    used = sum(1 for _, n in costs if n)  # at low rates and fine precision most buckets stay empty
+    return {"bytes": size, "bytesPerEntry": round(size / entries, 3), "buckets": round(used * scale),
             "ledgers": round(sum(n for _, n in costs) * scale), "bucketMs": width,
-            "entriesPerBucket": round(entries / count, 1), "maxEarlyMs": width - 1, "maxLateMs": 0,
+            "entriesPerBucket": round(entries / max(used * scale, 1), 1), "maxEarlyMs": width - 1, "maxLateMs": 0,
             "runsPerHour": round(3_600_000 / width, 1), "sampledBuckets": len(picked)}
 
 

@@ -50,13 +50,19 @@ public final class NackProbe {
 
     static final List<Long> scheduledMs = new ArrayList<>();
 
+    /** Runs each mode given, in order (one JVM for several), one JSON line each. */
     public static void main(String[] args) throws Exception {
-        switch (args[0]) {
-            case "workload" -> workload(Long.parseLong(args[1]), Long.parseLong(args[2]), Integer.parseInt(args[3]),
-                    Long.parseLong(args[4]), Integer.parseInt(args[5]), Long.parseLong(args[6]));
-            case "order" -> order();
-            case "layout" -> layout();
-            default -> throw new IllegalArgumentException("unknown mode " + args[0]);
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "workload" -> {
+                    workload(Long.parseLong(args[i + 1]), Long.parseLong(args[i + 2]), Integer.parseInt(args[i + 3]),
+                            Long.parseLong(args[i + 4]), Integer.parseInt(args[i + 5]), Long.parseLong(args[i + 6]));
+                    i += 6;
+                }
+                case "order" -> order();
+                case "layout" -> layout();
+                default -> throw new IllegalArgumentException("unknown mode " + args[i]);
+            }
         }
     }
 
