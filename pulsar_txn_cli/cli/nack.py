@@ -83,15 +83,17 @@ def simulate(
     delays_ms = tuple(int(round(d * 1000)) for d in (delays or [20.0]))
     result = run(SimWorkload(rate, delays_ms, duration, bits, per_ledger, batch, samples, seed))
     memory = [{**m, "before": _size(m["beforeBytes"]), "after": _size(m["afterBytes"])} for m in result["memory"]]
-    timer = [{"design": name, **result["timer"][key], **result["error"][key]}
+    timer = [{"design": name, **{f"timer_{k}": v for k, v in result["timer"][key].items()},
+              **{f"error_{k}": v for k, v in result["error"][key].items()}}
              for name, key in (("before 4.0.2", "before"), (f"PIP-393, {bits} bits", "after"))]
     for row in timer:
-        row["work"] = row.pop("slotsScannedPerRun", None) or row.pop("bucketsRedeliveredPerRun", None)
+        row["work"] = row.get("timer_slotsScannedPerRun", row.get("timer_bucketsRedeliveredPerRun"))
     tables = [Table([("atS", "AT S"), ("beforeEntries", "OLD ENTRIES"), ("before", "OLD MEMORY"), ("afterEntries", "NEW ENTRIES"),
                      ("afterBuckets", "NEW BUCKETS"), ("after", "NEW MEMORY")], memory, title="memory over time (Java heap, modelled)"),
-              Table([("design", "DESIGN"), ("runs", "TIMER RUNS"), ("meanMs", "MS/RUN"), ("maxMs", "MAX MS"), ("work", "SLOTS|BUCKETS/RUN"),
-                     ("minMs", "ERR MIN"), ("p50Ms", "ERR P50"), ("maxMs", "ERR MAX"), ("late", "LATE"), ("early", "EARLY"),
-                     ("earlyWithSibling", "EARLY W/ SIBLING")], timer, title="timer runs and redelivery error (ms; negative = early)"),
+              Table([("design", "DESIGN"), ("timer_runs", "TIMER RUNS"), ("timer_meanMs", "MS/RUN"), ("timer_maxMs", "MAX MS/RUN"),
+                     ("work", "SLOTS|BUCKETS/RUN"), ("error_minMs", "ERR MIN"), ("error_p50Ms", "ERR P50"), ("error_maxMs", "ERR MAX"),
+                     ("error_late", "LATE"), ("error_early", "EARLY"), ("error_earlyWithSibling", "EARLY W/ SIBLING")],
+                    timer, title="timer runs (wall time of the Python model) and redelivery error (simulated ms; negative = early)"),
               Table([("order", "NACKS (one entry)"), ("design", "DESIGN"), ("firstTimerMs", "FIRST TIMER MS"),
                      ("entryRedeliveredAtMs", "ENTRY REDELIVERED AT MS"), ("msg10sLateMs", "10S MSG LATE BY MS")],
                     result["batchProblem"], title="the PIP's batch problem")]

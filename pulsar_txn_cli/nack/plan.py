@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.nack import layout
-from pulsar_txn_cli.nack.old_tracker import MIN_DELAY_MS
+from pulsar_txn_cli.nack.old_tracker import MIN_DELAY_MS, OldTracker
 
 MAX_BITS = 30
 SWEEP_BITS = range(0, 21)
-SAMPLE_BUCKETS = 10_000  # beyond this many buckets, evenly spaced ones stand for the rest
+SAMPLE_BUCKETS = 10_000
+CHURN_SCALE = 20_000  # entries of the scaled-down churn run (old design)  # beyond this many buckets, evenly spaced ones stand for the rest
 FILL, IDLE, INITIAL_SLOTS = 0.66, 0.15, 512
 MAX_JAVA_ARRAY = 2**31 - 1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
@@ -78,13 +79,39 @@ def slots_for(entries: int) -> int:
     return slots
 
 
+def churned_slots(peak: int, delay_ms: int) -> int:
+    """The table's slots in the steady state, tombstones included.
+
+    A removed entry leaves a tombstone that still counts as used unless the next slot is empty, and
+    the table doubles (never rehashes in place) when used slots pass the fill factor; so under churn
+    it settles larger than the live entries need. The ratio depends on fractions, not on scale: the
+    same workload scaled down by a power of two (to at most CHURN_SCALE entries) is run through the
+    pair map for a few delays, and its settled size is scaled back up. The nack_java test holds this
+    to the real client's table under the same churn.
+    """
+    shift = max((peak // CHURN_SCALE).bit_length(), 0)
+    small_peak = max(peak >> shift, 1)
+    interval = max(delay_ms, MIN_DELAY_MS) / 3
+    rate_per_ms = small_peak / (delay_ms + interval)
+    tracker = OldTracker(delay_ms)
+    step = 1 / rate_per_ms
+    for i in range(int(6 * (delay_ms + interval) * rate_per_ms)):
+        now = i * step
+        while tracker.timer_at is not None and tracker.timer_at <= now:
+            tracker.fire(tracker.timer_at)
+        tracker.add(int(now), 1000 + i // 50_000, i % 50_000, delay_ms)
+    settled = max(tracker.map.slots(), slots_for(small_peak))
+    return max(settled << shift, slots_for(peak))
+
+
 def old_design(w: Workload) -> dict:
     interval_ms = max(w.delay_ms, MIN_DELAY_MS) / 3
     # The timer only looks every third of the delay: an entry stays until the first run after it is
     # due, so just before a run the map holds up to a third more than rate x delay.
     peak = math.ceil(w.rate * (w.delay_ms + interval_ms) / 1000 / w.batch)
-    peak_slots, slots = slots_for(peak), slots_for(w.entries)
-    out = {"peakEntries": peak, "slots": peak_slots, "timerIntervalMs": round(interval_ms), "maxLateMs": round(interval_ms),
+    peak_slots, slots = churned_slots(peak, w.delay_ms), slots_for(w.entries)
+    out = {"peakEntries": peak, "slots": peak_slots, "slotsWithoutTombstones": slots_for(peak),
+           "timerIntervalMs": round(interval_ms), "maxLateMs": round(interval_ms),
            "slotsScannedPerRun": peak_slots, "runsPerHour": round(3_600_000 / interval_ms, 1)}
     if 4 * peak_slots > MAX_JAVA_ARRAY:
         return {**out, "bytes": None, "bytesPerEntry": None,

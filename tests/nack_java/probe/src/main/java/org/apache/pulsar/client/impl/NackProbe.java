@@ -30,6 +30,10 @@ import org.openjdk.jol.info.GraphLayout;
  *       nack: a RedeliveryBackoff returns DELAY_MS plus the message's offset in the simulated time,
  *       so the real tracker sees the due times a steady workload would give. Prints the retained
  *       size of the tracker's map (JOL) and the map's shape (buckets, ledgers, values per chunk).
+ *   churn RATE_PER_S DELAY_MS DURATION_MS
+ *       the steady state in real time: nacks RATE_PER_S (paced by the clock) for DURATION_MS, and
+ *       runs the tracker's own timer task whenever the interval it asked for has passed. Prints the
+ *       largest retained size seen (old design: the table, whose tombstones count as used slots).
  *   order
  *       nacks two messages of one batch, due in 10 s and 20 s, in both orders, and prints the
  *       delays the tracker asked its timer for.
@@ -59,6 +63,10 @@ public final class NackProbe {
                             Long.parseLong(args[i + 4]), Integer.parseInt(args[i + 5]), Long.parseLong(args[i + 6]));
                     i += 6;
                 }
+                case "churn" -> {
+                    churn(Long.parseLong(args[i + 1]), Long.parseLong(args[i + 2]), Long.parseLong(args[i + 3]));
+                    i += 3;
+                }
                 case "order" -> order();
                 case "layout" -> layout();
                 default -> throw new IllegalArgumentException("unknown mode " + args[i]);
@@ -85,6 +93,8 @@ public final class NackProbe {
         when(client.timer()).thenReturn(timer);
         ConsumerBase<?> consumer = mock(ConsumerBase.class);
         when(consumer.getClient()).thenReturn(client);
+        // the timer task looks up chunked messages in the consumer's map (empty here: no chunks)
+        consumer.unAckedChunkedMessageIdSequenceMap = new java.util.concurrent.ConcurrentHashMap<>();
         ConsumerConfigurationData<?> conf = new ConsumerConfigurationData<>();
         conf.setNegativeAckRedeliveryDelayMicros(TimeUnit.MILLISECONDS.toMicros(delayMs));
         conf.setNegativeAckRedeliveryBackoff(backoff);
@@ -167,6 +177,45 @@ public final class NackProbe {
             counts.merge(((Long) next.invoke(iterator)) >>> 16, 1L, Long::sum);
         }
         return counts;
+    }
+
+    static void churn(long rate, long delayMs, long durationMs) throws Exception {
+        scheduledMs.clear();
+        SettableBackoff backoff = new SettableBackoff();
+        NegativeAcksTracker tracker = tracker(backoff, delayMs, 8);
+        Method add = addMethod();
+        Method trigger = NegativeAcksTracker.class.getDeclaredMethod("triggerRedelivery", Timeout.class);
+        trigger.setAccessible(true);
+        GraphLayout.parseInstance(new long[1]).totalSize();  // JOL's first call takes seconds: not inside the clock
+        long start = System.nanoTime();
+        long added = 0;
+        long nextTimerNs = -1;
+        long maxBytes = 0;
+        int runs = 0;
+        while (true) {
+            long elapsedNs = System.nanoTime() - start;
+            if (elapsedNs > durationMs * 1_000_000L) {
+                break;
+            }
+            for (long due = elapsedNs * rate / 1_000_000_000L; added < due; added++) {
+                add.invoke(tracker, new MessageIdImpl(1000 + added / 50_000, added % 50_000, -1), 0);
+            }
+            if (nextTimerNs < 0 && !scheduledMs.isEmpty()) {
+                nextTimerNs = elapsedNs + scheduledMs.get(scheduledMs.size() - 1) * 1_000_000L;
+            }
+            if (nextTimerNs >= 0 && elapsedNs >= nextTimerNs) {
+                maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(nacked(tracker)).totalSize());
+                int asked = scheduledMs.size();
+                trigger.invoke(tracker, (Timeout) null);
+                runs++;
+                nextTimerNs = scheduledMs.size() > asked ? elapsedNs + scheduledMs.get(scheduledMs.size() - 1) * 1_000_000L : -1;
+            }
+            Thread.onSpinWait();
+        }
+        Object map = nacked(tracker);
+        maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(map).totalSize());
+        System.out.println("{\"design\":\"" + (isNewDesign() ? "new" : "old") + "\",\"added\":" + added + ",\"timerRuns\":" + runs
+                + ",\"maxBytes\":" + maxBytes + "}");
     }
 
     static void order() throws Exception {
