@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,15 +102,19 @@ class TokenSource:
         self._token: str | None = None
         self._expires_at = 0.0
         self._leeway = 0.0
+        self._lock = threading.Lock()  # commands send requests from several threads; one fetch at a time
 
     def bearer(self) -> str:
-        if self._token is None or self.clock() >= self._expires_at - self._leeway:
-            self._fetch()
-        return self._token
+        with self._lock:
+            if self._token is None or self.clock() >= self._expires_at - self._leeway:
+                self._fetch()
+            return self._token
 
-    def invalidate(self) -> None:
-        """Forget the cached token (the broker refused it): the next bearer() fetches a new one."""
-        self._token = None
+    def invalidate(self, refused: str) -> None:
+        """Forget the refused token, unless another request already replaced it: the next bearer() fetches."""
+        with self._lock:
+            if self._token == refused:
+                self._token = None
 
     def _client(self):
         import warnings
@@ -144,8 +149,10 @@ class TokenSource:
                     f"{self.params.client_id!r}; check the issuer URL and the client's credentials",
                     status=exc.response.status_code) from None
             except httpx.HTTPError as exc:
-                raise ConnectionFailed(f"cannot reach the OAuth2 server {issuer} ({redact.redact(exc) or type(exc).__name__}); "
-                                       "check the issuer URL") from None
+                text = redact.redact(exc) or type(exc).__name__
+                check = ("the issuer's certificate (--tls-trust-cert-path)" if "certificate" in text.lower() or "SSL" in text
+                         else "the issuer URL")
+                raise ConnectionFailed(f"cannot reach the OAuth2 server {issuer} ({text}); check {check}") from None
             except ValueError:
                 raise ConnectionFailed(f"the OAuth2 server {issuer} answered the token request with something that is "
                                        "not a token response; check the issuer URL") from None

@@ -58,7 +58,7 @@ class RestTransport:
         if target.oauth2:
             from pulsar_txn_cli.admin.oauth2 import TokenSource
 
-            # The issuer is trusted like the broker: same CA bundle, same --tls-allow-insecure.
+            # The issuer: the system's CAs plus --tls-trust-cert-path; --tls-allow-insecure applies to it too.
             self.oauth = TokenSource(target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout,
                                      log=self._log)
         self.client = httpx.Client(verify=verify, timeout=target.request_timeout, follow_redirects=False,
@@ -115,11 +115,12 @@ class RestTransport:
         """The request with an OAuth2 bearer token when configured; a 401 gets one fresh token and one retry."""
         if not self.oauth:
             return self._with_retries(method, url, content, headers)
-        headers["Authorization"] = f"Bearer {self.oauth.bearer()}"
+        token = self.oauth.bearer()
+        headers["Authorization"] = f"Bearer {token}"
         response = self._with_retries(method, url, content, headers)
         if response.status_code == 401:
             self._log("HTTP 401 with the cached OAuth2 token; fetching a new one and retrying once")
-            self.oauth.invalidate()
+            self.oauth.invalidate(token)
             headers["Authorization"] = f"Bearer {self.oauth.bearer()}"
             response = self._with_retries(method, url, content, headers)
         return response

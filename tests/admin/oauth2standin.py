@@ -16,12 +16,12 @@ ISSUER_PATH = "/realm"
 
 
 class OAuth2StandIn:
-    def __init__(self, client_id: str, client_secret: str, *, lifetime: int = 3600, on_issue=None):
+    def __init__(self, client_id: str, client_secret: str, *, lifetime: int = 3600, on_issue=None, ssl_context=None):
         self.client_id, self.client_secret, self.lifetime = client_id, client_secret, lifetime
         self.on_issue = on_issue
         self.issued: list[str] = []
         self.forms: list[dict] = []
-        self.server = ScriptedServer(self.handle)
+        self.server = ScriptedServer(self.handle, ssl_context=ssl_context)
         self.issuer = self.server.url + ISSUER_PATH
 
     def handle(self, request):

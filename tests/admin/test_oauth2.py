@@ -218,3 +218,38 @@ def test_direct_token_source_errors_carry_no_secret(tmp_path):
         with pytest.raises(ConnectionFailed) as caught:
             source.bearer()
     assert "another-wrong-secret" not in str(caught.value) and caught.value.status == 401
+
+
+def test_threads_share_one_token_and_a_stale_refusal_keeps_the_new_one(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with OAuth2StandIn(CLIENT, SECRET) as standin:
+        source = TokenSource(OAuth2Params(standin.issuer, CLIENT, SECRET, None, None, "key.json"))
+        with ThreadPoolExecutor(8) as pool:
+            tokens = set(pool.map(lambda _: source.bearer(), range(16)))
+        assert len(tokens) == 1 and len(standin.issued) == 1  # discovery-discover-fetch happened once
+        first = tokens.pop()
+        source.invalidate(first)
+        second = source.bearer()
+        source.invalidate(first)  # a late 401 for the old token does not throw away the new one
+        assert source.bearer() == second and len(standin.issued) == 2
+
+
+def test_an_https_issuer_is_verified_with_the_trust_settings(cli, tmp_path, self_signed):
+    import ssl
+
+    cert, key = self_signed
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with FakeBroker(token="none-yet") as broker:
+        with OAuth2StandIn(CLIENT, SECRET, ssl_context=context,
+                           on_issue=lambda token: setattr(broker, "token", token)) as standin:
+            assert standin.issuer.startswith("https://")
+            args = ["coordinators-list", "--admin-url", broker.url, "--auth-plugin", PLUGIN,
+                    "--auth-params", params(standin.issuer, str(key_file(tmp_path)))]
+            untrusted = cli(args)
+            assert untrusted.exit_code == 4 and f"cannot reach the OAuth2 server {standin.issuer}" in untrusted.stderr
+            assert "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr and "--tls-trust-cert-path" in untrusted.stderr
+            assert cli([*args, "--tls-trust-cert-path", str(cert)]).exit_code == 0
+            assert cli([*args, "--tls-allow-insecure"]).exit_code == 0
+            assert len(standin.issued) == 2
