@@ -56,7 +56,7 @@ def main(argv):
         engine = Engine.init(directory, coordinators=4)
         simulate(engine, SimOptions(transactions=200, concurrency=16, topics=8, subscriptions=opts["--subscriptions"], seed=3))
         engine.close()
-        print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions (figures under the shared machine's load)")
+        print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions")
 
         local = _admin_for(engine_dir=directory)
         _rate("coordinator-stats, in process", opts["--requests"], local.coordinator_stats)

@@ -208,7 +208,7 @@ def main(argv: list[str]) -> None:
         if not path.exists():
             entries, records = generate(path, n, pool)
             print(f"generated {path.name}: {entries:,} entries, {records:,} records, {path.stat().st_size / 1e6:,.0f} MB")
-    print(f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} before the first run")
     rows = {}
     for mode, path in [("baseline", big), ("local", small), ("local", big)] + ([] if args.skip_spark else [("spark1", big), ("spark2", big)]):
         key = mode if path == big else f"{mode}-quarter"
@@ -229,4 +229,3 @@ def main(argv: list[str]) -> None:
               f"{per_cpu['spark1'] / per_cpu['spark2']:.2f} (1.0 = no parallel overhead; the cores column shows what the machine granted)")
         print(f"spark per core / local    = {s2 / 2 / loc:.2f} (local[2]), {s1 / loc:.2f} (local[1]) wall clock; "
               f"{per_cpu['spark2'] / per_cpu['local']:.2f}, {per_cpu['spark1'] / per_cpu['local']:.2f} per CPU-second  (target >= 0.5)")
-    print(f"load average at the end {os.getloadavg()[0]:.1f} (the machine is shared: figures taken under load)")

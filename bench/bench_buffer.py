@@ -44,7 +44,6 @@ def _run(directory: Path, aborted: int, segmented: bool) -> dict:
 
 def main(argv: list[str]) -> None:
     sizes = [1000, 5000] if "--quick" not in argv else [500]
-    print("figures taken on a shared, loaded machine (2 cores)")
     print(f"{'aborted txns':>12} {'form':>9} {'publish+abort ops/s':>20} {'recovery ms':>12}")
     for aborted in sizes:
         for segmented in (False, True):

@@ -111,8 +111,7 @@ def main(argv: list[str]) -> None:
               f"~{args.subscriptions} transactional subscriptions)", flush=True)
         checkpoint = Path(tmp) / "checkpoint.json"
         with served_engine(directory, args.latency_ms) as served:
-            print(f"engine serve at {served.url}, --latency-ms {args.latency_ms:g} "
-                  f"(figures taken on a shared, loaded 2-core machine)", flush=True)
+            print(f"engine serve at {served.url}, --latency-ms {args.latency_ms:g}", flush=True)
             # Warm-up (untimed): the served engine loads every store on its first request for it.
             timed_check(served.url, 16, checkpoint)
             figures = {}
