@@ -27,7 +27,7 @@ def _run(directory: Path, aborted: int, segmented: bool) -> dict:
         service.publish(topic, b"payload", TxnID(0, n))
         service.end(topic, TxnID(0, n), committed=False)
     service.buffer(topic).take_snapshot()
-    for n in range(200):  # a tail to replay after the snapshot
+    for _ in range(200):  # a tail to replay after the snapshot
         service.publish(topic, b"tail")
     written = time.perf_counter() - started
     store.close()

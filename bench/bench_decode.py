@@ -62,18 +62,18 @@ def pa_batch(first: int):
 
 
 def _touch_tc(r) -> None:
-    (r.metadata_op, r.txnid_least_bits, r.txnid_most_bits, r.expected_status, r.new_status, r.timeout_ms,
-     r.start_time, r.last_modification_time, r.max_local_txn_id, r.owner)
-    for p in r.partitions:
+    _ = (r.metadata_op, r.txnid_least_bits, r.txnid_most_bits, r.expected_status, r.new_status, r.timeout_ms,
+         r.start_time, r.last_modification_time, r.max_local_txn_id, r.owner)
+    for _p in r.partitions:
         pass
     for s in r.subscriptions:
-        (s.topic, s.subscription)
+        _ = (s.topic, s.subscription)
 
 
 def _touch_pa(r) -> None:
-    (r.pending_ack_op, r.ack_type, r.txnid_least_bits, r.txnid_most_bits)
+    _ = (r.pending_ack_op, r.ack_type, r.txnid_least_bits, r.txnid_most_bits)
     for m in r.pending_ack_metadata:
-        (m.ledgerId, m.entryId, list(m.ack_set), m.batch_size)
+        _ = (m.ledgerId, m.entryId, list(m.ack_set), m.batch_size)
 
 
 def part1(rounds: int, entries_per_round: int) -> None:
@@ -89,18 +89,18 @@ def part1(rounds: int, entries_per_round: int) -> None:
     print(f"  {'log':<12} {'variant':<9} {'records/s':>12} {'x baseline':>11}")
     for log, (entries, container_type, field, touch) in cases.items():
 
-        def baseline():
+        def baseline(entries=entries, container_type=container_type, field=field, touch=touch):
             for data in entries:
                 container = container_type()
                 container.ParseFromString(data[4:])
                 for record in getattr(container, field):
                     touch(record)
 
-        def objects():
+        def objects(entries=entries, log=log):
             for data in entries:
                 codec.decode_entry(data, log)
 
-        def as_json():
+        def as_json(entries=entries, log=log):
             for data in entries:
                 codec.entry_to_json(codec.decode_entry(data, log))
 
