@@ -99,7 +99,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--subscriptions", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--profile", action="store_true", help="Profile the default-concurrency check (cProfile).")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-downgrade-") as tmp:
