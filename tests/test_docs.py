@@ -38,3 +38,24 @@ def test_every_relative_link_resolves():
                 if fragment not in headings:
                     broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, broken
+
+
+def test_every_figure_names_a_command_that_exists():
+    """docs/figures.md: each section names the command that prints its figures, and every bench
+    command in the docs names a bench in bench/ and options that bench takes."""
+    figures = (ROOT / "docs" / "figures.md").read_text()
+    sections = re.split(r"^## ", figures, flags=re.M)[1:]
+    assert len(sections) >= 10
+    for section in sections:
+        title = section.splitlines()[0]
+        if title != "To be re-measured":
+            assert re.search(r"python -m bench \w+|pytest|\.ci/run", section), f"figures.md: {title!r} names no command"
+    benches = {p.stem[len("bench_"):]: p.read_text() for p in (ROOT / "bench").glob("bench_*.py")}
+    wrong = []
+    for doc in DOCS:
+        for name, options in re.findall(r"python -m bench ([a-z]+)((?:\s+\[?--[a-z][\w-]*(?:=\S+?)?\]?)*)", doc.read_text()):
+            if name not in benches:
+                wrong.append(f"{doc.name}: no bench {name!r}")
+            wrong += [f"{doc.name}: bench {name} has no {opt}" for opt in re.findall(r"--[\w-]+", options)
+                      if f'"{opt}"' not in benches.get(name, "")]
+    assert not wrong, wrong
