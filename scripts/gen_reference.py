@@ -48,7 +48,7 @@ def help_text(path: tuple[str, ...]) -> str:
     result = CliRunner().invoke(app, [*path, "--help"], prog_name="pulsar-txn", env=FIXED_ENV, color=False)
     if result.exit_code != 0:
         raise SystemExit(f"pulsar-txn {' '.join(path)} --help failed ({result.exit_code}): {result.output}")
-    return "\n".join(line.rstrip() for line in result.output.strip("\n").splitlines())
+    return "\n".join(line.rstrip() for line in result.output.splitlines()).strip("\n")
 
 
 def render() -> str:
