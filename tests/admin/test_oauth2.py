@@ -164,7 +164,7 @@ def test_an_expired_token_is_fetched_again(servers, tmp_path):
     assert source.bearer() == first
     now[0] += 6  # 9 s left: refreshed before the broker would refuse it
     assert source.bearer() != first and len(standin.issued) == 2
-    assert len([f for f in standin.forms]) == 2
+    assert len(standin.forms) == 2  # discovery is not repeated: two token requests in all
 
 
 def test_a_wrong_secret_is_one_sentence_without_the_secret(cli, servers, tmp_path):
