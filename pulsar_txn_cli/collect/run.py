@@ -50,8 +50,9 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
     if progress is not None:
         progress.update(total=len(todo), completed=0, description="collect")
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="collect")
+    futures: dict = {}
     try:
-        futures = {pool.submit(_one, shell, destination, task): task for task in todo}
+        futures.update({pool.submit(_one, shell, destination, task): task for task in todo})
         for future in as_completed(futures):
             task = futures[future]
             try:
@@ -64,9 +65,9 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
             if progress is not None:
                 progress.advance()
     except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        shell.close()
-        kept = len(tasks) - len(todo) + len(read)
+        shell.close()  # the running shells fail at once; a ledger already being written still completes
+        pool.shutdown(wait=True, cancel_futures=True)
+        kept = len(tasks) - len(todo) + sum(1 for f in futures if f.done() and not f.cancelled() and f.exception() is None)
         raise InterruptedWork(f"interrupted: {kept} of {len(tasks)} ledgers are complete in {destination}; "
                               "run the same command again to read the rest") from None
     finally:
