@@ -97,11 +97,21 @@ def _one(shell, destination, task) -> dict:
     from pulsar_txn_cli.collect.shell import entries
 
     t0 = time.monotonic()
-    found = entries(shell.read(task.ledger_id), task.ledger_id, task.entries, task.open)
-    seconds = time.monotonic() - t0
-    lines = [dump_line(task.managed_ledger, task.ledger_id, entry_id, data) for entry_id, data in found]
+    counted = {"entries": 0, "bytes": 0}
+    lines = shell.read(task.ledger_id)
+    try:
+        relative = destination.write_ledger(task, _lines(task, entries(lines, task.ledger_id, task.entries, task.open), counted))
+    finally:
+        lines.close()  # a failed check or write stops the shell now, not when the generator is collected
     record = {"key": task.key, "managedLedger": task.managed_ledger, "log": task.log, "ledgerId": task.ledger_id,
-              "open": task.open, "entries": len(found), "bytes": sum(len(d) for _, d in found),
-              "seconds": round(seconds, 3), "file": destination.write_ledger(task, lines)}
+              "open": task.open, **counted, "seconds": round(time.monotonic() - t0, 3), "file": relative}
     destination.record(record)
     return record
+
+
+def _lines(task, found, counted: dict):
+    """JSONL lines of the entries, counting them and their bytes into `counted`."""
+    for entry_id, data in found:
+        counted["entries"] += 1
+        counted["bytes"] += len(data)
+        yield dump_line(task.managed_ledger, task.ledger_id, entry_id, data)

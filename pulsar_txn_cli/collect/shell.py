@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from pulsar_txn_cli.errors import DataError, UsageError
 
@@ -69,26 +71,37 @@ class BookieShell:
     def command(self, ledger_id: int) -> list[str]:
         return [*self.prefix, *READLEDGER, str(int(ledger_id))]
 
-    def read(self, ledger_id: int) -> str:
-        """The shell's text for one ledger (stdout and stderr together, as the headers may be on either)."""
+    def read(self, ledger_id: int) -> Iterator[str]:
+        """The shell's lines for one ledger (stdout and stderr together, as the headers may be on
+        either), streamed: a ledger of batched entries can be gigabytes of hex text."""
         proc = subprocess.Popen(self.command(ledger_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace")
+                                stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace", bufsize=1 << 20)
         with self._lock:
             if self._closed:
                 proc.kill()
             self._running.add(proc)
+        expired = threading.Event()
+        timer = threading.Timer(self.timeout, lambda: (expired.set(), proc.kill()))
+        timer.start()
+        tail: deque[str] = deque(maxlen=3)
         try:
-            out, _ = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise ShellFailed(f"ledger {ledger_id}: the shell did not finish within {self.timeout:g} s") from None
+            for line in proc.stdout:
+                if line.strip():
+                    tail.append(line.strip())
+                yield line
+            proc.wait()
         finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
             with self._lock:
                 self._running.discard(proc)
+        if expired.is_set():
+            raise ShellFailed(f"ledger {ledger_id}: the shell did not finish within {self.timeout:g} s")
         if proc.returncode != 0:
-            raise ShellFailed(f"ledger {ledger_id}: the shell exited {proc.returncode}: {_last_lines(out)}")
-        return out
+            raise ShellFailed(f"ledger {ledger_id}: the shell exited {proc.returncode}: {' | '.join(tail) or '(no output)'}")
 
     def close(self) -> None:
         """Stop the shells still running (Ctrl-C) and remove the configuration files."""
@@ -100,19 +113,14 @@ class BookieShell:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def _last_lines(text: str, count: int = 3) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return " | ".join(lines[-count:]) or "(no output)"
-
-
-def entries(text: str, ledger_id: int, expected: int, is_open: bool) -> list[tuple[int, bytes]]:
-    """(entry id, bytes) of one ledger from the shell's text, checked: every entry has its header,
+def entries(lines: Iterable[str], ledger_id: int, expected: int, is_open: bool) -> Iterator[tuple[int, bytes]]:
+    """(entry id, bytes) of one ledger from the shell's lines, streamed and checked: every entry has its header,
     belongs to the ledger, decodes from hex, and the ids run 0..n-1 with n the broker's count (at
     for the open ledger, at least one less: the bookies' LAC may lag, and it may have grown)."""
     from pulsar_txn_cli.codec import readledger
 
-    out = []
-    for raw in readledger.parse(text.splitlines()):
+    count = 0
+    for raw in readledger.parse(lines):
         if raw.entry_id is None or raw.ledger_id is None:
             raise ShellFailed(f"ledger {ledger_id}: the shell printed entries without their `Lid=…, Eid=…` headers; "
                               "its logging must show ReadLedgerCommand's INFO lines")
@@ -120,11 +128,10 @@ def entries(text: str, ledger_id: int, expected: int, is_open: bool) -> list[tup
             raise ShellFailed(f"ledger {ledger_id}: the shell printed an entry of ledger {raw.ledger_id}")
         if raw.error is not None:
             raise ShellFailed(f"ledger {ledger_id}, entry {raw.entry_id}: {raw.error.reason}")
-        out.append((raw.entry_id, raw.data))
-    ids = [entry_id for entry_id, _ in out]
-    if ids != list(range(len(ids))):
-        raise ShellFailed(f"ledger {ledger_id}: the entries do not run 0..{len(ids) - 1} (missing or repeated ids)")
-    short = len(ids) < (max(0, expected - 1) if is_open else expected)
-    if short or (len(ids) > expected and not is_open):  # an open ledger may have grown since it was listed
-        raise ShellFailed(f"ledger {ledger_id}: the shell printed {len(ids)} entries, the broker counts {expected}")
-    return out
+        if raw.entry_id != count:
+            raise ShellFailed(f"ledger {ledger_id}: entry {raw.entry_id} came where entry {count} was due (missing or repeated ids)")
+        count += 1
+        yield raw.entry_id, raw.data
+    short = count < (max(0, expected - 1) if is_open else expected)
+    if short or (count > expected and not is_open):  # an open ledger may have grown since it was listed
+        raise ShellFailed(f"ledger {ledger_id}: the shell printed {count} entries, the broker counts {expected}")

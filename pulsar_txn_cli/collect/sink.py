@@ -58,7 +58,7 @@ class LocalDir:
                 raise UsageError(f"--out {self.root} holds a collection of another cluster ({known or 'unreadable'}); "
                                  "choose another directory")
         else:
-            _atomic_write(header, json.dumps({"identity": identity, "target": target}, indent=2) + "\n")
+            _atomic_write(header, [json.dumps({"identity": identity, "target": target}, indent=2) + "\n"])
         return self._completed()
 
     def _completed(self) -> dict[str, dict]:
@@ -73,13 +73,13 @@ class LocalDir:
                     continue  # a line torn by a crash: that ledger is read again
         return {k: r for k, r in done.items() if (self.root / r.get("file", "")).is_file()}
 
-    def write_ledger(self, task, lines: list[str]) -> str:
-        """Write one ledger's dump atomically; its path relative to the root."""
+    def write_ledger(self, task, lines) -> str:
+        """Write one ledger's dump (an iterable of lines, streamed) atomically; its path relative to the root."""
         name = quote(task.managed_ledger, safe="")
         if name[:1] in "._":
             name = f"%{ord(name[0]):02X}{name[1:]}"
         relative = f"{name}/ledger-{task.ledger_id}.jsonl"
-        _atomic_write(self.root / relative, "".join(line + "\n" for line in lines))
+        _atomic_write(self.root / relative, (line + "\n" for line in lines))
         return relative
 
     def record(self, record: dict) -> None:
@@ -91,12 +91,12 @@ class LocalDir:
             os.fsync(out.fileno())
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, chunks) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+            out.writelines(chunks)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -169,3 +169,13 @@ def test_the_metadata_service_uri_comes_from_the_brokers_configuration():
     for bad in ({"metadataStoreUrl": "etcd:http://e:2379"}, {}):
         with pytest.raises(UsageError, match="--metadata-service-uri"):
             service_uri(bad)
+
+
+def test_a_shell_that_hangs_is_stopped_at_the_ledger_timeout(cli, fleet, monkeypatch):
+    monkeypatch.setenv("STANDIN_SLEEP", "30")
+    t0 = time.monotonic()
+    result = cli(args(fleet, fleet["tmp"] / "out", "--ledger-timeout", "1", "--concurrency", "8", "-o", "json"))
+    assert result.exit_code == 3 and time.monotonic() - t0 < 20
+    failed = result.json()["failed"]
+    assert failed and all("did not finish within 1 s" in f["error"] for f in failed)
+    assert list((fleet["tmp"] / "out").rglob("*.jsonl*")) == []  # no dump, no temporary file, nothing recorded
