@@ -8,6 +8,10 @@ to the bookies' LAC, which may lag by one). Prints the per-ledger time (docs/col
 """
 from __future__ import annotations
 
+import json
+import os
+import statistics
+
 import pytest
 
 from tool import Tool, position
@@ -50,9 +54,13 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
     assert all("belongs to no existing subscription" in p for p in summary["problems"]), summary["problems"]
     assert summary["metadataServiceUri"] == f"zk+null://localhost:{b.zk_port}/ledgers" or \
         summary["metadataServiceUri"].endswith(f":{b.zk_port}/ledgers"), summary["metadataServiceUri"]
-    print(f"\ncollect on the real broker: {summary['read']} ledgers, {summary['entries']} entries, "
-          f"{summary['secondsPerLedger']} s per ledger (one BookieShell run each), {summary['seconds']} s wall "
-          f"with --concurrency {summary['concurrency']}")
+    done = [json.loads(line) for line in (out / "_collect" / "done.jsonl").read_text().splitlines()]
+    seconds = sorted(r["seconds"] for r in done)
+    print(f"\ncollect on the real broker: {summary['read']} ledgers of {min(r['entries'] for r in done)} to "
+          f"{max(r['entries'] for r in done)} entries ({summary['entries']} in all); per ledger (one BookieShell "
+          f"run each): mean {summary['secondsPerLedger']} s, median {statistics.median(seconds):.2f} s, "
+          f"fastest {seconds[0]:.2f} s; {summary['seconds']} s wall with --concurrency {summary['concurrency']}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     report = tool.run("analyze", out, "--engine", "local", "-o", "json", target=False).json()
     analyzed = {m["name"]: {l["ledgerId"]: l["entries"] for l in m["ledgers"]} for m in report["managedLedgers"]}
