@@ -114,9 +114,9 @@ class BookieShell:
 
 
 def entries(lines: Iterable[str], ledger_id: int, expected: int, is_open: bool) -> Iterator[tuple[int, bytes]]:
-    """(entry id, bytes) of one ledger from the shell's lines, streamed and checked: every entry has its header,
-    belongs to the ledger, decodes from hex, and the ids run 0..n-1 with n the broker's count (at
-    for the open ledger, at least one less: the bookies' LAC may lag, and it may have grown)."""
+    """(entry id, bytes) of one ledger from the shell's lines, streamed and checked: every entry has
+    its header, belongs to the ledger, decodes from hex, and the ids run 0..n-1 with n the broker's
+    count (for the open ledger, at least one less: the bookies' LAC may lag; or more: it may have grown)."""
     from pulsar_txn_cli.codec import readledger
 
     count = 0
