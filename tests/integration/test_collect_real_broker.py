@@ -78,11 +78,11 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
     # Before the reload: every closed ledger exactly; the open ones (read up to the bookies' LAC, one
     # behind at most, and read again once closed if they still exist) at least that far.
     assert _agrees(before, analyzed, was_open) > 0
-    _agrees(after, analyzed, set())  # after the second run: every ledger that still exists, exactly
+    _agrees(after, analyzed, set())  # after the second run: every closed ledger that still exists, exactly
 
 
 def _agrees(stats: dict, analyzed: dict, was_open: set) -> int:
-    """Assert analyze's entry counts against the internal stats; the number of closed ledgers checked."""
+    """Assert analyze's entry counts against the internal stats; the number of ledgers compared."""
     checked = 0
     for name, ml in stats.items():
         got = analyzed.get(name, {})
@@ -97,5 +97,5 @@ def _agrees(stats: dict, analyzed: dict, was_open: set) -> int:
                 assert n >= count - 1, (name, info, ml["lastConfirmedEntry"], got)
             else:
                 assert n == count, (name, info, got)
-                checked += 1
+            checked += 1
     return checked
