@@ -57,8 +57,9 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
             task = futures[future]
             try:
                 record = future.result()
-            except DataError as exc:
-                failed.append({"managedLedger": task.managed_ledger, "ledgerId": task.ledger_id, "error": str(exc)})
+            except (DataError, OSError) as exc:  # a bad ledger, or a dump that could not be written (disk full)
+                error = str(exc) if isinstance(exc, DataError) else f"cannot write its dump: {exc.strerror or exc}"
+                failed.append({"managedLedger": task.managed_ledger, "ledgerId": task.ledger_id, "error": error})
             else:
                 read.append(record)
                 shell_seconds += record["seconds"]

@@ -179,3 +179,17 @@ def test_a_shell_that_hangs_is_stopped_at_the_ledger_timeout(cli, fleet, monkeyp
     failed = result.json()["failed"]
     assert failed and all("did not finish within 1 s" in f["error"] for f in failed)
     assert list((fleet["tmp"] / "out").rglob("*.jsonl*")) == []  # no dump, no temporary file, nothing recorded
+
+
+def test_a_dump_that_cannot_be_written_is_a_failed_ledger_not_a_traceback(cli, fleet):
+    from urllib.parse import quote
+
+    out = fleet["tmp"] / "out"
+    out.mkdir()
+    blocked = "pulsar/system/persistent/__transaction_log_0"
+    (out / quote(blocked, safe="")).write_text("a file where the ledgers' directory would go")
+    result = cli(args(fleet, out, "-o", "json"))
+    assert result.exit_code == 3 and "Traceback" not in result.stderr
+    failed = result.json()["failed"]
+    assert failed and {f["managedLedger"] for f in failed} == {blocked}
+    assert all("cannot write its dump" in f["error"] for f in failed)
