@@ -60,7 +60,6 @@ def main(argv: list[str]) -> None:
     from pulsar_txn_cli.nack.plan import Workload, new_design, old_design
 
     sizes = [100_000] if "--quick" in argv else [1_000_000] + ([10_000_000] if "--full" in argv else [])
-    print("figures taken on a shared, loaded machine (2 cores); Java bytes are the layout model's")
     print(f"{'entries':>10} {'design':>7} {'inserts/s':>10} {'timer runs/s':>13} {'Java bytes':>14} {'B/entry':>8} {'Python RSS':>12}")
     for count in sizes:
         for name in ("old", "new"):
