@@ -65,9 +65,6 @@ class NewTracker:
     def __len__(self) -> int:
         return sum(len(b) for ledgers in self.buckets.values() for b in ledgers.values())
 
-    def ledgers(self) -> int:
-        return sum(len(ledgers) for ledgers in self.buckets.values())
-
     def java_bytes(self) -> int:
         total = layout.AVL_MAP + (layout.AVL_KEY_SET if self._fired else 0)
         total += layout.ROARING64_SHARED if self.buckets else 0
