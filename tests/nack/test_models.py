@@ -115,3 +115,12 @@ def test_parse_size(text, expected):
 def test_parse_size_refuses(text):
     with pytest.raises(UsageError):
         parse_size(text)
+
+
+def test_plan_and_simulate_agree_on_the_old_table_once_tombstones_settle():
+    """Tombstones pile up over several delays before the table doubles; after 12 delays both agree."""
+    planned = plan(Workload(5000, 2))["before"]
+    memory = simulate(SimWorkload(5000, (2000,), 24, samples=12))["memory"]
+    assert planned["slots"] == 2 * planned["slotsWithoutTombstones"]
+    assert memory[-1]["beforeBytes"] == planned["bytes"]
+    assert memory[3]["beforeBytes"] < planned["bytes"]  # not yet at 8 s (4 delays)
