@@ -80,7 +80,6 @@ def _cases() -> list[str]:
 
 def _world(directory):
     """The captured broker's layout, in the engine (see the module docstring)."""
-    from pulsar_txn_cli.engine.buffer import hooks
     from pulsar_txn_cli.engine.engine import Engine
 
     engine = Engine.init(directory, coordinators=1)
@@ -102,7 +101,7 @@ def _world(directory):
                 store.ack(0, least, store.take_messages(1), lambda p: None)
         tc.add_partitions(least, [f"{NS}/fxplain"], lambda p: None)
         engine.checkpoint()
-        hooks.produce(engine, f"{NS}/fxplain", (0, least))
+        engine.buffers.produce(f"{NS}/fxplain", (0, least))
         if not open_:
             engine.end_transaction(0, least, commit, lambda p: None)
             engine.clock.run_until_idle()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulsar_txn_cli.engine.buffer.config import DEFAULTS as BUFFER_DEFAULTS, DOCS as BUFFER_DOCS
 from pulsar_txn_cli.errors import UsageError
 
 
@@ -48,17 +49,10 @@ KEYS: dict[str, Key] = {
         _k("advertisedAddress", str, "localhost", False, "The broker's advertised address (label `broker`)."),
         _k("webServicePort", int, 8080, False, "The broker's web service port."),
         _k("brokerServicePort", int, 6650, False, "The broker's binary protocol port."),
+        # the transaction buffer's settings (PIP-178), declared by its package; none is dynamic
+        *(_k(name, type(default), default, False, BUFFER_DOCS[name]) for name, default in BUFFER_DEFAULTS.items()),
     ]
 }
-
-def _buffer_keys() -> list[Key]:
-    """The transaction buffer's settings (PIP-178), declared by its package."""
-    from pulsar_txn_cli.engine.buffer import hooks
-
-    return [Key(*spec) for spec in hooks.config_keys()]
-
-
-KEYS.update({k.name: k for k in _buffer_keys()})
 
 BATCH_GROUPS = {
     "transactionLogBatchedWriteEnabled": "transactionLogBatchedWrite",
@@ -145,6 +139,10 @@ class Config:
     def get(self, name: str):
         self.require(name)
         return self.values()[name]
+
+    def setting(self, name: str, default=None):
+        """The runtime value of a key, or default for a name that is not a key (a component's lookup)."""
+        return self.values().get(name, default)
 
     def runtime(self) -> dict[str, str]:
         """What GET /admin/v2/brokers/configuration/runtime returns (all keys, as strings)."""

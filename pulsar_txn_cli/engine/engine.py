@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
 from pulsar_txn_cli.engine.config import Config
 from pulsar_txn_cli.engine.coordinator import (
@@ -84,6 +85,7 @@ class Engine:
                 store.set_meta("running", "1")
         self.coordinators: dict[int, Coordinator] = {}
         self.pending_acks: dict[tuple[str, str], PendingAckStore] = {}
+        self._buffers: BufferService | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -128,9 +130,8 @@ class Engine:
     def checkpoint(self) -> None:
         """Run pending timers (flushes) and commit everything changed."""
         self.clock.run_until_idle()
-        from pulsar_txn_cli.engine.buffer import hooks
-
-        hooks.on_time_passed(self)  # timed snapshots of idle transaction buffers
+        if self._buffers is not None:
+            self._buffers.tick_all()  # timed snapshots of idle transaction buffers
         self.store.save_all()
 
     def close(self) -> None:
@@ -156,6 +157,14 @@ class Engine:
         self.close()
 
     # ---------------------------------------------------------------- stores
+
+    @property
+    def buffers(self) -> BufferService:
+        """Every topic's transaction buffer; made on first use, with the boot epoch of that moment."""
+        if self._buffers is None:
+            self._buffers = BufferService(self.store, self.clock, self.config.setting,
+                                          writable=not self.readonly, boot=self.boot)
+        return self._buffers
 
     @property
     def enabled(self) -> bool:
@@ -257,9 +266,7 @@ class Engine:
             return
         subs = list(meta.subscriptions)
         if meta.partitions:
-            from pulsar_txn_cli.engine.buffer import hooks
-
-            hooks.on_transaction_end(self, (meta.most, least), meta.partitions, commit, tc.low_water_mark())
+            self.buffers.end_transaction((meta.most, least), meta.partitions, commit, tc.low_water_mark())
         remaining = [len(subs)]
 
         def finish():

@@ -2,8 +2,8 @@
 
 `handle(engine, method, path, query, body) -> (status, json_or_text)` is a plain router: the
 admin layer wraps it in an in-process transport and in the HTTP server of `engine serve`.
-Errors use Pulsar's shape {"reason": "..."} and its status codes. Other issues add their
-routes with `route(...)` (the transaction buffer endpoints come that way).
+Errors use Pulsar's shape {"reason": "..."} and its status codes. Every route, the transaction
+buffer's included, is registered with `route(...)`.
 """
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ import re
 from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
+from pulsar_txn_cli.engine.buffer import stats as buffer_stats
+from pulsar_txn_cli.engine.buffer.ledgers import managed_ledger_name
+from pulsar_txn_cli.engine.buffer.positions import TxnID
+from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
     TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
+from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.engine.pending_ack import PENDING_ACK_SUFFIX
 from pulsar_txn_cli.errors import EngineError
 
@@ -69,16 +74,12 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
             return 404, {"reason": f"Transaction coordinator not found! coordinator id : {exc.tc_id}"}
         except TransactionNotFound as exc:
             return 404, {"reason": str(exc)}
+        except TopicNotFound:
+            return 404, {"reason": "Topic not found"}
         except EngineError as exc:
             return 500, {"reason": str(exc)}
     if matched_path:
         return 405, None
-    from pulsar_txn_cli.engine.buffer import hooks  # the transaction buffer's routes
-
-    answer = hooks.rest_handle(engine, method, path, query, body)
-    if answer is not None:
-        status, value = answer
-        return status, _without_nulls(value)
     return 404, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "url": path, "status": "404"}
 
 
@@ -183,6 +184,35 @@ def position_stats(engine, query, body, tenant, ns, topic, sub, ledger, entry):
     store = _pending_ack(engine, tenant, ns, topic, sub)
     # the key is "state" on a real 4.0.7 broker (docs/real-broker-findings.md), not "State"
     return 200, {"state": store.position_state(_int(ledger, "ledgerId"), _int(entry, "entryId"))}
+
+
+def _buffer(engine, tenant, ns, topic):
+    """The topic's transaction buffer; a topic the engine knows but never wrote to gets an empty
+    one (a broker loads such a topic), others raise TopicNotFound."""
+    full = _topic(tenant, ns, topic)
+    known = _topic_exists(engine, full)
+    return engine.buffers.buffer(full, create=known and engine.buffers.writable)
+
+
+@route("GET", TXN + "/transactionBufferStats/{tenant}/{ns}/{topic}", txn=True)
+def transaction_buffer_stats(engine, query, body, tenant, ns, topic):
+    buffer = _buffer(engine, tenant, ns, topic)
+    return 200, buffer_stats.transaction_buffer_stats(buffer, _bool(query, "lowWaterMarks"), _bool(query, "segmentStats"))
+
+
+@route("GET", TXN + "/transactionBufferInternalStats/{tenant}/{ns}/{topic}", txn=True)
+def transaction_buffer_internal_stats(engine, query, body, tenant, ns, topic):
+    return 200, buffer_stats.transaction_buffer_internal_stats(_buffer(engine, tenant, ns, topic), _bool(query, "metadata"))
+
+
+@route("GET", TXN + "/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}", txn=True)
+def transaction_in_buffer_stats(engine, query, body, tenant, ns, topic, most, least):
+    buffer = _buffer(engine, tenant, ns, topic)
+    try:
+        txn = TxnID(int(most), int(least))
+    except ValueError:
+        raise HttpError(400, f"{most}/{least} is not a transaction id") from None
+    return 200, buffer.in_buffer_stats(txn)
 
 
 @route("POST", TXN + "/transactionCoordinator/replicas", txn=True)
@@ -294,6 +324,18 @@ def namespace_topics(engine, query, body, tenant, ns):
 def partitioned_metadata(engine, query, body, tenant, ns, topic):
     row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (_topic(tenant, ns, topic),)).fetchone()
     return 200, {"partitions": row[0] if row else 0, "deleted": False}
+
+
+@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats")
+def topic_internal_stats(engine, query, body, tenant, ns, topic):
+    """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
+    ml = ManagedLedger(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
+    if not ml.exists:
+        raise HttpError(404, "Topic not found")
+    stats = ml.internal_stats(_bool(query, "metadata"))
+    stats["schemaLedgers"] = []
+    stats["compactedLedger"] = dict(buffer_stats.NO_COMPACTED_LEDGER)
+    return 200, stats
 
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")

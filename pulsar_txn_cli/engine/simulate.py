@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from pulsar_txn_cli.engine.buffer import hooks
 from pulsar_txn_cli.errors import EngineError, InterruptedWork, UsageError
 
 SIM_NAMESPACE = "public/default"
@@ -155,7 +154,7 @@ def simulate(engine, opts: SimOptions, progress=None) -> dict:
                 step = steps[i]
                 if step[0] == "part":
                     def produced(pos, topic=step[1]):
-                        hooks.produce(engine, topic, (tc.tc_id, least))  # the transaction's message
+                        engine.buffers.produce(topic, (tc.tc_id, least))  # the transaction's message
                         later(next_step)
 
                     tc.add_partitions(least, [step[1]], timed(produced), failed)

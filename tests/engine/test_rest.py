@@ -226,9 +226,7 @@ def _real_world(directory):
             store.ack(0, least, store.take_messages(1), lambda p: None)
     engine.tc(0).add_partitions(least, ["persistent://public/default/fxplain"], lambda p: None)
     engine.checkpoint()
-    from pulsar_txn_cli.engine.buffer import hooks
-
-    hooks.produce(engine, "persistent://public/default/fxplain", (0, least))
+    engine.buffers.produce("persistent://public/default/fxplain", (0, least))
     for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
         engine.config.store_override(key, "false")
     engine.checkpoint()

@@ -39,5 +39,15 @@ class TxnID(NamedTuple):
             raise DataError(f"{text!r} is not a transaction id of the form (most,least)")
         return cls(int(match.group(1)), int(match.group(2)))
 
+    @classmethod
+    def of(cls, value) -> "TxnID":
+        """A TxnID from a TxnID, its text "(most,least)" or a (most, least) pair."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        most, least = value
+        return cls(int(most), int(least))
+
 
 EARLIEST = Position(-1, -1)
