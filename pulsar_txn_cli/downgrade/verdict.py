@@ -13,8 +13,8 @@ from pulsar_txn_cli.admin.features import batch_flag, lacks_batched_logs, no_bat
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation, Observations,
-    config_flag, parse_position,
 )
+from pulsar_txn_cli.names import Position, parse_bool
 
 SAFE, WAIT, BLOCKED = "SAFE", "WAIT", "BLOCKED"
 COMPLETE, INCOMPLETE = "COMPLETE", "INCOMPLETE"
@@ -209,7 +209,7 @@ def _step1_config(obs: Observations, findings: _Findings, *, want: bool) -> None
             raw = obs.dynamic_config.get(key)
             if raw is None:
                 continue  # no override: every broker's runtime value below decides
-            flag = config_flag(raw)
+            flag = parse_bool(raw)
             if flag is None:
                 findings.blocked.append(f"dynamic configuration {key}={raw!r} is not a boolean")
                 findings.fix(command(key))
@@ -293,7 +293,7 @@ def _summarized(logs: list[LogObservation], what: str) -> list[str]:
 
 def _batch_index_deletion(obs: Observations) -> bool | None:
     """acknowledgmentAtBatchIndexLevelEnabled across the brokers: False if any broker has it off."""
-    flags = [config_flag((b.runtime or {}).get(BATCH_INDEX_KEY)) for b in obs.brokers]
+    flags = [parse_bool((b.runtime or {}).get(BATCH_INDEX_KEY)) for b in obs.brokers]
     if any(f is False for f in flags):
         return False
     if flags and all(f is True for f in flags):
@@ -338,8 +338,8 @@ def _item(log: LogObservation, checkpoint: Checkpoint | None, findings: _Finding
 def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tuple[str, str]:
     """The likely reason the ledgers up to `recorded` still exist, and what the operator can do."""
     newest = max(log.ledgers)
-    mark = parse_position(log.mark_delete)
-    lac = parse_position(log.last_confirmed)
+    mark = Position.find(log.mark_delete)
+    lac = Position.find(log.last_confirmed)
     if newest <= recorded:
         return CAUSE_NOT_ROLLED, (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
@@ -513,7 +513,7 @@ def _versions(obs: Observations, findings: _Findings) -> set[str]:
 
 def _batching_anywhere(obs: Observations) -> bool:
     configs = [obs.dynamic_config or {}] + [b.runtime or {} for b in obs.brokers]
-    on_in_config = any(config_flag(c.get(key)) for c in configs for key in BATCH_KEYS)
+    on_in_config = any(parse_bool(c.get(key)) for c in configs for key in BATCH_KEYS)
     return on_in_config or any(log.effective_batching for log in obs.logs)
 
 

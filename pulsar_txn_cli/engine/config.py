@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pulsar_txn_cli.engine.buffer.config import DEFAULTS as BUFFER_DEFAULTS, DOCS as BUFFER_DOCS
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.names import parse_bool
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def parse_value(name: str, text) -> object:
         return text
     text = str(text).strip()
     if key.type is bool:
-        low = text.lower()
-        if low in ("true", "false"):
-            return low == "true"
+        flag = parse_bool(text)
+        if flag is not None:
+            return flag
         raise ValueError(f"{name} takes true or false, not {text!r}")
     if key.type is int:
         try:

@@ -19,11 +19,12 @@ from pulsar_txn_cli.engine.coordinator import (
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.engine.metrics import Metrics
-from pulsar_txn_cli.engine.pending_ack import (
-    PENDING_ACK_SUFFIX, PendingAckStore, full_topic, pending_ack_ml_name, topic_ml_name,
-)
+from pulsar_txn_cli.engine.pending_ack import PendingAckStore
 from pulsar_txn_cli.engine.store import DB_NAME, Store
 from pulsar_txn_cli.errors import EngineError, UsageError
+from pulsar_txn_cli.names import (
+    PENDING_ACK_SUFFIX, expand_partitions, full_topic, managed_ledger_name, pending_ack_managed_ledger, topic_of_managed_ledger,
+)
 
 ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
 DEFAULT_COORDINATORS = 4
@@ -241,11 +242,29 @@ class Engine:
 
     def topic_ledger(self, topic: str) -> int:
         """The ledger that holds a topic partition's messages (created with the topic)."""
-        ml = ManagedLedger(self.store, self.clock, topic_ml_name(topic))
+        ml = ManagedLedger(self.store, self.clock, managed_ledger_name(topic))
         if not ml.exists:
             with self.store.tx():
                 ml.open_new_ledger(self.ledger_settings(self.config.values()))
         return ml.current
+
+    def partition_count(self, topic: str) -> int:
+        """How many partitions a topic was registered with; 0 for a non-partitioned or unknown one."""
+        row = self.store.db.execute("SELECT partitions FROM topics WHERE name=?", (full_topic(topic),)).fetchone()
+        return int(row[0]) if row else 0
+
+    def topic_and_partitions(self, topic: str) -> list[str]:
+        """The topic and, when it is partitioned, each of its partitions (what an unload reaches)."""
+        topic = full_topic(topic)
+        count = self.partition_count(topic)
+        return [topic] + expand_partitions(topic, count) if count else [topic]
+
+    def topics(self) -> list[str]:
+        """Every topic partition the engine knows: with a managed ledger, or registered."""
+        names = {t for t in map(topic_of_managed_ledger, self.managed_ledger_names()) if t}
+        for topic, count in self.store.db.execute("SELECT name, partitions FROM topics"):
+            names.update(expand_partitions(topic, count))
+        return sorted(names)
 
     def register_topic(self, topic: str, partitions: int) -> None:
         with self.store.tx():
@@ -336,10 +355,7 @@ class Engine:
             self.tc(coordinator)  # validates the id
             targets.append(("tc", coordinator))
         if topic is not None:
-            topic = full_topic(topic)
-            row = self.store.db.execute("SELECT partitions FROM topics WHERE name=?", (topic,)).fetchone()
-            names = [topic] + ([f"{topic}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
-            for name in names:  # a partitioned topic: every partition, as an unload does
+            for name in self.topic_and_partitions(topic):  # a partitioned topic: every partition, as an unload does
                 targets += [("pa", t, s) for t, s in self.subscriptions(name) if self._pa_exists(t, s)]
         reopened = []
         for target in targets:
@@ -363,7 +379,7 @@ class Engine:
         return reopened
 
     def _pa_exists(self, topic: str, sub: str) -> bool:
-        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_ml_name(topic, sub),)).fetchone() is not None
+        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_managed_ledger(topic, sub),)).fetchone() is not None
 
     # ---------------------------------------------------------------- listing
 

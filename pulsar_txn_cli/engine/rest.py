@@ -12,16 +12,14 @@ from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.engine.buffer import stats as buffer_stats
-from pulsar_txn_cli.engine.buffer.ledgers import managed_ledger_name
-from pulsar_txn_cli.engine.buffer.positions import TxnID
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
     TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.pending_ack import PENDING_ACK_SUFFIX
 from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TxnID, managed_ledger_name, parse_bool, partitioned_topic
 
 VERSION = "4.0.0"  # the Pulsar behaviour the engine models
 TXN = "/admin/v3/transactions"
@@ -92,7 +90,7 @@ def _without_nulls(value):
 
 
 def _bool(query, name: str) -> bool:
-    return str(query.get(name, "false")).lower() == "true"
+    return parse_bool(query.get(name)) is True
 
 
 def _int(value: str, what: str) -> int:
@@ -263,20 +261,6 @@ def _lookup_data(engine) -> dict:
     }
 
 
-def _all_topics(engine) -> list[str]:
-    names = set()
-    for ml in engine.managed_ledger_names():
-        parts = ml.split("/", 3)
-        if len(parts) == 4 and parts[2] == "persistent":
-            names.add(f"persistent://{parts[0]}/{parts[1]}/{parts[3]}")
-    for topic, partitions in engine.store.db.execute("SELECT name, partitions FROM topics"):
-        if partitions > 0:
-            names.update(f"{topic}-partition-{i}" for i in range(partitions))
-        else:
-            names.add(topic)
-    return sorted(names)
-
-
 def _is_system(topic: str) -> bool:
     local = topic.rsplit("/", 1)[-1]
     return (local.startswith("__transaction_log_") or local.endswith(PENDING_ACK_SUFFIX)
@@ -284,13 +268,13 @@ def _is_system(topic: str) -> bool:
 
 
 def _topic_exists(engine, full: str) -> bool:
-    base = re.sub(r"-partition-\d+$", "", full)
-    return full in _all_topics(engine) or any(t == base for t in _all_topics(engine))
+    known = engine.topics()
+    return full in known or partitioned_topic(full) in known
 
 
 @route("GET", "/admin/v2/tenants")
 def tenants(engine, query, body):
-    found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in _all_topics(engine)}
+    found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in engine.topics()}
     return 200, sorted(found)
 
 
@@ -298,7 +282,7 @@ def tenants(engine, query, body):
 def namespaces(engine, query, body, tenant):
     known = {"public": {"public/default"}, "pulsar": {"pulsar/system"}}
     found = set(known.get(tenant, set()))
-    for t in _all_topics(engine):
+    for t in engine.topics():
         tn, ns = t.split("://", 1)[1].split("/")[:2]
         if tn == tenant:
             found.add(f"{tn}/{ns}")
@@ -314,7 +298,7 @@ def namespace_topics(engine, query, body, tenant, ns):
         return 200, []
     include_system = _bool(query, "includeSystemTopic")
     prefix = f"persistent://{tenant}/{ns}/"
-    topics = [t for t in _all_topics(engine) if t.startswith(prefix)]
+    topics = [t for t in engine.topics() if t.startswith(prefix)]
     if not topics and f"{tenant}/{ns}" not in ("public/default", "pulsar/system"):
         raise HttpError(404, "Namespace does not exist")  # as a broker answers for a namespace never created
     return 200, [t for t in topics if include_system or not _is_system(t)]
@@ -322,8 +306,7 @@ def namespace_topics(engine, query, body, tenant, ns):
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions")
 def partitioned_metadata(engine, query, body, tenant, ns, topic):
-    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (_topic(tenant, ns, topic),)).fetchone()
-    return 200, {"partitions": row[0] if row else 0, "deleted": False}
+    return 200, {"partitions": engine.partition_count(_topic(tenant, ns, topic)), "deleted": False}
 
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats")
@@ -341,9 +324,7 @@ def topic_internal_stats(engine, query, body, tenant, ns, topic):
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
-    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (full,)).fetchone()
-    names = [full] + ([f"{full}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
-    subs = sorted({s for name in names for _, s in engine.subscriptions(name)})
+    subs = sorted({s for name in engine.topic_and_partitions(full) for _, s in engine.subscriptions(name)})
     if not subs and not _topic_exists(engine, full):
         raise HttpError(404, "Topic not found")
     return 200, subs
@@ -388,7 +369,7 @@ def update_dynamic(engine, query, body, name, value):
     if key is None or not key.dynamic:
         raise HttpError(412, "Can't update non-dynamic configuration")  # unknown keys too, as a broker does
     if key.type is bool:
-        typed = value.strip().lower() == "true"  # Boolean.parseBoolean: anything else is false
+        typed = parse_bool(value) is True  # Boolean.parseBoolean: anything else is false
     else:
         try:
             typed = parse_value(name, value)

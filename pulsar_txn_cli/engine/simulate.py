@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 
 from pulsar_txn_cli.errors import EngineError, InterruptedWork, UsageError
+from pulsar_txn_cli.names import expand_partitions
 
 SIM_NAMESPACE = "public/default"
 
@@ -52,11 +53,8 @@ def topic_names(opts: SimOptions) -> list[str]:
 
 def partition_names(opts: SimOptions) -> list[str]:
     out = []
-    for topic in topic_names(opts):
-        if opts.partitions > 1:
-            out += [f"{topic}-partition-{p}" for p in range(opts.partitions)]
-        else:
-            out.append(topic)
+    for topic in topic_names(opts):  # --partitions 1 is a non-partitioned topic
+        out += expand_partitions(topic, opts.partitions if opts.partitions > 1 else 0)
     return out
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.names import Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.engine.ledger import AddFailed
 

@@ -9,8 +9,8 @@ from pulsar_txn_cli.downgrade import verdict as v
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
-    config_flag,
 )
+from pulsar_txn_cli.names import parse_bool as config_flag
 
 TARGETS = ["http://a:8080", "http://b:8080"]
 flag_values = st.sampled_from(["true", "false", "TRUE", "False", "", "1", None])

@@ -10,11 +10,11 @@ from dataclasses import asdict
 
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
 from pulsar_txn_cli.engine.buffer.config import BufferConfig
-from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog, managed_ledger_name, namespace_of
-from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog
 from pulsar_txn_cli.engine.buffer.snapshots import INDEXES_TOPIC, SEGMENTS_TOPIC, SNAPSHOT_TOPIC
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.errors import EngineError, UsageError
+from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.names import Position, TxnID, full_topic, managed_ledger_name, namespace_of
 
 # engine config key -> ManagedLedger setting (engine/ledger.py), for the topics' own ledgers
 _LEDGER_SETTINGS = {
@@ -27,20 +27,6 @@ _LEDGER_SETTINGS = {
 
 class TopicNotFound(EngineError):
     """The topic has no managed ledger in this engine (a broker answers 404)."""
-
-
-def normalize_topic(name: str) -> str:
-    """persistent://tenant/ns/topic from any of Pulsar's short forms."""
-    text = str(name).strip()
-    domain, sep, rest = text.partition("://")
-    if not sep:
-        domain, rest = "persistent", text
-    parts = rest.split("/")
-    if len(parts) == 1:
-        parts = ["public", "default", parts[0]]
-    if domain != "persistent" or len(parts) != 3 or not all(parts):
-        raise UsageError(f"topic {name!r} is not a persistent topic name (persistent://tenant/namespace/topic)")
-    return "persistent://" + "/".join(parts)
 
 
 class BufferService:
@@ -80,11 +66,11 @@ class BufferService:
         return SnapshotTopics(self.log(name + SNAPSHOT_TOPIC), self.log(name + SEGMENTS_TOPIC), self.log(name + INDEXES_TOPIC))
 
     def exists(self, topic: str) -> bool:
-        return self.log(managed_ledger_name(normalize_topic(topic))).ml.exists
+        return self.log(managed_ledger_name(topic)).ml.exists
 
     def buffer(self, topic: str, *, create: bool = False) -> TransactionBuffer:
         """The topic's buffer, recovered on first use; TopicNotFound unless it exists or create."""
-        topic = normalize_topic(topic)
+        topic = full_topic(topic)
         buffer = self.buffers.get(topic)
         if buffer is not None:
             return buffer
