@@ -105,7 +105,7 @@ def reset(
     downgrade checkpoint); the next engine command starts a fresh one."""
     from pulsar_txn_cli.admin import remembered
     from pulsar_txn_cli.engine.engine import exists
-    from pulsar_txn_cli.engine.store import DB_NAME, Store
+    from pulsar_txn_cli.engine.store import Store
 
     directory = _dir()
     if not exists(directory):
@@ -117,12 +117,10 @@ def reset(
     store = Store(directory, create=False)  # holds the lock while deleting
     try:
         engine_id = store.meta("engineId")
-        for suffix in ("", "-wal", "-shm"):
-            path = directory / (DB_NAME + suffix)
-            if path.exists():
-                path.unlink()
-    finally:
+    except BaseException:
         store.close()
+        raise
+    store.reset()
     forgotten = remembered.prune([f"engine {engine_id}"]) if engine_id else []
     current().info(f"deleted the engine in {directory}"
                    + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else ""))

@@ -80,7 +80,7 @@ class Coordinator:
         self.engine = engine
         self.tc_id = tc_id
         self.name = tc_log_name(tc_id)
-        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.ml = ManagedLedger.get(engine.store, engine.clock, self.name)
         self.txns: dict[int, TxnMeta] = {}
         self.sequence = int(self.ml.properties.get("max_local_txn_id", -1))
         self.state = "None"

@@ -242,7 +242,7 @@ class Engine:
 
     def topic_ledger(self, topic: str) -> int:
         """The ledger that holds a topic partition's messages (created with the topic)."""
-        ml = ManagedLedger(self.store, self.clock, managed_ledger_name(topic))
+        ml = ManagedLedger.get(self.store, self.clock, managed_ledger_name(topic))
         if not ml.exists:
             with self.store.tx():
                 ml.open_new_ledger(self.ledger_settings(self.config.values()))
@@ -387,7 +387,7 @@ class Engine:
         return [r[0] for r in self.store.db.execute("SELECT name FROM managed_ledgers ORDER BY name")]
 
     def managed_ledger(self, name: str) -> ManagedLedger:
-        ml = ManagedLedger(self.store, self.clock, name)
+        ml = ManagedLedger.get(self.store, self.clock, name)
         if not ml.exists:
             raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
         return ml

@@ -97,7 +97,7 @@ class PendingAckStore:
         self.topic = topic
         self.sub_name = sub
         self.name = pending_ack_managed_ledger(topic, sub)
-        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.ml = ManagedLedger.get(engine.store, engine.clock, self.name)
         self.subscription = Subscription(engine.store, topic, sub)
         self.acks: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}  # txn -> [(ackType, pos)]
         self.index: list[tuple[tuple[int, int], Position]] = []  # sorted by maxAckPosition

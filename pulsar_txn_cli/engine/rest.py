@@ -312,7 +312,7 @@ def partitioned_metadata(engine, query, body, tenant, ns, topic):
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats")
 def topic_internal_stats(engine, query, body, tenant, ns, topic):
     """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
-    ml = ManagedLedger(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
+    ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
     if not ml.exists:
         raise HttpError(404, "Topic not found")
     stats = ml.internal_stats(_bool(query, "metadata"))

@@ -26,7 +26,7 @@ def verify(engine, acked_log: str | None = None) -> dict:
     if all_ids and all_ids[-1] >= next_id:
         problems.append(f"ledger id {all_ids[-1]} is not below the next ledger id {next_id}")
     for name in engine.managed_ledger_names():
-        ml = ManagedLedger(engine.store, engine.clock, name)
+        ml = ManagedLedger.get(engine.store, engine.clock, name)
         summary = {"managedLedger": name, "ledgers": len(ml.ledgers), "entries": 0, "liveRecords": 0}
         _check_ledger(ml, problems)
         if name.startswith("pulsar/system/persistent/__transaction_log_"):

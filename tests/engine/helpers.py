@@ -16,7 +16,7 @@ class Rig:
         self.store = Store(directory, create=True)
         self.clock = Clock(self.store)
         self.metrics = Metrics(self.store, "test", "localhost")
-        self.ml = ManagedLedger(self.store, self.clock, name)
+        self.ml = ManagedLedger.get(self.store, self.clock, name)
         self.ml.open_new_ledger({})
         self.store.save_all()
         self.done: list = []

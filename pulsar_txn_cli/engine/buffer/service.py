@@ -56,7 +56,7 @@ class BufferService:
     def log(self, managed_ledger: str) -> ManagedLedgerLog:
         log = self._logs.get(managed_ledger)
         if log is None or not log.ml.exists:  # not yet created: another part of the engine may create it
-            log = ManagedLedgerLog(ManagedLedger(self.store, self.clock, managed_ledger), self._ledger_settings())
+            log = ManagedLedgerLog(ManagedLedger.get(self.store, self.clock, managed_ledger), self._ledger_settings())
             self._logs[managed_ledger] = log
         return log
 
