@@ -12,7 +12,7 @@ from urllib.parse import quote, urlsplit
 import orjson
 
 from pulsar_txn_cli.admin.http_errors import http_failure
-from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+from pulsar_txn_cli.errors import ConnectionFailed
 from pulsar_txn_cli.names import TopicName
 
 TXN = "/admin/v3/transactions"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
 from typing import IO, Iterable, Iterator
 
 import orjson

@@ -131,7 +131,7 @@ class DemoStory:
 
     def _upgrade(self, admin) -> None:
         from pulsar_txn_cli.downgrade import gather
-        from pulsar_txn_cli.downgrade.verdict import upgrade_verdict
+        from pulsar_txn_cli.downgrade.upgrade import upgrade_verdict
 
         self._step("The upgrade order, checked: pulsar-txn upgrade check")
         verdict = upgrade_verdict(gather.gather(admin, versions=True))

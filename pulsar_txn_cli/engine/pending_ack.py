@@ -20,7 +20,7 @@ from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
 from pulsar_txn_cli.engine.writer import BufferedWriter
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, pending_ack_managed_ledger
+from pulsar_txn_cli.names import pending_ack_managed_ledger
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
 ACK, COMMIT, ABORT = 1, 2, 3

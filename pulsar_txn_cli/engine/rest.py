@@ -15,7 +15,7 @@ from pulsar_txn_cli.engine.buffer import stats as buffer_stats
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
-    TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
+    CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import EngineError

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pulsar_txn_cli.engine.coordinator import FINAL, NEW, UPDATE, decode_tc_entry, tc_log_name
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.pending_ack import ACK, PENDING_ACK_SUFFIX, decode_pa_entry
+from pulsar_txn_cli.engine.pending_ack import ACK, decode_pa_entry
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
 
 
 def verify(engine, acked_log: str | None = None) -> dict:
