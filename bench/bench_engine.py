@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, seed: int) -> dict:
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     with tempfile.TemporaryDirectory() as tmp:

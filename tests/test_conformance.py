@@ -48,7 +48,7 @@ NOT_USED = {
 # fixture file -> (documented difference, how to make the real answer comparable)
 ALLOWED = {
     "brokers_configuration_runtime.json": (
-        "the engine models only the broker keys it implements (engine/config.py KEYS); every one of "
+        "the engine models only the broker keys it implements (engine/broker_config.py KEYS); every one of "
         "them must be in the real answer with the same type",
         "subset"),
     "brokers_configuration.json": (
@@ -80,7 +80,7 @@ def _cases() -> list[str]:
 
 def _world(directory):
     """The captured broker's layout, in the engine (see the module docstring)."""
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     engine = Engine.init(directory, coordinators=1)
     engine.register_topic(f"{NS}/fx-orders", 0)

@@ -324,7 +324,7 @@ def _configured_for(store: dict, setting: dict) -> bool | None:
 
 
 def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:
-    from pulsar_txn_cli.admin.metrics import summarize
+    from pulsar_txn_cli.admin.writer_metrics import summarize
 
     for broker in brokers:
         url = None if len(brokers) == 1 else _long(admin, broker["broker"])

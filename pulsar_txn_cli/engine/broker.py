@@ -13,12 +13,12 @@ from pathlib import Path
 
 from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
-from pulsar_txn_cli.engine.config import Config
+from pulsar_txn_cli.engine.broker_config import Config
 from pulsar_txn_cli.engine.coordinator import (
     ABORTED, ABORTING, COMMITTED, COMMITTING, OPEN, Coordinator, CoordinatorNotFound, tc_log_name,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.metrics import Metrics
+from pulsar_txn_cli.engine.writer_stats import Metrics
 from pulsar_txn_cli.engine.pending_ack import PendingAckStore
 from pulsar_txn_cli.engine.store import DB_NAME, Store
 from pulsar_txn_cli.errors import EngineError, UsageError

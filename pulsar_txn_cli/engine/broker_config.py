@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pulsar_txn_cli.engine.buffer.config import DEFAULTS as BUFFER_DEFAULTS, DOCS as BUFFER_DOCS
+from pulsar_txn_cli.engine.buffer.settings import DEFAULTS as BUFFER_DEFAULTS, DOCS as BUFFER_DOCS
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.names import parse_bool
 

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.engine.buffer import stats as buffer_stats
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
-from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
+from pulsar_txn_cli.engine.broker_config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
     CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )

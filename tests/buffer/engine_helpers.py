@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
-from pulsar_txn_cli.engine.config import Config
+from pulsar_txn_cli.engine.broker_config import Config
 from pulsar_txn_cli.engine.store import Store
 
 TOPIC = "persistent://public/default/orders"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
 
@@ -59,12 +59,12 @@ def test_buffer_state_survives_reopening_the_engine(tmp_path):
 
 
 def test_config_keys_fit_the_engine_config_table():
-    from pulsar_txn_cli.engine import config
-    from pulsar_txn_cli.engine.buffer.config import DEFAULTS
+    from pulsar_txn_cli.engine import broker_config
+    from pulsar_txn_cli.engine.buffer.settings import DEFAULTS
 
     assert len(DEFAULTS) == 4
     for name in DEFAULTS:
-        key = config.KEYS[name]
+        key = broker_config.KEYS[name]
         assert key.default == {"transactionBufferSegmentedSnapshotEnabled": False, "transactionBufferSnapshotSegmentSize": 262144,
                                "transactionBufferSnapshotMaxTransactionCount": 1000,
                                "transactionBufferSnapshotMinTimeInMillis": 5000}[name]

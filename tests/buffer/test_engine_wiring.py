@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pulsar_txn_cli.engine import coordinator, simulate as simulate_module
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
 

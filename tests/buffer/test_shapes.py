@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
-from pulsar_txn_cli.engine import rest
-from pulsar_txn_cli.engine.rest import handle
+from pulsar_txn_cli.engine.broker import Engine
+from pulsar_txn_cli.engine import router
+from pulsar_txn_cli.engine.router import handle
 
 from tests.buffer.engine_helpers import TOPIC
 
@@ -40,11 +40,11 @@ def _answers(segmented: bool, tmp_path):
     engine.buffers.publish(TOPIC, b"open", (0, 2))
     orders = ("public", "default", "orders")
     answers = {
-        "stats": rest.transaction_buffer_stats(engine, {"lowWaterMarks": "true"}, None, *orders),
-        "plain": rest.transaction_buffer_stats(engine, {}, None, *orders),
-        "internal": rest.transaction_buffer_internal_stats(engine, {}, None, *orders),
-        "in_buffer": rest.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "2"),
-        "in_buffer_ended": rest.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "1"),
+        "stats": router.transaction_buffer_stats(engine, {"lowWaterMarks": "true"}, None, *orders),
+        "plain": router.transaction_buffer_stats(engine, {}, None, *orders),
+        "internal": router.transaction_buffer_internal_stats(engine, {}, None, *orders),
+        "in_buffer": router.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "2"),
+        "in_buffer_ended": router.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "1"),
         "missing": handle(engine, "GET", "/admin/v3/transactions/transactionBufferStats/public/default/nope", {}),
         "other": handle(engine, "GET", "/admin/v3/transactions/coordinatorStats", {}),
     }

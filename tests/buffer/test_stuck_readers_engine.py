@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
 

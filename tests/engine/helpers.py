@@ -4,7 +4,7 @@ from __future__ import annotations
 from pulsar_txn_cli.codec import decode_entry
 from pulsar_txn_cli.engine.clock import Clock
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.metrics import Metrics
+from pulsar_txn_cli.engine.writer_stats import Metrics
 from pulsar_txn_cli.engine.store import Store
 from pulsar_txn_cli.engine.writer import BufferedWriter
 

@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
-from pulsar_txn_cli.engine.rest import handle
+from pulsar_txn_cli.engine.broker import Engine
+from pulsar_txn_cli.engine.router import handle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
 TOPIC = "persistent://public/default/fx-orders"
@@ -237,7 +237,7 @@ def _real_world(directory):
 def test_answers_match_a_real_broker(tmp_path):
     """Same status, and every key of the real answer present with the same type."""
     assert _fixtures(), "no real-broker REST answers in tests/fixtures/real/rest: the committed fixtures are missing"
-    from pulsar_txn_cli.engine.config import KEYS
+    from pulsar_txn_cli.engine.broker_config import KEYS
 
     engine, (most, least) = _real_world(tmp_path / "e")
     problems = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
 TOPIC = "persistent://public/default/orders"

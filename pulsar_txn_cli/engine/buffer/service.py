@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
-from pulsar_txn_cli.engine.buffer.config import BufferConfig
+from pulsar_txn_cli.engine.buffer.settings import BufferConfig
 from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog
 from pulsar_txn_cli.engine.buffer.snapshots import INDEXES_TOPIC, SEGMENTS_TOPIC, SNAPSHOT_TOPIC
 from pulsar_txn_cli.engine.ledger import ManagedLedger
