@@ -333,9 +333,7 @@ def serve(
     latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
 ) -> None:
     """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url)."""
-    try:
-        from pulsar_txn_cli.admin.server import serve as run_server
-    except ImportError:
-        raise UsageError("`engine serve` needs the admin layer's server (pulsar_txn_cli/admin/server.py), which is not installed") from None
+    from pulsar_txn_cli.admin.server import serve as run_server
+
     env = current()
     run_server(_dir(), host, port, latency_ms, env.info)
