@@ -2,7 +2,7 @@
 and the "true"/"false" of its configuration. One parser each.
 
 A leaf: it imports nothing of the project, so any layer can use it. A name that does not parse
-raises InvalidName, which the error table (errors.py) treats as a usage error (exit code 2).
+raises InvalidName, which the CLI's error mapping (cli/main.py) reports as a usage error (exit code 2).
 """
 from __future__ import annotations
 
@@ -106,13 +106,6 @@ class Position(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.ledger}:{self.entry}"
-
-    @classmethod
-    def parse(cls, text: str) -> "Position":
-        found = cls.find(text)
-        if found is None:
-            raise InvalidName(f"{text!r} is not a position of the form ledgerId:entryId")
-        return found
 
     @classmethod
     def find(cls, text) -> "Position | None":
