@@ -11,14 +11,15 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8), creating its directory; raises OSError."""
+def write_atomically(path: Path, text) -> None:
+    """Replace `path` with `text` (UTF-8; a str, or an iterable of str streamed in order), creating
+    its directory; raises OSError."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+            out.writelines([text] if isinstance(text, str) else text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -5,7 +5,8 @@ import typer
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.cli import (
-    analyze, batchlog, common, completion, decode, demo, downgrade, engine, exporter, metrics, state, stuck_readers,
+    analyze, batchlog, collect, common, completion, decode, demo, downgrade, engine, exporter, metrics, state,
+    stuck_readers,
     transactions,
 )
 
@@ -37,6 +38,7 @@ def root(
 common.root_callback(app, root)
 
 # In the order an operator meets them (the help lists commands in registration order).
-for group in (demo, batchlog, transactions, stuck_readers, metrics, exporter, downgrade, decode, analyze, engine, state,
+for group in (demo, batchlog, transactions, stuck_readers, metrics, exporter, downgrade, decode, collect, analyze, engine,
+              state,
               completion):
     group.register(app)
