@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
 
 def analyze(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text.", show_default=False)],
-    engine: Annotated[str, typer.Option("--engine", help="spark, local, or auto (spark when PySpark and Java are present).")] = "auto",
-    spark_master: Annotated[str, typer.Option("--spark-master", help="Spark master URL.")] = "local[*]",
+    engine: Annotated[str, typer.Option("--engine", help="spark, local, or auto (spark when --spark-master is given, else local).")] = "auto",
+    spark_master: Annotated[Optional[str], typer.Option("--spark-master", metavar="URL", help="Spark master URL, e.g. spark://host:7077 or local[4] (--engine spark without it: local[*]). A cluster's executors need only PySpark, pyarrow and pandas: the tool ships its own code.", show_default=False)] = None,
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable).", show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
     managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
@@ -49,15 +49,18 @@ def analyze(
     if dump_parquet is not None:
         _dump_parquet(env, files, managed_ledger, str(dump_parquet))
         return
-    chosen = pipeline.choose_engine(engine)
+    chosen = pipeline.choose_engine(engine, spark_master)
     if chosen == "spark":
         from pulsar_txn_cli.pipeline import spark_job
 
         spark_job.require_spark()
-        env.info(f"engine: spark ({spark_master}), {len(files)} input file(s)")
-        report = spark_job.analyze(files, master=spark_master, conf=conf, managed_ledger=managed_ledger, forced_log=log)
+        master = spark_master or spark_job.DEFAULT_MASTER
+        env.info(f"engine: spark ({master}), {len(files)} input file(s)")
+        with env.progress(None, "analyze on Spark: tasks", unit="tasks") as progress:
+            report = spark_job.analyze(files, master=master, conf=conf, managed_ledger=managed_ledger, forced_log=log,
+                                       progress=progress, tell=env.info)
     else:
-        if spark_conf or spark_master != "local[*]":
+        if spark_conf or spark_master:
             env.warn("--spark-master and --spark-conf are ignored by --engine local")
         from pulsar_txn_cli.pipeline import facts, local
 

@@ -8,8 +8,8 @@ again). The driver collects one small result per managed ledger and folds them w
 analysis.build_report; only the exact count of all transactions, when it may be small, takes
 one more job.
 
-Also runs as-is under spark-submit (the package must be importable on the driver and the
-executors: installed, or shipped with --py-files):
+Also runs as-is under spark-submit (the package must be importable on the driver; a cluster's
+executors get it shipped, see ship.py):
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[*]' \\
         pulsar_txn_cli/pipeline/spark_job.py DUMP... --out result.json
@@ -21,6 +21,7 @@ import functools
 import os
 import shutil
 import sys
+from collections import Counter
 
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.pipeline import analysis, distinct, inputs
@@ -68,42 +69,81 @@ def quiet_pandas_check() -> None:
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
+DEFAULT_MASTER = "local[*]"
+
+
+def is_local(master: str) -> bool:
+    """local / local[N] run the executors in the driver's own machine and Python; local-cluster
+    and every cluster manager start executors of their own."""
+    return master == "local" or master.startswith("local[")
+
+
 class Session:
     """A SparkSession for the duration of one analysis; an already active session (tests,
-    spark-submit, notebooks) is reused and left running."""
+    spark-submit, notebooks) is reused and left running.
 
-    def __init__(self, master: str = "local[*]", conf: dict | None = None):
-        self.master, self.conf, self.spark, self.owned = master, conf or {}, None, False
+    On a local master the executors run the tool's own Python. On a cluster they run the Python
+    that spark.pyspark.python (or PYSPARK_PYTHON) names there, and the tool's code is shipped to
+    them (ship.py; `shipment` says what). The JVM's own output (its warnings, Spark's errors)
+    goes to `jvm_log`, not to stderr."""
+
+    def __init__(self, master: str = DEFAULT_MASTER, conf: dict | None = None, ship_native: bool = True):
+        self.master, self.conf, self.ship_native = master, conf or {}, ship_native
+        self.spark, self.owned, self.shipment, self.jvm_log = None, False, None, None
 
     def __enter__(self):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         quiet_pandas_check()
         from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()
         if active is not None:
             self.spark = active
-            return active
+        else:
+            self.spark = self._start()
+            self.owned = True
+        if not is_local(self.spark.sparkContext.master):
+            from pulsar_txn_cli.pipeline import ship
+
+            self.shipment = ship.build(native=self.ship_native)
+            ship.ship(self.spark.sparkContext, self.shipment)
+        return self.spark
+
+    def _start(self):
+        import tempfile
+
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
+        from pyspark.sql import SparkSession
+
+        python = self.conf.get("spark.pyspark.python")
+        if python:
+            os.environ["PYSPARK_PYTHON"] = python  # PySpark's executors take it from here
+        elif is_local(self.master):
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Only errors from Spark's logs; and the C1 JIT only: the JVM merely schedules tasks and merges
         # small partial aggregates here, and C2 compilations cost more CPU than they save.
         java = "-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
         defaults = {
             "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java,
         }
-        builder = SparkSession.builder.master(self.master).appName("pulsar-txn analyze")
+        conf = SparkConf(loadDefaults=False).setMaster(self.master).setAppName("pulsar-txn analyze")
         for key, value in {**defaults, **self.conf}.items():
-            builder = builder.config(key, value)
-        self.spark = builder.getOrCreate()
-        self.spark.sparkContext.setLogLevel("ERROR")
-        self.owned = True
-        return self.spark
+            conf.set(key, value)
+        log = tempfile.NamedTemporaryFile(prefix="pulsar-txn-spark-", suffix=".log", delete=False)
+        self.jvm_log = log.name
+        with log:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+        SparkContext(conf=conf, gateway=gateway).setLogLevel("ERROR")
+        return SparkSession.builder.getOrCreate()
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         if self.owned:
             self.spark.stop()
+            if exc_type is None and self.jvm_log:
+                os.unlink(self.jvm_log)  # kept after a failure, for its errors
 
 
-def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None):
+def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None, native=None):
     """The partial aggregates of every task. The work units (Parquet row groups, whole text
     files) are dealt out to spark.default.parallelism tasks (Spark's default: one per core),
     decoded and folded by spark_tasks.decode_units. Not one task per unit: every task pays for
@@ -117,14 +157,14 @@ def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
     listing = spark.sparkContext.parallelize(units, tasks).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
     )
-    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log)
+    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, native=native)
     return listing.mapInArrow(task, spark_tasks.STATE_DDL)
 
 
-def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter]:
+def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter, Counter]:
     """The tasks' parts merged per managed ledger (spark_tasks.merge_parts), collected: ledger
-    rows, distinct counts and failure samples by managed ledger, and every managed ledger's
-    registers merged into one counter for the total."""
+    rows, distinct counts and failure samples by managed ledger, every managed ledger's
+    registers merged into one counter for the total, and the decoders the tasks used."""
     from pulsar_txn_cli.pipeline import spark_tasks
 
     # One merge task per core: the parts are small, and each task costs more to start than to run.
@@ -132,9 +172,12 @@ def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter]:
     merged = state.repartition(tasks, "managedLedger").mapInArrow(spark_tasks.merge_parts, spark_tasks.STATE_DDL)
     rows, counts, samples = {}, {}, {}
     registers = distinct.DistinctCounter()
+    decoders = Counter()
     for row in merged.toArrow().to_pylist():
         ml = row["managedLedger"]
-        if row["kind"] == "ledger":
+        if row["kind"] == "decoder":
+            decoders[row["decoder"]] += 1
+        elif row["kind"] == "ledger":
             counters = [row[name] for name in analysis.COUNTERS]
             rows[(ml, row["ledgerId"])] = analysis.LedgerRow(counters, row["first"], row["last"])
         elif row["kind"] == "distinct":
@@ -144,7 +187,7 @@ def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter]:
             samples.setdefault(ml, []).append((row["ledgerId"], row["entryId"], row["position"], row["error"]))
     for kept in samples.values():
         kept.sort(key=lambda s: error_sort_key(*s))
-    return rows, counts, samples, registers
+    return rows, counts, samples, registers, decoders
 
 
 def total_distinct(state, counts: dict, registers: distinct.DistinctCounter) -> tuple[int, bool]:
@@ -166,27 +209,86 @@ def total_distinct(state, counts: dict, registers: distinct.DistinctCounter) -> 
     return estimate, False
 
 
-def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None) -> dict:
-    """Analyze on the given SparkSession; returns the same report as local.run."""
+def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None, shipment=None, decoders=None) -> dict:
+    """Analyze on the given SparkSession; returns the same report as local.run. `shipment`: what
+    was shipped to the executors (Session.shipment); `decoders` (a Counter), if given, counts the
+    tasks by the decoder they used."""
     from pyspark import StorageLevel
 
     from pulsar_txn_cli.pipeline.local import describe
 
     # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
     # kept for the rare second look at them (total_distinct).
-    state = state_frame(spark, files, managed_ledger, forced_log).persist(StorageLevel.MEMORY_AND_DISK)
+    native = os.path.basename(shipment.native) if shipment is not None and shipment.native else None
+    state = state_frame(spark, files, managed_ledger, forced_log, native).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows, counts, samples, registers = merged_state(state)
+        rows, counts, samples, registers, used = merged_state(state)
+        if decoders is not None:
+            decoders.update(used)
         total = total_distinct(state, counts, registers)
     finally:
         state.unpersist()
     return analysis.build_report(rows, counts, total, samples, forced_log=forced_log, inputs=describe(files))
 
 
-def analyze(files, *, master="local[*]", conf=None, managed_ledger=None, forced_log=None) -> dict:
+def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, forced_log=None, progress=None,
+            tell=None, ship_native=True) -> dict:
+    """`progress` (optional): update(total=, completed=) with the tasks of the running stages;
+    `tell` (optional): takes a sentence about what was shipped to the executors and what they used."""
     require_spark()
-    with Session(master, conf) as spark:
-        return run(spark, files, managed_ledger=managed_ledger, forced_log=forced_log)
+    session = Session(master, conf, ship_native)
+    with session as spark:
+        if tell is not None and session.shipment is not None:
+            tell(session.shipment.describe())
+        decoders = Counter()
+        try:
+            with watch(spark, progress):
+                report = run(spark, files, managed_ledger=managed_ledger, forced_log=forced_log,
+                             shipment=session.shipment, decoders=decoders)
+        except BaseException:
+            if tell is not None and session.owned:
+                tell(f"Spark's own log: {session.jvm_log}")
+            raise
+    if tell is not None:
+        tell(describe_decoders(decoders))
+    return report
+
+
+def describe_decoders(decoders: Counter) -> str:
+    return "executors decoded with: " + "; ".join(f"{name} ({n} task{'s' if n != 1 else ''})" for name, n in sorted(decoders.items()))
+
+
+class watch:
+    """Progress of a Spark job: the tasks of its running stages, polled from Spark's status
+    tracker twice a second (the JVM reports nothing on its own without its console bar)."""
+
+    def __init__(self, spark, progress):
+        import threading
+
+        self.tracker, self.progress = spark.sparkContext.statusTracker(), progress
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True) if progress is not None else None
+
+    def __enter__(self):
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def _poll(self):
+        while not self.stop.wait(0.5):
+            try:
+                stages = [self.tracker.getStageInfo(i) for i in self.tracker.getActiveStageIds()]
+            except Exception:  # the context stopping under us: the last poll has no answer
+                return
+            stages = [s for s in stages if s is not None]
+            if stages:
+                self.progress.update(total=sum(s.numTasks for s in stages),
+                                     completed=sum(s.numCompletedTasks for s in stages))
+
+    def __exit__(self, *exc):
+        if self.thread is not None:
+            self.stop.set()
+            self.thread.join()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,13 +301,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", default="auto", choices=inputs.FORMATS)
     parser.add_argument("--managed-ledger", help="managed-ledger name for readledger text")
     parser.add_argument("--log", choices=("tc", "pending-ack"), help="force the log kind")
+    parser.add_argument("--pure-python", action="store_true",
+                        help="ship no native scanner: a cluster's executors decode with the pure-Python path")
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
 
     files = inputs.expand(args.inputs, args.format)
     inputs.check_inputs(files, args.managed_ledger, args.log)
-    spark = SparkSession.builder.appName("pulsar-txn analyze").getOrCreate()
-    report = run(spark, files, managed_ledger=args.managed_ledger, forced_log=args.log)
+    SparkSession.builder.appName("pulsar-txn analyze").getOrCreate()  # spark-submit's settings
+    session = Session(ship_native=not args.pure_python)
+    decoders = Counter()
+    with session as spark:
+        if session.shipment is not None:
+            print(session.shipment.describe(), file=sys.stderr)
+        report = run(spark, files, managed_ledger=args.managed_ledger, forced_log=args.log,
+                     shipment=session.shipment, decoders=decoders)
+    print(describe_decoders(decoders), file=sys.stderr)
     with open(args.out, "wb") as out:
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     totals = report["totals"]
