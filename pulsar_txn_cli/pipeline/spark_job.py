@@ -23,7 +23,7 @@ import shutil
 import sys
 from collections import Counter
 
-from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.errors import PulsarTxnError, UsageError
 from pulsar_txn_cli.pipeline import analysis, distinct, inputs
 from pulsar_txn_cli.pipeline.facts import error_sort_key
 
@@ -143,7 +143,7 @@ class Session:
                 os.unlink(self.jvm_log)  # kept after a failure, for its errors
 
 
-def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None, native=None):
+def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None, compiled=()):
     """The partial aggregates of every task. The work units (Parquet row groups, whole text
     files) are dealt out to spark.default.parallelism tasks (Spark's default: one per core),
     decoded and folded by spark_tasks.decode_units. Not one task per unit: every task pays for
@@ -157,7 +157,7 @@ def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
     listing = spark.sparkContext.parallelize(units, tasks).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
     )
-    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, native=native)
+    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, compiled=compiled)
     return listing.mapInArrow(task, spark_tasks.STATE_DDL)
 
 
@@ -219,8 +219,8 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
     # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
     # kept for the rare second look at them (total_distinct).
-    native = os.path.basename(shipment.native) if shipment is not None and shipment.native else None
-    state = state_frame(spark, files, managed_ledger, forced_log, native).persist(StorageLevel.MEMORY_AND_DISK)
+    compiled = shipment.names() if shipment is not None else ()
+    state = state_frame(spark, files, managed_ledger, forced_log, compiled).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows, counts, samples, registers, used = merged_state(state)
         if decoders is not None:
@@ -245,13 +245,26 @@ def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, for
             with watch(spark, progress):
                 report = run(spark, files, managed_ledger=managed_ledger, forced_log=forced_log,
                              shipment=session.shipment, decoders=decoders)
-        except BaseException:
-            if tell is not None and session.owned:
-                tell(f"Spark's own log: {session.jvm_log}")
+        except PulsarTxnError:
             raise
+        except Exception as exc:  # Py4JJavaError, PythonException...: one sentence, the logs named
+            where = f"Spark's own log: {session.jvm_log}; " if session.owned else ""
+            raise PulsarTxnError(f"the Spark job failed: {failure_summary(exc)}",
+                                 hint=f"{where}the executors' logs are in the workers' work directories") from exc
     if tell is not None:
         tell(describe_decoders(decoders))
     return report
+
+
+def failure_summary(exc: Exception) -> str:
+    """The line of a Spark failure that says what went wrong: the executor's Python exception if
+    there is one (the last `SomeError: ...` line), else the first line."""
+    import re
+
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    text = (found[-1] if found else lines[0] if lines else type(exc).__name__)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def describe_decoders(decoders: Counter) -> str:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pulsar_txn_cli.pipeline import inputs
 from pulsar_txn_cli.pipeline.analysis import COUNTERS, Aggregator
 from pulsar_txn_cli.pipeline.facts import entry_facts
-from pulsar_txn_cli.pipeline.ship import load_native
+from pulsar_txn_cli.pipeline.ship import load_compiled
 
 BATCH = 8192
 
@@ -43,11 +43,11 @@ STATE_DDL = ", ".join(
 _NAMES = STATE_SCHEMA.names
 
 
-def decode_units(batches, managed_ledger=None, forced_log=None, native=None):
+def decode_units(batches, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over work units (label, path, fmt, group, firstRow): each is a Parquet row group
     or a whole JSONL / readledger file, read on the executor with the local runner's readers.
-    `native`: the SparkFiles name of a shipped scanner (ship.py)."""
-    decoder = load_native(native)
+    `compiled`: the compiled modules shipped to a cluster's executors (ship.Shipment.names)."""
+    decoder = load_compiled(compiled)
     aggregator = Aggregator(total=False)
     add = aggregator.add
     for batch in batches:
