@@ -18,16 +18,20 @@ from __future__ import annotations
 ENGINES = ("auto", "spark", "local")
 
 
-def choose_engine(engine: str, spark_master: str | None = None) -> str:
-    """auto -> spark when a Spark master is given, else local: one process decodes a few million
-    entries in the time a Spark session takes to start, and an operator who has a cluster says so."""
+def choose_engine(engine: str, spark_master: str | None = None, urls: bool = False) -> str:
+    """auto -> spark when a Spark master is given or an input is a Hadoop URL (s3a://, which only
+    Spark's JVM reads), else local: one process decodes a few million entries in the time a Spark
+    session takes to start, and an operator who has a cluster says so."""
     from pulsar_txn_cli.errors import UsageError
 
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "local" and urls:
+        raise UsageError("s3a:// and hdfs:// inputs are read by Spark (Hadoop's connectors run in its JVM): "
+                         "use --engine spark or auto, not --engine local")
     if engine != "auto":
         return engine
-    return "spark" if spark_master else "local"
+    return "spark" if spark_master or urls else "local"
 
 
 def analyze(paths, *, engine="local", fmt="auto", managed_ledger=None, log=None,

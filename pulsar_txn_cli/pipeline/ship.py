@@ -136,8 +136,8 @@ def load_compiled(shipped) -> str:
 
 def _load(module: str, name: str):
     """The compiled module in the shipped file `name`, or None where it does not fit this Python."""
-    if not name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
-        return None  # built for another Python (its ABI tag)
+    if name[len(module.rsplit(".", 1)[-1]):] not in importlib.machinery.EXTENSION_SUFFIXES:
+        return None  # built for another Python: its tag (e.g. .cpython-311-x86_64-linux-gnu.so) is not this one's
     from pyspark import SparkFiles
 
     try:

@@ -87,8 +87,8 @@ class Session:
     them (ship.py; `shipment` says what). The JVM's own output (its warnings, Spark's errors)
     goes to `jvm_log`, not to stderr."""
 
-    def __init__(self, master: str = DEFAULT_MASTER, conf: dict | None = None, ship_native: bool = True):
-        self.master, self.conf, self.ship_native = master, conf or {}, ship_native
+    def __init__(self, master: str = DEFAULT_MASTER, conf: dict | None = None, ship_native: bool = True, ship: bool = True):
+        self.master, self.conf, self.ship_native, self.ship = master, conf or {}, ship_native, ship
         self.spark, self.owned, self.shipment, self.jvm_log = None, False, None, None
 
     def __enter__(self):
@@ -101,7 +101,7 @@ class Session:
         else:
             self.spark = self._start()
             self.owned = True
-        if not is_local(self.spark.sparkContext.master):
+        if self.ship and not is_local(self.spark.sparkContext.master):
             from pulsar_txn_cli.pipeline import ship
 
             self.shipment = ship.build(native=self.ship_native)
@@ -159,6 +159,29 @@ def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
     )
     task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, compiled=compiled)
     return listing.mapInArrow(task, spark_tasks.STATE_DDL)
+
+
+def hadoop_frames(spark, files: list[inputs.InputFile], managed_ledger=None, forced_log=None, compiled=()) -> list:
+    """The partial aggregates of files on Hadoop file systems (remote.py), which only the JVM can
+    open: Spark reads their Parquet (with each row's index, for the same positions as the local
+    runner's) and their text files whole; the executors decode as for local files."""
+    from pyspark.sql import functions as F
+
+    from pulsar_txn_cli.pipeline import spark_tasks
+
+    options = {"managed_ledger": managed_ledger, "forced_log": forced_log, "compiled": compiled}
+    parquet = [f.path for f in files if f.fmt == "parquet"]
+    text = {f.path: f.fmt for f in files if f.fmt != "parquet"}
+    frames = []
+    if parquet:
+        rows = spark.read.parquet(*parquet).select(
+            *inputs.PARQUET_COLUMNS, F.col("_metadata.file_path").alias("path"), F.col("_metadata.row_index").alias("row"))
+        frames.append(rows.mapInArrow(functools.partial(spark_tasks.decode_rows, **options), spark_tasks.STATE_DDL))
+    if text:
+        whole = spark.read.format("binaryFile").load(*text).select("path", "content")
+        task = functools.partial(spark_tasks.decode_files, formats=text, **options)
+        frames.append(whole.mapInArrow(task, spark_tasks.STATE_DDL))
+    return frames
 
 
 def merged_state(state) -> tuple[dict, dict, dict, distinct.DistinctCounter, Counter]:
@@ -219,8 +242,13 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
     # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
     # kept for the rare second look at them (total_distinct).
+    from pulsar_txn_cli.pipeline.remote import is_url
+
     compiled = shipment.names() if shipment is not None else ()
-    state = state_frame(spark, files, managed_ledger, forced_log, compiled).persist(StorageLevel.MEMORY_AND_DISK)
+    local_files = [f for f in files if not is_url(f.path)]
+    frames = [state_frame(spark, local_files, managed_ledger, forced_log, compiled)] if local_files else []
+    frames += hadoop_frames(spark, [f for f in files if is_url(f.path)], managed_ledger, forced_log, compiled)
+    state = functools.reduce(lambda a, b: a.unionByName(b), frames).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows, counts, samples, registers, used = merged_state(state)
         if decoders is not None:
@@ -232,8 +260,9 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
 
 def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, forced_log=None, progress=None,
-            tell=None, ship_native=True) -> dict:
-    """`progress` (optional): update(total=, completed=) with the tasks of the running stages;
+            tell=None, ship_native=True, urls=(), fmt="auto", force_log=False) -> dict:
+    """`urls`: inputs on Hadoop file systems (remote.py), expanded once Spark runs;
+    `progress` (optional): update(total=, completed=) with the tasks of the running stages;
     `tell` (optional): takes a sentence about what was shipped to the executors and what they used."""
     require_spark()
     session = Session(master, conf, ship_native)
@@ -242,6 +271,7 @@ def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, for
             tell(session.shipment.describe())
         decoders = Counter()
         try:
+            files = with_urls(spark, files, urls, fmt, managed_ledger, forced_log)
             with watch(spark, progress):
                 report = run(spark, files, managed_ledger=managed_ledger, forced_log=forced_log,
                              shipment=session.shipment, decoders=decoders)
@@ -265,6 +295,18 @@ def failure_summary(exc: Exception) -> str:
     found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
     text = (found[-1] if found else lines[0] if lines else type(exc).__name__)
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def with_urls(spark, files: list, urls, fmt: str, managed_ledger, forced_log) -> list:
+    """files plus every file under the Hadoop URLs (remote.py), listed once Spark runs."""
+    if not urls:
+        return files
+    from pulsar_txn_cli.pipeline import remote
+
+    found = remote.expand(spark, list(urls), fmt)
+    # the --log check reads a file's first entry, which only Spark can here: the report is checked after
+    inputs.check_inputs([f for f in found if f.fmt != "parquet"], managed_ledger, forced_log, force_log=True)
+    return [*files, *found]
 
 
 def describe_decoders(decoders: Counter) -> str:
@@ -319,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
 
-    files = inputs.expand(args.inputs, args.format)
+    from pulsar_txn_cli.pipeline import remote
+
+    names, urls = remote.split(args.inputs)
+    files = inputs.expand(names, args.format) if names else []
     inputs.check_inputs(files, args.managed_ledger, args.log)
     SparkSession.builder.appName("pulsar-txn analyze").getOrCreate()  # spark-submit's settings
     session = Session(ship_native=not args.pure_python)
@@ -327,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     with session as spark:
         if session.shipment is not None:
             print(session.shipment.describe(), file=sys.stderr)
+        files = with_urls(spark, files, urls, args.format, args.managed_ledger, args.log)
         report = run(spark, files, managed_ledger=args.managed_ledger, forced_log=args.log,
                      shipment=session.shipment, decoders=decoders)
     print(describe_decoders(decoders), file=sys.stderr)

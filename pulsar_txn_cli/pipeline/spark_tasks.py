@@ -57,6 +57,31 @@ def decode_units(batches, managed_ledger=None, forced_log=None, compiled=()):
     return state_batches(aggregator, merged=False, decoders=[decoder])
 
 
+def decode_rows(batches, managed_ledger=None, forced_log=None, compiled=()):
+    """mapInArrow over Parquet rows that Spark read from a Hadoop file system: managedLedger,
+    ledgerId, entryId, data, the file's URL and the row's index in it."""
+    decoder = load_compiled(compiled)
+    aggregator = Aggregator(total=False)
+    add = aggregator.add
+    for batch in batches:
+        for ml, lid, eid, data, path, row in zip(*(batch.column(i).to_pylist() for i in range(6))):
+            add(entry_facts(*inputs.parquet_raw(ml, lid, eid, data, path, row, managed_ledger), forced_log))
+    return state_batches(aggregator, merged=False, decoders=[decoder])
+
+
+def decode_files(batches, formats, managed_ledger=None, forced_log=None, compiled=()):
+    """mapInArrow over whole text files that Spark read from a Hadoop file system (binaryFile:
+    path, content); `formats` gives each URL's format."""
+    decoder = load_compiled(compiled)
+    aggregator = Aggregator(total=False)
+    add = aggregator.add
+    for batch in batches:
+        for path, content in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for raw in inputs.read_content(inputs.InputFile(path, path, formats[path]), content, managed_ledger):
+                add(entry_facts(*raw, forced_log))
+    return state_batches(aggregator, merged=False, decoders=[decoder])
+
+
 def merge_parts(batches):
     """mapInArrow over the tasks' parts, partitioned by managed ledger: the parts of a managed
     ledger meet in one task and merge into one Aggregator by its own rules (counters summed,

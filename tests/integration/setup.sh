@@ -81,4 +81,12 @@ fi
 start=$(date +%s)
 python3 "$HERE/versions.py" prefetch | sed 's/^/integration-setup: /'
 say "Pulsar lines' classpaths ready in $(( $(date +%s) - start ))s"
+# The spark_cluster tests' executors: a venv with only pyspark, pyarrow and pandas (from the pip cache when warm)
+if [ -x "$HERE/../../.venv/bin/python" ]; then
+  start=$(date +%s)
+  (cd "$HERE/../.." && ./.venv/bin/python -m tests.pipeline.standalone prefetch) | sed 's/^/integration-setup: /'
+  say "Spark executors' Python ready in $(( $(date +%s) - start ))s"
+else
+  say "no .venv yet: run ./dev setup, then this again, for the spark_cluster tests' executors"
+fi
 say "done"

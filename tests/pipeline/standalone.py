@@ -3,7 +3,10 @@ a master and N workers, each its own JVM started with the pyspark installation's
 bound to 127.0.0.1 on ports chosen at run time; their executors run a Python of their own that
 has only PySpark, pyarrow and pandas (never pulsar-txn, never protobuf).
 
-    python -m tests.pipeline.standalone prefetch   # make the executors' Python (tests/integration/setup.sh runs it)
+    python -m tests.pipeline.standalone prefetch   # the executors' Python, S3Proxy, the S3A connector
+                                                   # (tests/integration/setup.sh runs it)
+
+Also a real S3-compatible server (S3Proxy from Maven Central) for the s3a:// tests.
 """
 from __future__ import annotations
 
@@ -129,9 +132,103 @@ class Standalone:
                 "spark.executor.memory": "512m", "spark.executor.cores": str(self.cores)}
 
 
+# ---------------------------------------------------------------- a real S3-compatible server
+
+S3PROXY = ("org.gaul", "s3proxy", "4.1.0")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def s3proxy_jar() -> Path:
+    """S3Proxy's self-contained jar from Maven Central (into ~/.m2, with the harness's settings)."""
+    group, artifact, release = S3PROXY
+    jar = (Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / release
+           / f"{artifact}-{release}-jar-with-dependencies.jar")
+    if not jar.exists():
+        if shutil.which("mvn") is None:
+            raise RuntimeError("Maven is needed to fetch S3Proxy: apt-get install maven (./dev setup)")
+        settings = ROOT / "tests" / "integration" / "harness" / "settings.xml"
+        subprocess.run(["mvn", "-B", "-q", "-s", str(settings), "dependency:get", "-Dtransitive=false",
+                        f"-Dartifact={group}:{artifact}:{release}:jar:jar-with-dependencies"], check=True)
+    return jar
+
+
+def s3a_connector() -> str:
+    """Resolve the S3A connector as a Spark user does (spark.jars.packages, from Maven Central
+    into Ivy's cache); returns the package's coordinates."""
+    from pulsar_txn_cli.pipeline import remote, spark_job
+
+    conf, _ = remote.with_connector(["s3a://prefetch/"], {})
+    with spark_job.Session("local[1]", conf, ship=False) as spark:
+        from py4j.java_gateway import JavaClass
+
+        # py4j looks classes up as Spark's own loader does (java.lang.Class.forName would not see the package)
+        if not isinstance(spark.sparkContext._jvm.org.apache.hadoop.fs.s3a.S3AFileSystem, JavaClass):
+            raise RuntimeError(f"{conf['spark.jars.packages']} was resolved, but S3AFileSystem is not on Spark's classpath")
+    return conf["spark.jars.packages"]
+
+
+class S3Proxy:
+    """`with S3Proxy(workdir) as s3:` a real S3 API (S3Proxy, filesystem blobstore) on 127.0.0.1;
+    s3.bucket(name) is the directory that holds a bucket's objects."""
+
+    ACCESS_KEY = "pulsar-txn-test-access"
+    SECRET_KEY = "pulsar-txn-test-secret-Zq7Wv2"
+
+    def __init__(self, workdir: Path):
+        self.workdir, self.port = Path(workdir), free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def bucket(self, name: str) -> Path:
+        folder = self.workdir / "blobs" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def __enter__(self) -> "S3Proxy":
+        (self.workdir / "blobs").mkdir(parents=True, exist_ok=True)
+        props = self.workdir / "s3proxy.properties"
+        props.write_text("\n".join([
+            f"s3proxy.endpoint={self.endpoint}", "s3proxy.authorization=aws-v2-or-v4",
+            f"s3proxy.identity={self.ACCESS_KEY}", f"s3proxy.credential={self.SECRET_KEY}",
+            "jclouds.provider=filesystem", f"jclouds.filesystem.basedir={self.workdir / 'blobs'}", ""]))
+        log = open(self.workdir / "s3proxy.log", "wb")
+        self.proc = subprocess.Popen(["java", "-Xmx256m", "-jar", str(s3proxy_jar()), "--properties", str(props)],
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"S3Proxy exited: see {self.workdir / 's3proxy.log'}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"S3Proxy did not listen within 120 s: see {self.workdir / 's3proxy.log'}")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def spark_conf(self) -> dict:
+        """Where S3A finds this server (the keys come from the environment: env())."""
+        return {"spark.hadoop.fs.s3a.endpoint": self.endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+                "spark.hadoop.fs.s3a.connection.ssl.enabled": "false", "spark.hadoop.fs.s3a.endpoint.region": "us-east-1"}
+
+    def env(self) -> dict:
+        return {"AWS_ACCESS_KEY_ID": self.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": self.SECRET_KEY}
+
+
 if __name__ == "__main__":
     if sys.argv[1:] != ["prefetch"]:
         sys.exit("usage: python -m tests.pipeline.standalone prefetch")
-    start = time.monotonic()
-    print(f"executors' Python (only {', '.join(EXECUTOR_PACKAGES)}): {executor_python()} "
-          f"(ready in {time.monotonic() - start:.0f}s)")
+    for what, fetch in (("executors' Python (only " + ", ".join(EXECUTOR_PACKAGES) + ")", executor_python),
+                        ("S3Proxy", s3proxy_jar), ("the S3A connector (Ivy's cache)", s3a_connector)):
+        start = time.monotonic()
+        print(f"{what}: {fetch()} (ready in {time.monotonic() - start:.0f}s)", flush=True)
