@@ -178,7 +178,7 @@ def hadoop_frames(spark, files: list[inputs.InputFile], managed_ledger=None, for
             *inputs.PARQUET_COLUMNS, F.col("_metadata.file_path").alias("path"), F.col("_metadata.row_index").alias("row"))
         frames.append(rows.mapInArrow(functools.partial(spark_tasks.decode_rows, **options), spark_tasks.STATE_DDL))
     if text:
-        whole = spark.read.format("binaryFile").load(*text).select("path", "content")
+        whole = spark.read.format("binaryFile").load(list(text)).select("path", "content")
         task = functools.partial(spark_tasks.decode_files, formats=text, **options)
         frames.append(whole.mapInArrow(task, spark_tasks.STATE_DDL))
     return frames
@@ -291,7 +291,7 @@ def failure_summary(exc: Exception) -> str:
     there is one (the last `SomeError: ...` line), else the first line."""
     import re
 
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line.strip().lstrip(": ") for line in str(exc).splitlines() if line.strip()]  # py4j: ": java.io..."
     found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
     text = (found[-1] if found else lines[0] if lines else type(exc).__name__)
     return text if len(text) <= 300 else text[:297] + "..."
