@@ -47,38 +47,43 @@ def decode_units(batches, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over work units (label, path, fmt, group, firstRow): each is a Parquet row group
     or a whole JSONL / readledger file, read on the executor with the local runner's readers.
     `compiled`: the compiled modules shipped to a cluster's executors (ship.Shipment.names)."""
-    decoder = load_compiled(compiled)
-    aggregator = Aggregator(total=False)
-    add = aggregator.add
-    for batch in batches:
-        for label, path, fmt, group, first in zip(*(batch.column(i).to_pylist() for i in range(5))):
-            for raw in inputs.read_unit(inputs.InputFile(label, path, fmt), group, first, managed_ledger):
-                add(entry_facts(*raw, forced_log))
-    return state_batches(aggregator, merged=False, decoders=[decoder])
+    def raws():
+        for batch in batches:
+            for label, path, fmt, group, first in zip(*(batch.column(i).to_pylist() for i in range(5))):
+                yield from inputs.read_unit(inputs.InputFile(label, path, fmt), group, first, managed_ledger)
+
+    return _fold(raws(), forced_log, compiled)
 
 
 def decode_rows(batches, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over Parquet rows that Spark read from a Hadoop file system: managedLedger,
     ledgerId, entryId, data, the file's URL and the row's index in it."""
-    decoder = load_compiled(compiled)
-    aggregator = Aggregator(total=False)
-    add = aggregator.add
-    for batch in batches:
-        for ml, lid, eid, data, path, row in zip(*(batch.column(i).to_pylist() for i in range(6))):
-            add(entry_facts(*inputs.parquet_raw(ml, lid, eid, data, path, row, managed_ledger), forced_log))
-    return state_batches(aggregator, merged=False, decoders=[decoder])
+    def raws():
+        for batch in batches:
+            for ml, lid, eid, data, path, row in zip(*(batch.column(i).to_pylist() for i in range(6))):
+                yield inputs.parquet_raw(ml, lid, eid, data, path, row, managed_ledger)
+
+    return _fold(raws(), forced_log, compiled)
 
 
 def decode_files(batches, formats, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over whole text files that Spark read from a Hadoop file system (binaryFile:
     path, content); `formats` gives each URL's format."""
-    decoder = load_compiled(compiled)
+    def raws():
+        for batch in batches:
+            for path, content in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                yield from inputs.read_content(inputs.InputFile(path, path, formats[path]), content, managed_ledger)
+
+    return _fold(raws(), forced_log, compiled)
+
+
+def _fold(raws, forced_log, compiled):
+    """Raw tuples decoded and folded into one task's part, with the decoder the task used."""
+    decoder = load_compiled(compiled)  # before the first entry is decoded
     aggregator = Aggregator(total=False)
     add = aggregator.add
-    for batch in batches:
-        for path, content in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            for raw in inputs.read_content(inputs.InputFile(path, path, formats[path]), content, managed_ledger):
-                add(entry_facts(*raw, forced_log))
+    for raw in raws:
+        add(entry_facts(*raw, forced_log))
     return state_batches(aggregator, merged=False, decoders=[decoder])
 
 
