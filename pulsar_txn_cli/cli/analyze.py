@@ -64,7 +64,7 @@ def analyze(
         env.info(f"engine: spark ({master}), {len(files) + len(urls)} input(s)")
         with env.progress(None, "analyze on Spark: tasks", unit="tasks") as progress:
             report = spark_job.analyze(files, master=master, conf=conf, managed_ledger=managed_ledger, forced_log=log,
-                                       progress=progress, tell=env.info, urls=urls, fmt=fmt, force_log=force_log)
+                                       progress=progress, tell=env.info, urls=urls, fmt=fmt)
     else:
         if spark_conf or spark_master:
             env.warn("--spark-master and --spark-conf are ignored by --engine local")

@@ -87,8 +87,6 @@ def compiled_modules() -> tuple[tuple[str, str], ...]:
 
 
 def _sources():
-    import importlib
-
     for name in _PACKAGES:
         package = importlib.import_module(name)
         root = Path(package.__file__).parent

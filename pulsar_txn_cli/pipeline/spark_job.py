@@ -239,15 +239,14 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
     from pyspark import StorageLevel
 
     from pulsar_txn_cli.pipeline.local import describe
-
-    # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
-    # kept for the rare second look at them (total_distinct).
     from pulsar_txn_cli.pipeline.remote import is_url
 
     compiled = shipment.names() if shipment is not None else ()
     local_files = [f for f in files if not is_url(f.path)]
     frames = [state_frame(spark, local_files, managed_ledger, forced_log, compiled)] if local_files else []
     frames += hadoop_frames(spark, [f for f in files if is_url(f.path)], managed_ledger, forced_log, compiled)
+    # The partial aggregates are small (bounded per task by the managed ledgers and ledgers it saw);
+    # kept for the rare second look at them (total_distinct).
     state = functools.reduce(lambda a, b: a.unionByName(b), frames).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows, counts, samples, registers, used = merged_state(state)
@@ -260,7 +259,7 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
 
 
 def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, forced_log=None, progress=None,
-            tell=None, ship_native=True, urls=(), fmt="auto", force_log=False) -> dict:
+            tell=None, ship_native=True, urls=(), fmt="auto") -> dict:
     """`urls`: inputs on Hadoop file systems (remote.py), expanded once Spark runs;
     `progress` (optional): update(total=, completed=) with the tasks of the running stages;
     `tell` (optional): takes a sentence about what was shipped to the executors and what they used."""
