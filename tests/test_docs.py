@@ -53,7 +53,7 @@ def test_every_figure_names_a_command_that_exists():
     benches = {p.stem[len("bench_"):]: p.read_text() for p in (ROOT / "bench").glob("bench_*.py")}
     wrong = []
     for doc in DOCS:
-        for name, options in re.findall(r"python -m bench ([a-z]+)((?:\s+\[?--[a-z][\w-]*(?:=\S+?)?\]?)*)", doc.read_text()):
+        for name, options in re.findall(r"python -m bench ([a-z_]+)((?:\s+\[?--[a-z][\w-]*(?:=\S+?)?\]?)*)", doc.read_text()):
             if name not in benches:
                 wrong.append(f"{doc.name}: no bench {name!r}")
             wrong += [f"{doc.name}: bench {name} has no {opt}" for opt in re.findall(r"--[\w-]+", options)

@@ -1,6 +1,7 @@
 """`pulsar-txn analyze`: ledger analytics on Spark or in one local process."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,6 +10,7 @@ import typer
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError
+from pulsar_txn_cli.pipeline import remote
 
 BAR_WIDTH = 30
 
@@ -18,15 +20,15 @@ def register(app: typer.Typer) -> None:
 
 
 def analyze(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text.", show_default=False)],
-    engine: Annotated[str, typer.Option("--engine", help="spark, local, or auto (spark when PySpark and Java are present).")] = "auto",
-    spark_master: Annotated[str, typer.Option("--spark-master", help="Spark master URL.")] = "local[*]",
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text; also s3a:// or hdfs:// URLs (Spark reads them).", show_default=False)],
+    engine: Annotated[str, typer.Option("--engine", help="spark, local, or auto (spark when --spark-master is given or an input is an s3a:// or hdfs:// URL, else local).")] = "auto",
+    spark_master: Annotated[Optional[str], typer.Option("--spark-master", metavar="URL", help="Spark master URL, e.g. spark://host:7077 or local[4] (--engine spark without it: local[*]). A cluster's executors need only PySpark, pyarrow and pandas: the tool ships its own code.", show_default=False)] = None,
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable).", show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
     managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
     log: Annotated[Optional[str], typer.Option("--log", help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.", show_default=False)] = None,
     force_log: Annotated[bool, typer.Option("--force-log", help="Keep --log even where the input's managed-ledger name says the other log.")] = False,
-    dump_parquet: Annotated[Optional[Path], typer.Option("--dump-parquet", metavar="OUT", help="Convert the inputs to one Parquet file and stop.", show_default=False)] = None,
+    dump_parquet: Annotated[Optional[str], typer.Option("--dump-parquet", metavar="OUT", help="Convert the (local) inputs to one Parquet file and stop; OUT may be an s3a:// URL.", show_default=False)] = None,
     html: Annotated[Optional[Path], typer.Option("--html", metavar="REPORT", help="Also write a self-contained HTML report.", show_default=False)] = None,
 ) -> None:
     """Batching figures per managed ledger and ledger: records and bytes per entry, operations,
@@ -44,20 +46,27 @@ def analyze(
     conf = _spark_conf(spark_conf or [])
     if html is not None:
         _check_html(html)  # before the work, not after it
-    files = inputs_module.expand(inputs, fmt)
+    local_inputs, urls = remote.split(inputs)
+    files = inputs_module.expand(local_inputs, fmt) if local_inputs else []
     inputs_module.check_inputs(files, managed_ledger, log, force_log)
     if dump_parquet is not None:
-        _dump_parquet(env, files, managed_ledger, str(dump_parquet))
+        if urls:
+            raise UsageError(f"--dump-parquet converts local inputs; {urls[0]} is a URL (analyze it directly instead)")
+        _dump_parquet(env, files, managed_ledger, remote.local_path(dump_parquet), spark_master, conf)
         return
-    chosen = pipeline.choose_engine(engine)
+    chosen = pipeline.choose_engine(engine, spark_master, bool(urls))
     if chosen == "spark":
         from pulsar_txn_cli.pipeline import spark_job
 
         spark_job.require_spark()
-        env.info(f"engine: spark ({spark_master}), {len(files)} input file(s)")
-        report = spark_job.analyze(files, master=spark_master, conf=conf, managed_ledger=managed_ledger, forced_log=log)
+        master = spark_master or spark_job.DEFAULT_MASTER
+        conf = _connector(env, urls, conf)
+        env.info(f"engine: spark ({master}), {len(files) + len(urls)} input(s)")
+        with env.progress(None, "analyze on Spark: tasks", unit="tasks") as progress:
+            report = spark_job.analyze(files, master=master, conf=conf, managed_ledger=managed_ledger, forced_log=log,
+                                       progress=progress, tell=env.info, urls=urls, fmt=fmt)
     else:
-        if spark_conf or spark_master != "local[*]":
+        if spark_conf or spark_master:
             env.warn("--spark-master and --spark-conf are ignored by --engine local")
         from pulsar_txn_cli.pipeline import facts, local
 
@@ -94,15 +103,35 @@ def _spark_conf(pairs: list[str]) -> dict:
     return conf
 
 
-def _dump_parquet(env, files, managed_ledger, out: str) -> None:
+def _dump_parquet(env, files, managed_ledger, out: str, spark_master, conf) -> None:
+    """One Parquet file; written locally, then moved to a URL by Hadoop's file system in Spark."""
+    import tempfile
+
     from pulsar_txn_cli.pipeline import inputs
 
     def raw():
         for f in files:
             yield from inputs.read(f, managed_ledger)
 
-    count = inputs.write_parquet(raw(), out)
+    if not remote.is_url(out):
+        count = inputs.write_parquet(raw(), out)
+    else:
+        from pulsar_txn_cli.pipeline import spark_job
+
+        spark_job.require_spark()
+        with tempfile.TemporaryDirectory(prefix="pulsar-txn-parquet-") as tmp:
+            local = os.path.join(tmp, "dump.parquet")
+            count = inputs.write_parquet(raw(), local)
+            with spark_job.Session(spark_master or spark_job.DEFAULT_MASTER, _connector(env, [out], conf), ship=False) as spark:
+                remote.upload(spark, local, out)
     env.info(f"wrote {count} entries from {len(files)} input file(s) to {out}")
+
+
+def _connector(env, urls, conf: dict) -> dict:
+    conf, said = remote.with_connector(urls, conf)
+    if said:
+        env.info(said)
+    return conf
 
 
 def _records(report: dict):
@@ -167,9 +196,9 @@ def bar(value: int, peak: int, width: int = BAR_WIDTH) -> str:
 
 
 def _check_html(path) -> None:
-    """--html names a file that can be written: a directory or an unwritable place is a usage error."""
-    import os
-
+    """--html names a local file that can be written: a URL, a directory or an unwritable place is a usage error."""
+    if remote.is_url(str(path)):
+        raise UsageError(f"--html writes a local file, not {path}: the report is for people, open it where you are")
     if path.is_dir():
         raise UsageError(f"--html {path} is a directory; give a file name, e.g. {path / 'report.html'}")
     parent = next((p for p in [path.parent, *path.parent.parents] if p.exists()), None)

@@ -16,7 +16,10 @@ import binascii
 import re
 from typing import IO, Iterable, Iterator
 
-import orjson
+try:
+    import orjson
+except ImportError:  # a Spark executor's Python that cannot load the shipped orjson (pipeline/ship.py)
+    import json as orjson  # the same entries; only a malformed line's message is worded otherwise
 
 from pulsar_txn_cli.codec.entries import RawEntry
 from pulsar_txn_cli.errors import DecodeError, EmptyInput

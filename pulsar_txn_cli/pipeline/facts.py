@@ -69,8 +69,19 @@ def txn_hash(most: int, least: int) -> int:
     return hash((most, least))
 
 
-if NATIVE is not None and any(NATIVE.txn_hash(m, l) != txn_hash(m, l) for m, l in ((0, 1), (7, 2**64 - 1))):
-    NATIVE = None  # an interpreter whose tuple hash differs: the scanner's hashes would not match
+def use_native(module) -> bool:
+    """Decode with `module` (a loaded scanner) from now on, unless this interpreter's tuple hash
+    differs from the scanner's (its hashes would not match the pure-Python path's)."""
+    global NATIVE
+    if module is None or any(module.txn_hash(m, l) != txn_hash(m, l) for m, l in ((0, 1), (7, 2**64 - 1))):
+        return False
+    NATIVE = module
+    return True
+
+
+if NATIVE is not None:
+    _built, NATIVE = NATIVE, None
+    use_native(_built)
 
 
 def entry_facts(managed_ledger, ledger_id, entry_id, data, where, read_error, forced_log=None):

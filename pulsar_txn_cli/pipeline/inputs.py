@@ -20,6 +20,7 @@ FORMATS = ("auto", "jsonl", "parquet", "readledger")
 PARQUET_COLUMNS = ("managedLedger", "ledgerId", "entryId", "data")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _GLOB_CHARS = set("*?[")
+HEAD_BYTES = 65536
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,14 @@ def detect(path: str, format_option: str | None = "--format") -> str:
         return "parquet"
     try:
         with open(path, "rb") as f:
-            head = f.read(65536)
+            head = f.read(HEAD_BYTES)
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror}") from None
+    return detect_head(head, path, format_option)
+
+
+def detect_head(head: bytes, path: str, format_option: str | None = "--format") -> str:
+    """The format of a file from its first HEAD_BYTES bytes (a Parquet name is told by detect)."""
     if head.startswith(b"PAR1"):
         return "parquet"
     if b"Lid=" in head and b"Eid=" in head:
@@ -187,19 +193,30 @@ def read(f: InputFile, managed_ledger: str | None = None, advance=None, batch_ro
 
 
 def _read_text(f: InputFile, managed_ledger, advance):
+    with open(f.path, "rb") as stream:
+        yield from _text_entries(f, stream, managed_ledger, advance, os.path.getsize(f.path))
+
+
+def read_content(f: InputFile, content: bytes, managed_ledger=None):
+    """Raw tuples of a text file given whole (a Hadoop file read by Spark's binaryFile)."""
+    import io
+
+    return _text_entries(f, io.BytesIO(content), managed_ledger, None, len(content))
+
+
+def _text_entries(f: InputFile, stream, managed_ledger, advance, size: int):
     from pulsar_txn_cli.codec import dumps
 
-    with open(f.path, "rb") as stream:
-        done = 0
-        for n, raw in enumerate(dumps.read_entries(stream, f.fmt, source=f.label)):
-            error = str(raw.error) if raw.error is not None else None
-            yield (raw.managed_ledger or managed_ledger, raw.ledger_id, raw.entry_id, raw.data, raw.where, error)
-            if advance is not None and n % 1024 == 1023:
-                now = stream.tell()
-                advance(now - done)
-                done = now
-        if advance is not None:
-            advance(os.path.getsize(f.path) - done)
+    done = 0
+    for n, raw in enumerate(dumps.read_entries(stream, f.fmt, source=f.label)):
+        error = str(raw.error) if raw.error is not None else None
+        yield (raw.managed_ledger or managed_ledger, raw.ledger_id, raw.entry_id, raw.data, raw.where, error)
+        if advance is not None and n % 1024 == 1023:
+            now = stream.tell()
+            advance(now - done)
+            done = now
+    if advance is not None:
+        advance(size - done)
 
 
 def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows, row_groups=None, first_row=0):

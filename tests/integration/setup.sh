@@ -96,4 +96,13 @@ fi
 start=$(date +%s)
 python3 "$HERE/versions.py" prefetch | sed 's/^/integration-setup: /'
 say "Pulsar lines' classpaths ready in $(( $(date +%s) - start ))s"
+# The spark_cluster tests' needs: the executors' venv (only pyspark, pyarrow and pandas, from the pip cache when
+# warm), S3Proxy (Maven Central) and Hadoop's S3A connector (resolved by Spark into Ivy's cache, ~700 MB the first time)
+if [ -x "$HERE/../../.venv/bin/python" ]; then
+  start=$(date +%s)
+  (cd "$HERE/../.." && ./.venv/bin/python -m tests.pipeline.standalone prefetch) | sed 's/^/integration-setup: /'
+  say "spark_cluster prerequisites ready in $(( $(date +%s) - start ))s"
+else
+  say "no .venv yet: run ./dev setup, then this again, for the spark_cluster tests' prerequisites"
+fi
 say "done"

@@ -8,6 +8,7 @@ import pytest
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps, readledger
+from pulsar_txn_cli.pipeline import distinct
 
 TC_ML = "pulsar/system/persistent/__transaction_log_0"
 TC_ML1 = "pulsar/system/persistent/__transaction_log_1"
@@ -74,6 +75,25 @@ def mixed(tmp_path):
         (PA_ML, 10, 0, codec.encode_single(ack(2, op=3))),
     ]
     return tmp_path, entries
+
+
+@pytest.fixture
+def many_inputs(mixed):
+    """Every input kind, corrupt entries, three logs, and one log past the exact distinct limit."""
+    tmp, entries = mixed
+    bad_lines = ["{oops", '{"managedLedger": "%s", "ledgerId": 8, "entryId": 0, "data": "%%%%"}' % TC_ML]
+    empty = [("pulsar/system/persistent/__transaction_log_7", 1, 0, codec.encode_batch([]))]  # no records at all
+    files = [write_jsonl(tmp / "mixed.jsonl", entries + bad_lines + empty)]
+    (tmp / "pq").mkdir()
+    per_entry = 500
+    big = [
+        (TC_ML1, 20 + i // 50, i % 50, codec.encode_batch([tc(0, i * per_entry + j, most=1) for j in range(per_entry)]))
+        for i in range(distinct.EXACT_LIMIT // per_entry + 20)
+    ]
+    files.append(write_parquet(tmp / "pq" / "big.parquet", big + [(TC_ML1, 99, 0, None)]))
+    files.append(write_parquet(tmp / "pq" / "acks.parquet", [(PA_ML, 11, i, codec.encode_batch([ack(i), ack(i + 1)])) for i in range(7)]))
+    files.append(write_readledger(tmp / "rl.txt", 30, [codec.encode_single(tc(0, 900)), b"\x0e\x01", codec.encode_batch([tc(1, 900)] * 3)]))
+    return files
 
 
 @pytest.fixture(scope="session")
