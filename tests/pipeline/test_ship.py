@@ -31,7 +31,7 @@ def test_a_python_without_site_packages_decodes_from_the_zip_alone(tmp_path):
     data = codec.encode_batch(lifecycle(1) + lifecycle(2))
     code = (f"import sys; sys.path.insert(0, {shipment.zip_path!r})\n"
             "from pulsar_txn_cli.pipeline import facts\n"
-            "assert facts.NATIVE is None and 'site-packages' not in facts.codec.api_pb2.__file__\n"
+            "assert facts.NATIVE is None and 'site-packages' not in facts.codec.logs.api_pb2.__file__\n"
             "from google.protobuf.internal import api_implementation\n"
             f"print(api_implementation.Type(), facts.entry_facts({TC_ML!r}, 3, 0, {data!r}, None, None))")
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True)
