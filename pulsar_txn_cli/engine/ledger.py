@@ -31,10 +31,14 @@ class BatchedPosition(Position):
     hashing and ordering see only (ledger, entry), never the batch fields.
     """
 
+    batch_size: int | None = None  # class defaults: a plain position allocates no instance dict
+    batch_index: int | None = None
+
     def __new__(cls, ledger: int, entry: int, batch_size: int | None = None, batch_index: int | None = None):
         self = tuple.__new__(cls, (ledger, entry))
-        self.batch_size = batch_size
-        self.batch_index = batch_index
+        if batch_size is not None:
+            self.batch_size = batch_size
+            self.batch_index = batch_index
         return self
 
     def ack_set(self) -> list[int] | None:
