@@ -12,7 +12,7 @@ import heapq
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
-from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
+from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
 from pulsar_txn_cli.engine.writer import BufferedWriter
 from pulsar_txn_cli.errors import EngineError
 
@@ -58,7 +58,7 @@ class TxnMeta:
         self.last_mod = start
         self.partitions: list[str] = []
         self.subscriptions: list[tuple[str, str]] = []
-        self.positions: list[Position] = []
+        self.positions: list[BatchedPosition] = []
         self.owner = owner
 
     @property
@@ -146,19 +146,19 @@ class Coordinator:
                 continue
             records = decode_tc_entry(data)
             if len(records) == 1:
-                self._handle(Position(lid, eid), records[0])
+                self._handle(BatchedPosition(lid, eid), records[0])
                 continue
             bits = cursor.deleted_batch_bits(key)
             size = len(records)
             for i, record in enumerate(records):
                 if bits is not None and not (bits >> i) & 1:
                     continue  # this batch index was deleted
-                self._handle(Position(lid, eid, size, i), record)
+                self._handle(BatchedPosition(lid, eid, size, i), record)
         for meta in self.txns.values():
             if meta.status == OPEN:
                 heapq.heappush(self._timeouts, (meta.timeout_at, meta.least))
 
-    def _handle(self, pos: Position, r) -> None:
+    def _handle(self, pos: BatchedPosition, r) -> None:
         self.replayed_records += 1
         least = r.txnid_least_bits
         if r.max_local_txn_id > self.sequence:

@@ -15,6 +15,7 @@ import datetime as _dt
 import orjson
 
 from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.names import Position
 
 MB = 1024 * 1024
 
@@ -23,44 +24,22 @@ class AddFailed(EngineError):
     """A ledger add failed (a bookie error in Pulsar)."""
 
 
-class Position:
+class BatchedPosition(Position):
     """A log position; batch_size/batch_index are set for a record inside a batched entry.
 
-    Like TxnBatchedPositionImpl, equality, hashing and ordering ignore the batch fields.
+    Extends names.Position as TxnBatchedPositionImpl extends PositionImpl: the tuple's equality,
+    hashing and ordering see only (ledger, entry), never the batch fields.
     """
 
-    __slots__ = ("ledger_id", "entry_id", "batch_size", "batch_index")
+    batch_size: int | None = None  # class defaults: a plain position allocates no instance dict
+    batch_index: int | None = None
 
-    def __init__(self, ledger_id: int, entry_id: int, batch_size: int | None = None, batch_index: int | None = None):
-        self.ledger_id = ledger_id
-        self.entry_id = entry_id
-        self.batch_size = batch_size
-        self.batch_index = batch_index
-
-    def key(self) -> tuple[int, int]:
-        return (self.ledger_id, self.entry_id)
-
-    def __eq__(self, other):
-        if isinstance(other, Position):
-            return self.ledger_id == other.ledger_id and self.entry_id == other.entry_id
-        if isinstance(other, tuple):
-            return (self.ledger_id, self.entry_id) == other
-        return NotImplemented
-
-    def __hash__(self):
-        return hash((self.ledger_id, self.entry_id))
-
-    def __lt__(self, other):
-        return self.key() < _key(other)
-
-    def __le__(self, other):
-        return self.key() <= _key(other)
-
-    def __gt__(self, other):
-        return self.key() > _key(other)
-
-    def __ge__(self, other):
-        return self.key() >= _key(other)
+    def __new__(cls, ledger: int, entry: int, batch_size: int | None = None, batch_index: int | None = None):
+        self = tuple.__new__(cls, (ledger, entry))
+        if batch_size is not None:
+            self.batch_size = batch_size
+            self.batch_index = batch_index
+        return self
 
     def ack_set(self) -> list[int] | None:
         """setAckSetByIndex: all batch bits 1 except batch_index; None means "the whole entry"."""
@@ -69,23 +48,16 @@ class Position:
         bits = ((1 << self.batch_size) - 1) & ~(1 << self.batch_index)
         return [(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range((self.batch_size + 63) // 64)]
 
-    def __str__(self):
-        return f"{self.ledger_id}:{self.entry_id}"
-
     def __repr__(self):
         extra = f", batch {self.batch_index}/{self.batch_size}" if self.batch_size is not None else ""
-        return f"Position({self.ledger_id}:{self.entry_id}{extra})"
+        return f"Position({self.ledger}:{self.entry}{extra})"
 
     def to_json(self) -> dict:
-        out = {"ledgerId": self.ledger_id, "entryId": self.entry_id}
+        out = {"ledgerId": self.ledger, "entryId": self.entry}
         if self.batch_size is not None:
             out["batchSize"] = self.batch_size
             out["batchIndex"] = self.batch_index
         return out
-
-
-def _key(other):
-    return other.key() if isinstance(other, Position) else tuple(other)
 
 
 def timestamp_text(ms: int) -> str:
@@ -458,10 +430,10 @@ class Cursor:
         """
         ignored = 0
         for p in positions:
-            key = (p.ledger_id, p.entry_id) if isinstance(p, Position) else tuple(p)
+            key = tuple(p)
             if key <= self.mark_delete or key in self.deleted:
                 continue
-            size = p.batch_size if isinstance(p, Position) else None
+            size = p.batch_size if isinstance(p, BatchedPosition) else None
             if size and size > 1:
                 if not self.batch_index_deletion:
                     ignored += 1
@@ -482,7 +454,7 @@ class Cursor:
 
     def mark_delete_to(self, position) -> None:
         """asyncMarkDelete: everything up to position (cumulative)."""
-        key = (position.ledger_id, position.entry_id) if isinstance(position, Position) else tuple(position)
+        key = tuple(position)
         if key <= self.mark_delete:
             return
         self.mark_delete = key

@@ -18,7 +18,7 @@ import orjson
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
-from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
+from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
 from pulsar_txn_cli.engine.writer import BufferedWriter
 from pulsar_txn_cli.names import pending_ack_managed_ledger
 
@@ -100,7 +100,7 @@ class PendingAckStore:
         self.ml = ManagedLedger.get(engine.store, engine.clock, self.name)
         self.subscription = Subscription(engine.store, topic, sub)
         self.acks: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}  # txn -> [(ackType, pos)]
-        self.index: list[tuple[tuple[int, int], Position]] = []  # sorted by maxAckPosition
+        self.index: list[tuple[tuple[int, int], BatchedPosition]] = []  # sorted by maxAckPosition
         self.state = "None"
         self.cursor = None
         self.writer: BufferedWriter | None = None
@@ -163,7 +163,7 @@ class PendingAckStore:
             records = decode_pa_entry(data)
             for record in records:
                 self._apply(record)
-            self._index(Position(lid, eid), records)
+            self._index(BatchedPosition(lid, eid), records)
 
     def _apply(self, r) -> None:
         txn = (r.txnid_most_bits, r.txnid_least_bits)
@@ -175,7 +175,7 @@ class PendingAckStore:
         else:
             self.acks.pop(txn, None)
 
-    def _index(self, log_pos: Position, records) -> None:
+    def _index(self, log_pos: BatchedPosition, records) -> None:
         """handleMetadataEntry: track the max acked position; index it every maxIndexLag records."""
         for r in records:
             if r.pending_ack_op == ACK:

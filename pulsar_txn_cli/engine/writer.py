@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import encode_batch_serialized
-from pulsar_txn_cli.engine.ledger import AddFailed, Position
+from pulsar_txn_cli.engine.ledger import AddFailed, BatchedPosition
 from pulsar_txn_cli.errors import EngineError
 
 
@@ -67,7 +67,7 @@ class BufferedWriter:
     # ---------------------------------------------------------------- writing
 
     def add(self, record, callback, failed=None) -> None:
-        """asyncAddData: callback(Position) after the commit, or failed(exception)."""
+        """asyncAddData: callback(BatchedPosition) after the commit, or failed(exception)."""
         if self.state != "OPEN":
             _fail(failed, WriterClosed("Transaction log buffered write has closed"))
             return
@@ -117,7 +117,7 @@ class BufferedWriter:
         try:
             with self.store.tx():
                 (lid, eid), = self.ml.add_entries([data])
-                self.store.after_commit(lambda: callback(Position(lid, eid)), lambda: _fail(failed, _rolled_back()))
+                self.store.after_commit(lambda: callback(BatchedPosition(lid, eid)), lambda: _fail(failed, _rolled_back()))
         except AddFailed as exc:
             _fail(failed, exc)
             return
@@ -136,7 +136,7 @@ class BufferedWriter:
 
         def done(lid, eid):
             for i, (cb, _) in enumerate(callbacks):
-                cb(Position(lid, eid, count, i))
+                cb(BatchedPosition(lid, eid, count, i))
 
         def fail_all(exc):
             for _, failed in callbacks:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pulsar_txn_cli.engine.coordinator import STATUS
-from pulsar_txn_cli.engine.ledger import Position
+from pulsar_txn_cli.engine.ledger import BatchedPosition
 from pulsar_txn_cli.engine.verify import verify
 
 TOPIC = "persistent://public/default/orders"
@@ -24,7 +24,7 @@ def _new(engine, tc_id=0, n=1, timeout=60_000):
 
 def _snapshot(tc):
     return {
-        least: (STATUS[m.status], list(m.partitions), list(m.subscriptions), [p.key() for p in m.positions])
+        least: (STATUS[m.status], list(m.partitions), list(m.subscriptions), [tuple(p) for p in m.positions])
         for least, m in tc.txns.items()
     }
 
@@ -80,8 +80,8 @@ def test_committed_records_are_deleted_per_batch_index(engine_factory):
     engine = engine_factory(transactionLogBatchedWriteEnabled="true")
     tc = engine.tc(0)
     a, b = _new(engine, n=2)  # one batch of two NEW records
-    assert tc.txns[a].positions[0].key() == tc.txns[b].positions[0].key()
-    key = tc.txns[a].positions[0].key()
+    assert tuple(tc.txns[a].positions[0]) == tuple(tc.txns[b].positions[0])
+    key = tuple(tc.txns[a].positions[0])
     engine.end_transaction(0, a, True, lambda p: None)
     _run(engine)
     cursor = tc.cursor
@@ -190,12 +190,12 @@ def test_pending_ack_main_process(engine_factory, write_batch, read_batch):
         # Only the last record of each batch is indexed.
         assert all(pos.batch_size is None or pos.batch_index == pos.batch_size - 1 for _, pos in store.index)
     assert store.index
-    index_before = [(k, v.key()) for k, v in store.index]
+    index_before = [(k, tuple(v)) for k, v in store.index]
     _set_batching(engine, False, read_batch)
     engine.reload(topic=TOPIC)
     store = engine.pending_ack(TOPIC, "sub")
     assert len(store.acks) == 30
-    replayed = [(k, v.key()) for k, v in store.index]
+    replayed = [(k, tuple(v)) for k, v in store.index]
     assert [k for k, _ in replayed] == [k for k, _ in index_before] or write_batch
     for i, least in enumerate(txns):
         store.end(0, least, commit=i % 3 != 0, callback=lambda p: None)
@@ -263,13 +263,13 @@ def test_cursor_individual_deletes_and_text(tmp_path):
             rig.ml.add_entries([b"\x08\x00"] * 6)
         cursor = rig.ml.open_cursor("c", batch_index_deletion=False)
         lid = rig.ml.current
-        cursor.delete([Position(lid, 2), Position(lid, 3), Position(lid, 5)])
+        cursor.delete([BatchedPosition(lid, 2), BatchedPosition(lid, 3), BatchedPosition(lid, 5)])
         assert cursor.mark_delete == (lid, -1)
         assert cursor.individually_deleted_text() == f"[({lid}:1..{lid}:3], ({lid}:4..{lid}:5]]"
-        assert cursor.delete([Position(lid, 0, 4, 1)]) == 1  # ignored: no batch-index deletion
-        cursor.delete([Position(lid, 0), Position(lid, 1)])
+        assert cursor.delete([BatchedPosition(lid, 0, 4, 1)]) == 1  # ignored: no batch-index deletion
+        cursor.delete([BatchedPosition(lid, 0), BatchedPosition(lid, 1)])
         assert cursor.mark_delete == (lid, 3)
-        cursor.delete([Position(lid, 4)])
+        cursor.delete([BatchedPosition(lid, 4)])
         assert cursor.mark_delete == (lid, 5) and cursor.deleted == set()
     finally:
         rig.close()

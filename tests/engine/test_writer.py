@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_txn_cli.codec import PREFIX
-from pulsar_txn_cli.engine.ledger import Position
+from pulsar_txn_cli.engine.ledger import BatchedPosition
 from pulsar_txn_cli.engine.writer import SerializeFailed, WriterClosed
+from pulsar_txn_cli.names import Position
 from tests.engine.helpers import records_of
 
 
@@ -45,12 +46,12 @@ def test_main_process(rig, max_records, max_size, writes, batch):
     # Every callback once, in write order.
     assert [tag for tag, _ in rig.done] == list(range(writes))
     entries = rig.entries()
-    positions = {(p.ledger_id, p.entry_id) for _, p in rig.done}
+    positions = {(p.ledger, p.entry) for _, p in rig.done}
     assert len(entries) == len(positions)
     by_key = {(l, e): d for l, e, d in entries}
     batched = batch and max_records > 1
     for tag, pos in rig.done:
-        data = by_key[(pos.ledger_id, pos.entry_id)]
+        data = by_key[(pos.ledger, pos.entry)]
         if batched:
             assert data.startswith(PREFIX)
             decoded = records_of(data)
@@ -62,7 +63,7 @@ def test_main_process(rig, max_records, max_size, writes, batch):
         # Indexes 0..n-1 within each entry, in order.
         seen: dict = {}
         for _, pos in rig.done:
-            seen.setdefault(pos.key(), []).append(pos.batch_index)
+            seen.setdefault(tuple(pos), []).append(pos.batch_index)
         assert all(v == list(range(len(v))) for v in seen.values())
 
 
@@ -230,7 +231,7 @@ def test_callbacks_fire_only_after_the_commit(rig):
 
     def check(pos):
         seen.append(rig.store.db.execute(
-            "SELECT COUNT(*) FROM entries WHERE ledger_id=? AND entry_id=?", (pos.ledger_id, pos.entry_id)).fetchone()[0])
+            "SELECT COUNT(*) FROM entries WHERE ledger_id=? AND entry_id=?", (pos.ledger, pos.entry)).fetchone()[0])
 
     writer.add(_payload(0), check)
     writer.add(_payload(1), check)
@@ -239,19 +240,21 @@ def test_callbacks_fire_only_after_the_commit(rig):
 
 @pytest.mark.parametrize("size, index", [(10, 5), (64, 0), (64, 63), (230, 120), (256, 255)])
 def test_ack_set_by_index(size, index):
-    words = Position(1, 2, size, index).ack_set()
+    words = BatchedPosition(1, 2, size, index).ack_set()
     bits = sum(w << (64 * i) for i, w in enumerate(words))
     assert all(((bits >> i) & 1) == (0 if i == index else 1) for i in range(size))
     assert bits >> size == 0
 
 
 def test_batched_positions_are_plain_positions_as_keys():
-    batched = Position(3, 7, 10, 4)
-    plain = Position(3, 7)
+    batched = BatchedPosition(3, 7, 10, 4)
+    plain = BatchedPosition(3, 7)
     assert batched == plain and hash(batched) == hash(plain)
     assert {plain: "x"}[batched] == "x"
     assert not (batched < plain) and not (batched > plain)
-    assert Position(3, 7, 1, 0).ack_set() is None  # batch of 1: the whole entry
+    assert BatchedPosition(3, 7, 1, 0).ack_set() is None  # batch of 1: the whole entry
+    # One position type: a batched position is names.Position extended, as in Pulsar.
+    assert isinstance(batched, Position) and batched == Position(3, 7) and str(batched) == "3:7"
 
 
 def test_timer_tasks_do_not_pile_up(rig):
@@ -294,7 +297,7 @@ def test_any_sequence_keeps_the_writer_contract(tmp_path_factory, ops, max_recor
             decoded = records_of(data)
             stored[(lid, eid)] = [r.SerializeToString() for r in decoded.records]
         for tag, pos in rig.done:
-            records = stored[pos.key()]
+            records = stored[tuple(pos)]
             index = pos.batch_index if pos.batch_size is not None else 0
             assert records[index] == written[tag]
             if pos.batch_size is None:
