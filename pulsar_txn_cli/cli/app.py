@@ -5,11 +5,12 @@ import typer
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.cli import (
-    analyze, batchlog, buffer, common, completion, decode, demo, downgrade, engine, exporter, metrics, state,
+    analyze, batchlog, buffer, common, completion, decode, demo, downgrade, engine, exporter, helptext, metrics, state,
     transactions,
 )
 
 app = typer.Typer(
+    cls=helptext.Group,
     name="pulsar-txn",
     help=(
         "Operate Apache Pulsar transactions and PIP-160 batched transaction logs, on a real cluster "

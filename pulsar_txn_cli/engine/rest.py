@@ -424,3 +424,5 @@ def metrics_get(engine, query, body):
 
 
 ENGINE_VERSION = __version__
+
+from pulsar_txn_cli.engine import engine_routes  # noqa: E402,F401 - registers the engine's own endpoints
