@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from pulsar_txn_cli.cli import helptext
-
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict

@@ -1,10 +1,10 @@
 """The engine's one SQLite database: schema, WAL mode, the process lock and commit hooks.
 
 One database per engine directory. A process lock (flock on `engine.lock`) keeps a second
-process out: it waits briefly (saying so through notices), then fails with EngineBusy. `engine
-serve` adds its URL to the lock file, so a command that finds it locked can point to the server. Work happens inside `tx()`; the
-outermost `tx()` commits once, then runs the after-commit callbacks, so a writer's callback
-can never announce an add that a crash could still lose.
+process out: it waits briefly (saying so through notices), then fails with EngineBusy; `engine
+serve` adds its URL to the lock file, so a command that finds it locked can point to the server.
+Work happens inside `tx()`; the outermost `tx()` commits once, then runs the after-commit
+callbacks, so a writer's callback can never announce an add that a crash could still lose.
 """
 from __future__ import annotations
 
@@ -189,8 +189,8 @@ def _acquire_lock(path: Path, wait: float) -> int:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            holder = _holder(fd)
             if time.monotonic() >= deadline:
+                holder = _holder(fd)
                 os.close(fd)
                 raise EngineBusy(
                     f"the engine directory {path.parent} is in use by another process ({holder.describe()}); "
@@ -199,7 +199,7 @@ def _acquire_lock(path: Path, wait: float) -> int:
                 ) from None
             if not announced:
                 announced = True
-                notices.notify(f"waiting for the engine lock on {path.parent}, held by {holder.describe()}; "
+                notices.notify(f"waiting for the engine lock on {path.parent}, held by {_holder(fd).describe()}; "
                                f"giving up after {wait:g} s ({LOCK_TIMEOUT_ENV})")
             time.sleep(0.05)
     os.ftruncate(fd, 0)
