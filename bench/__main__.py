@@ -1,8 +1,14 @@
-"""Run benchmarks: python -m bench [NAME ...]. Each bench/bench_NAME.py has a main(argv)."""
+"""Run benchmarks: python -m bench [NAME ...] [--OPTION=VALUE ...]. Each bench/bench_NAME.py has a main(argv).
+
+Every bench is framed by two `machine:` lines (bench/machine.py): the load and the stolen CPU time
+measured while it ran, so a figure is never published without the conditions it was taken in.
+"""
 import importlib
 import pkgutil
 import sys
 from pathlib import Path
+
+from bench import machine
 
 
 def main(argv: list[str]) -> int:
@@ -15,7 +21,8 @@ def main(argv: list[str]) -> int:
             print(f"unknown benchmark {name!r}; available: {', '.join(available)}", file=sys.stderr)
             return 2
         print(f"== bench {name}", flush=True)
-        importlib.import_module(f"bench.bench_{name}").main(extra)
+        with machine.report(name):
+            importlib.import_module(f"bench.bench_{name}").main(extra)
     return 0
 
 

@@ -56,7 +56,7 @@ def main(argv):
         engine = Engine.init(directory, coordinators=4)
         simulate(engine, SimOptions(transactions=200, concurrency=16, topics=8, subscriptions=opts["--subscriptions"], seed=3))
         engine.close()
-        print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions (figures under the shared machine's load)")
+        print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions")
 
         local = _admin_for(engine_dir=directory)
         _rate("coordinator-stats, in process", opts["--requests"], local.coordinator_stats)
@@ -72,9 +72,9 @@ def main(argv):
             print(f"over HTTP with {latency} ms added per request:")
             for concurrency in (1, 8):
                 found = _timed(f"subscriptions, concurrency {concurrency}",
-                               lambda: transactional_subscriptions(remote, concurrency=concurrency))
+                               lambda c=concurrency: transactional_subscriptions(remote, concurrency=c))
             for concurrency in (1, 8):
                 _timed(f"get-txn-pending-ack-batch-log-stat, concurrency {concurrency}",
-                       lambda: batchlog.batch_log_stat(remote, batchlog.PENDING_ACK, concurrency=concurrency))
+                       lambda c=concurrency: batchlog.batch_log_stat(remote, batchlog.PENDING_ACK, concurrency=c))
             print(f"  ({len(found)} subscriptions found)")
             remote.close()

@@ -1,12 +1,15 @@
 """`analyze` throughput: local runner, Spark local[1] and local[2], next to a bare protobuf parse.
 
-    .venv/bin/python -m bench analyze [--records N] [--workdir DIR] [--skip-spark] [--repeat N]
+    .venv/bin/python -m bench analyze [--records=N] [--workdir=DIR] [--skip-spark] [--repeat=N] [--pure-python]
 
 Generates a Parquet dump of N records (default 20 million) by repeating a pool of pre-encoded
 entries under fresh (managed ledger, ledger, entry) positions, plus a quarter-size dump to show
 that the local runner's peak RSS does not grow with the input. Every measured run is a child
 process (so its peak RSS is its own), repeated (--repeat, default 3) and reported by its median;
-Spark's figure excludes the JVM start.
+Spark's figure excludes the JVM start. The local runner's RSS is also sampled while it runs and
+printed at each tenth of its run time (memory that stays flat as the input streams by). With
+--pure-python the local runner also runs without the native scanner (as on a machine without a
+C compiler), a figure of the interpreter's own speed.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -143,8 +147,11 @@ def child(mode: str, path: str, warm: str | None = None) -> None:
                     single().ParseFromString(data)
                     records += 1
         seconds, cpu = time.perf_counter() - start, tree_cpu() - cpu
-    elif mode == "local":
-        from pulsar_txn_cli.pipeline import local
+    elif mode in ("local", "local-pure"):
+        from pulsar_txn_cli.pipeline import facts, local
+
+        if mode == "local-pure":
+            facts.NATIVE = None  # what an install without a C compiler runs
 
         start, cpu = time.perf_counter(), tree_cpu()
         report = local.run(files)
@@ -180,16 +187,43 @@ def measure(mode: str, path: Path, warm: Path | None, repeat: int) -> dict:
     code = f"from bench.bench_analyze import child; child({mode!r}, {str(path)!r}, {str(warm) if warm else None!r})"
     runs = []
     for _ in range(repeat):
-        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"{mode} failed:\n{done.stderr[-3000:]}")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        returncode, stdout, stderr, rss = run_sampled([sys.executable, "-c", code])
+        if returncode:
+            raise SystemExit(f"{mode} failed:\n{stderr[-3000:]}")
+        result = json.loads(stdout.strip().splitlines()[-1])
         result["rate"] = result["records"] / result["seconds"]
+        result["rssSamples"] = rss
         runs.append(result)
     runs.sort(key=lambda r: r["rate"])
     median = dict(runs[len(runs) // 2])
     median["range"] = (runs[0]["rate"], runs[-1]["rate"])
     return median
+
+
+def run_sampled(command: list[str], every: float = 0.2) -> tuple[int, str, str, list[float]]:
+    """Run a child process and sample its resident set size (MB) every `every` seconds."""
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    streams: list = []
+    reader = threading.Thread(target=lambda: streams.extend(proc.communicate()))
+    reader.start()
+    samples = []
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            samples.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024)
+        except (OSError, StopIteration):
+            pass  # the process ended between poll() and the read
+        time.sleep(every)
+    reader.join()
+    return proc.returncode, streams[0], streams[1], samples
+
+
+def rss_over_time(samples: list[float]) -> str:
+    """The RSS at each tenth of the run (MB), from the samples taken while it ran."""
+    if not samples:
+        return "no samples (the run was shorter than one sampling interval)"
+    picks = [samples[min(len(samples) - 1, round(i * (len(samples) - 1) / 10))] for i in range(1, 11)]
+    return " ".join(f"{mb:,.0f}" for mb in picks)
 
 
 def main(argv: list[str]) -> None:
@@ -198,6 +232,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--workdir", default="/tmp/pulsar-txn-bench-analyze")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
+    parser.add_argument("--pure-python", action="store_true", help="also run the local runner without the native scanner")
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -208,9 +243,10 @@ def main(argv: list[str]) -> None:
         if not path.exists():
             entries, records = generate(path, n, pool)
             print(f"generated {path.name}: {entries:,} entries, {records:,} records, {path.stat().st_size / 1e6:,.0f} MB")
-    print(f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} before the first run")
     rows = {}
-    for mode, path in [("baseline", big), ("local", small), ("local", big)] + ([] if args.skip_spark else [("spark1", big), ("spark2", big)]):
+    modes = [("baseline", big), ("local", small), ("local", big)] + ([("local-pure", big)] if args.pure_python else [])
+    for mode, path in modes + ([] if args.skip_spark else [("spark1", big), ("spark2", big)]):
         key = mode if path == big else f"{mode}-quarter"
         rows[key] = measure(mode, path, small if mode.startswith("spark") else None, args.repeat)
         r = rows[key]
@@ -223,10 +259,10 @@ def main(argv: list[str]) -> None:
     print(f"local / baseline          = {loc / base:.2f} wall clock, {per_cpu['local'] / per_cpu['baseline']:.2f} per CPU-second  (target >= 0.25)")
     print(f"local peak RSS            = {rows['local-quarter']['rss_mb']:,.0f} MB at {rows['local-quarter']['records']:,} records, "
           f"{rows['local']['rss_mb']:,.0f} MB at {rows['local']['records']:,} records")
+    print(f"local RSS over the run    = {rss_over_time(rows['local']['rssSamples'])} MB (at each tenth of the median run's time)")
     if not args.skip_spark:
         s1, s2 = rows["spark1"]["rate"], rows["spark2"]["rate"]
         print(f"spark local[2] / local[1] = {s2 / s1:.2f}  (target >= 1.6); CPU per record local[2] / local[1] = "
               f"{per_cpu['spark1'] / per_cpu['spark2']:.2f} (1.0 = no parallel overhead; the cores column shows what the machine granted)")
         print(f"spark per core / local    = {s2 / 2 / loc:.2f} (local[2]), {s1 / loc:.2f} (local[1]) wall clock; "
               f"{per_cpu['spark2'] / per_cpu['local']:.2f}, {per_cpu['spark1'] / per_cpu['local']:.2f} per CPU-second  (target >= 0.5)")
-    print(f"load average at the end {os.getloadavg()[0]:.1f} (the machine is shared: figures taken under load)")

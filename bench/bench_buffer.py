@@ -27,7 +27,7 @@ def _run(directory: Path, aborted: int, segmented: bool) -> dict:
         service.publish(topic, b"payload", TxnID(0, n))
         service.end(topic, TxnID(0, n), committed=False)
     service.buffer(topic).take_snapshot()
-    for n in range(200):  # a tail to replay after the snapshot
+    for _ in range(200):  # a tail to replay after the snapshot
         service.publish(topic, b"tail")
     written = time.perf_counter() - started
     store.close()
@@ -44,7 +44,6 @@ def _run(directory: Path, aborted: int, segmented: bool) -> dict:
 
 def main(argv: list[str]) -> None:
     sizes = [1000, 5000] if "--quick" not in argv else [500]
-    print("figures taken on a shared, loaded machine (2 cores)")
     print(f"{'aborted txns':>12} {'form':>9} {'publish+abort ops/s':>20} {'recovery ms':>12}")
     for aborted in sizes:
         for segmented in (False, True):

@@ -99,7 +99,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--subscriptions", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--profile", action="store_true", help="Profile the default-concurrency check (cProfile).")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-downgrade-") as tmp:
@@ -111,8 +110,7 @@ def main(argv: list[str]) -> None:
               f"~{args.subscriptions} transactional subscriptions)", flush=True)
         checkpoint = Path(tmp) / "checkpoint.json"
         with served_engine(directory, args.latency_ms) as served:
-            print(f"engine serve at {served.url}, --latency-ms {args.latency_ms:g} "
-                  f"(figures taken on a shared, loaded 2-core machine)", flush=True)
+            print(f"engine serve at {served.url}, --latency-ms {args.latency_ms:g}", flush=True)
             # Warm-up (untimed): the served engine loads every store on its first request for it.
             timed_check(served.url, 16, checkpoint)
             figures = {}

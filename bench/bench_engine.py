@@ -1,20 +1,37 @@
 """Engine throughput and batching: records/s and entries per 1,000 records, batching on vs off.
 
-    .venv/bin/python -m bench engine [--transactions=N] [--concurrency=C] [--subscriptions=S]
+    .venv/bin/python -m bench engine [--transactions=N] [--concurrency=C] [--subscriptions=S] [--repeat=R] [--profile]
 
 Runs `engine simulate` in process on fresh engines (tmp dirs), same seed for both modes, default
 batch settings. Records/s is wall time of the whole simulate (coordinator, pending-ack stores,
-transaction buffer, SQLite commits), counting TC-log records and all log records.
+transaction buffer, SQLite commits), counting TC-log records and all log records. With --repeat,
+each mode runs R times and the rates are reported as the median and the range. --profile runs the
+batching-on workload once more under cProfile and prints where its time goes, by part of the engine.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
+# Where a profiled function's own time is counted: the first part whose marker its file or name holds.
+PARTS = [
+    ("SQLite", ("sqlite3",)),
+    ("workload generator (simulate)", ("engine/simulate",)),
+    ("transaction buffer", ("engine/buffer/",)),
+    ("coordinators (TC log)", ("engine/coordinator",)),
+    ("pending-ack stores", ("engine/pending_ack",)),
+    ("buffered writer", ("engine/writer",)),
+    ("managed ledgers", ("engine/ledger",)),
+    ("store (transactions, callbacks)", ("engine/store",)),
+    ("clock and timers", ("engine/clock",)),
+    ("rest of the engine", ("pulsar_txn_cli/engine/",)),
+]
 
-def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, seed: int) -> dict:
+
+def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, seed: int, profiler=None) -> dict:
     from pulsar_txn_cli.engine.engine import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
@@ -25,14 +42,38 @@ def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, se
                 engine.config.set("transactionLogBatchedWriteEnabled", "true")
                 engine.config.set("transactionPendingAckBatchedWriteEnabled", "true")
                 engine.reload()
+            options = SimOptions(transactions=transactions, concurrency=concurrency, subscriptions=subscriptions, seed=seed)
             start = time.perf_counter()
-            result = simulate(engine, SimOptions(transactions=transactions, concurrency=concurrency,
-                                                 subscriptions=subscriptions, seed=seed))
+            result = profiler.runcall(simulate, engine, options) if profiler else simulate(engine, options)
             elapsed = time.perf_counter() - start
         finally:
             engine.close()
     result["seconds"] = elapsed
     return result
+
+
+def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:,.0f} (one run)"
+    return f"{statistics.median(values):,.0f} (median of {len(values)}; {min(values):,.0f} to {max(values):,.0f})"
+
+
+def profile_shares(args) -> None:
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    run(True, args.transactions, args.concurrency, args.subscriptions, args.seed, profiler)
+    stats = pstats.Stats(profiler).stats
+    totals = dict.fromkeys([name for name, _ in PARTS] + ["Python and the rest"], 0.0)
+    for (filename, _line, function), (_cc, _nc, own, _cum, _callers) in stats.items():
+        where = f"{filename.replace(chr(92), '/')}:{function}"
+        part = next((name for name, markers in PARTS if any(m in where for m in markers)), "Python and the rest")
+        totals[part] += own
+    whole = sum(totals.values()) or 1
+    print("profile of the batching-on workload (own time per part, cProfile):")
+    for part, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"  {part:<34} {100 * seconds / whole:5.1f}%")
 
 
 def main(argv: list[str]) -> None:
@@ -41,16 +82,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument("--subscriptions", type=int, default=8)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per mode; rates are reported as median and range")
+    parser.add_argument("--profile", action="store_true", help="also profile one batching-on run")
     args = parser.parse_args(argv)
     rows = {}
     for batch in (True, False):
-        r = run(batch, args.transactions, args.concurrency, args.subscriptions, args.seed)
-        rows[batch] = r
+        runs = [run(batch, args.transactions, args.concurrency, args.subscriptions, args.seed) for _ in range(args.repeat)]
+        r = rows[batch] = runs[0]
+        r["tcRates"] = [r["records"]["tc"] / x["seconds"] for x in runs]
         tc, pa = r["records"]["tc"], r["records"]["pendingAck"]
+        seconds = [x["seconds"] for x in runs]
         print(f"batching {'on ' if batch else 'off'}: {args.transactions} txns, concurrency {args.concurrency}, "
-              f"{args.subscriptions} subscriptions, {r['seconds']:.2f} s")
-        print(f"  TC-log records/s        {tc / r['seconds']:>10,.0f}   ({tc} records, {r['entries']['tc']} entries)")
-        print(f"  all log records/s       {(tc + pa) / r['seconds']:>10,.0f}   (+ {pa} pending-ack records, "
+              f"{args.subscriptions} subscriptions, {statistics.median(seconds):.2f} s (median)")
+        print(f"  TC-log records/s        {spread([tc / s for s in seconds])}   ({tc} records, {r['entries']['tc']} entries)")
+        print(f"  all log records/s       {spread([(tc + pa) / s for s in seconds])}   (+ {pa} pending-ack records, "
               f"{r['entries']['pendingAck']} entries)")
         print(f"  entries per 1,000 records: TC {1000 * r['entries']['tc'] / max(tc, 1):.1f}, "
               f"pending ack {1000 * r['entries']['pendingAck'] / max(pa, 1):.1f}")
@@ -60,4 +105,6 @@ def main(argv: list[str]) -> None:
     ratio = off["entries"]["tc"] / max(on["entries"]["tc"], 1)
     print(f"TC-log entries without / with batching: {off['entries']['tc']} / {on['entries']['tc']} = {ratio:.1f}x "
           f"(target >= 20x)")
-    print(f"TC-log records/s with batching: {on['records']['tc'] / on['seconds']:,.0f} (target >= 20,000)")
+    print(f"TC-log records/s with batching: {spread(on['tcRates'])} (target >= 20,000)")
+    if args.profile:
+        profile_shares(args)

@@ -4,7 +4,6 @@ progress in human units, and `engine dump` honouring -o json."""
 from __future__ import annotations
 
 import io
-import json
 import re
 
 import pytest

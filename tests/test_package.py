@@ -2,7 +2,6 @@
 clean virtual environment (no project source on its path), and the quick start's demo run there."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tarfile

@@ -13,7 +13,6 @@ When the answer cannot be known, `effective` is None and `reason` says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from pulsar_txn_cli.admin import features, remembered
 from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY

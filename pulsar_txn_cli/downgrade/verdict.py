@@ -550,7 +550,7 @@ def apply_entry_scan(result: DowngradeVerdict, scan: EntryScan) -> DowngradeVerd
                        "so they may be batched")
     owner = {ledger: item for item in result.items for ledger in (item.observation.ledgers or ())}
     items = {id(i): i for i in result.items}
-    for ledger, (managed_ledger, count) in sorted(scan.batched.items()):
+    for ledger, (_managed_ledger, count) in sorted(scan.batched.items()):
         item = owner.get(ledger)
         if item is None or item.last_batched_ledger_id is None:
             continue  # a ledger already deleted, or not recorded yet (already not clear)

@@ -109,7 +109,7 @@ class Metrics:
         created = java_double(self.created_ms / 1000.0)
         out: list[str] = []
         for prefix, w in self.writers.items():
-            for name, (buckets, help_) in HISTOGRAMS.items():
+            for name, (buckets, _help) in HISTOGRAMS.items():
                 full = f"{prefix}_bufferedwriter_{name}"
                 h = w.hist[name]
                 out.append(f"# TYPE {full} histogram")
@@ -121,7 +121,7 @@ class Metrics:
                 out.append(f"{full}_count{{{labels}}} {float(h['count'])}")
                 out.append(f"{full}_sum{{{labels}}} {float(h['sum'])}")
                 out.append(f"{full}_created{{{labels}}} {created}")
-            for trigger, help_ in COUNTERS.items():
+            for trigger, _help in COUNTERS.items():
                 full = f"{prefix}_bufferedwriter_flush_trigger_{trigger}"
                 out.append(f"# TYPE {full} counter")
                 out.append(f"{full}_total{{{labels}}} {float(w.counters[trigger])}")

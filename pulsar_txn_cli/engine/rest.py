@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
-    TC_ASSIGN_TOPIC, CoordinatorNotFound, TransactionNotFound, transaction_metadata,
+    CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
 from pulsar_txn_cli.engine.pending_ack import PENDING_ACK_SUFFIX
 from pulsar_txn_cli.errors import EngineError

@@ -150,7 +150,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
 
 def _check_pending_ack(ml, summary, problems) -> int:
     live: set = set()
-    for lid, eid, records, _ in _live_entries(ml, "__pending_ack_state", decode_pa_entry, problems):
+    for _lid, _eid, records, _ in _live_entries(ml, "__pending_ack_state", decode_pa_entry, problems):
         summary["entries"] += 1
         for r in records:
             summary["liveRecords"] += 1

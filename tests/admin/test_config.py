@@ -1,5 +1,4 @@
 """Target resolution: flags > environment > named context > client.conf > the default engine."""
-from pathlib import Path
 
 import pytest
 

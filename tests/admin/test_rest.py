@@ -197,7 +197,9 @@ def test_untrusted_certificate_is_a_tls_error(self_signed):
 def test_https_to_http_redirect_keeps_no_token(self_signed):
     cert, key = self_signed
     with ScriptedServer(always(json_answer(TENANTS))) as plain:
-        redirect = lambda r: (307, {"Location": plain.url + r.path}, b"")
+        def redirect(r):
+            return (307, {"Location": plain.url + r.path}, b"")
+
         with ScriptedServer(redirect, ssl_context=tls_server_context(cert, key)) as secure:
             with pytest.raises(ConnectionFailed, match="refusing to send the token unencrypted"):
                 rest_admin(secure.url, tls_trust_cert_path=str(cert)).tenants()

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from pulsar_txn_cli.engine.buffer import rest
-from pulsar_txn_cli.engine.buffer.positions import TxnID
 
 from tests.buffer.engine_helpers import TOPIC, EngineParts
 

@@ -10,7 +10,7 @@ from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import decoding, dumps, readledger
 from pulsar_txn_cli.errors import DecodeError
 
-from .strategies import LOG_RECORDS, SETTINGS, U64
+from .strategies import LOG_RECORDS, SETTINGS
 
 TC, PA = codec.TC_LOG, codec.PENDING_ACK_LOG
 

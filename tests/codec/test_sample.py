@@ -1,4 +1,4 @@
-"""The sample dump shipped in the package (used by the README)."""
+"""The sample dump shipped in the package (used by docs/decode.md)."""
 from __future__ import annotations
 
 from importlib import resources

@@ -256,7 +256,6 @@ def test_a_failing_endpoint_turns_safe_into_wait(cli, tmp_path):
     try:
         drained(cli, b)
         assert until_safe(cli, b)[-1].exit_code == 0
-        saved = json.loads(b.checkpoint.read_text())
         with _failing_proxy(b.server.url, "/pendingAckInternalStats/") as url:
             # The proxy is another URL of the same engine: the records (the checkpoint, and the
             # moments of the batch-log changes) are the engine's, whatever the URL.

@@ -1,7 +1,6 @@
 """The running-broker rule, reload, two processes, an unclean stop."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.coordinator import ABORTED, COMMITTED, COMMITTING, OPEN, STATUS
-from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
+from pulsar_txn_cli.engine.coordinator import STATUS
+from pulsar_txn_cli.engine.ledger import Position
 from pulsar_txn_cli.engine.verify import verify
 
 TOPIC = "persistent://public/default/orders"

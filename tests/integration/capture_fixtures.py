@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
-import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -312,7 +312,6 @@ class PulsarBroker:
         deadline = time.monotonic() + timeout
         stage = "admin REST"
         last = ""
-        n_tc = 0
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 raise BrokerStartError(f"broker exited with {self.proc and self.proc.returncode} "
@@ -328,7 +327,6 @@ class PulsarBroker:
                         timeout=5)
                     if status == 200 and body.get("partitions", 0) > 0:
                         stage = "coordinators ready"
-                        n_tc = body["partitions"]
                 if stage == "coordinators ready" and self.on_rest_ready:
                     self.on_rest_ready(self)
                     self.on_rest_ready = None

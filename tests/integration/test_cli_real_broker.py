@@ -75,7 +75,7 @@ def test_coordinator_stats_and_internal_stats(pulsar_broker, tool, held):
     assert stats["0"]["state"] == "Ready" and stats["0"]["ongoingTxnSize"] >= 2
     agrees(b, lambda: tool.json("coordinator-stats", "-c", 0), "/admin/v3/transactions/coordinatorStats?coordinatorId=0")
     for flag, metadata in (((), "false"), (("-m",), "true")):
-        internal = agrees(b, lambda: tool.json("coordinator-internal-stats", "-c", 0, *flag),
+        internal = agrees(b, lambda flag=flag: tool.json("coordinator-internal-stats", "-c", 0, *flag),
                           f"/admin/v3/transactions/coordinatorInternalStats/0?metadata={metadata}")
         assert internal["transactionLogStats"]["managedLedgerName"] == "pulsar/system/persistent/__transaction_log_0"
 
@@ -114,13 +114,13 @@ def test_pending_ack_stats_and_internal_stats(pulsar_broker, tool, held):
     for s in mine:
         topic, sub = s["topic"], s["subscription"]
         rest_path = f"public/default/{urllib.parse.quote(topic.split('/')[-1], safe='')}/{urllib.parse.quote(sub, safe='')}"
-        agrees(b, lambda: tool.json("pending-ack-stats", "-t", topic, "-s", sub),
+        agrees(b, lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub),
                f"/admin/v3/transactions/pendingAckStats/{rest_path}")
-        agrees(b, lambda: tool.json("pending-ack-stats", "-t", topic, "-s", sub, "-l"),
+        agrees(b, lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub, "-l"),
                f"/admin/v3/transactions/pendingAckStats/{rest_path}?lowWaterMarks=true")
     s = next(s for s in mine if s["subscription"] == "sub-a" and s["topic"].endswith("-orders"))
     for flag, metadata in (((), "false"), (("-m",), "true")):
-        internal = agrees(b, lambda: tool.json("pending-ack-internal-stats", "-t", s["topic"], "-s", "sub-a", *flag),
+        internal = agrees(b, lambda flag=flag: tool.json("pending-ack-internal-stats", "-t", s["topic"], "-s", "sub-a", *flag),
                           f"/admin/v3/transactions/pendingAckInternalStats/public/default/{PREFIX}-orders/sub-a"
                           f"?metadata={metadata}")
         assert internal["pendingAckLogStats"]["managedLedgerName"].endswith(
@@ -159,10 +159,10 @@ def test_transaction_metadata_and_slow_transactions(pulsar_broker, tool, held):
     open_txns = [(r["most"], r["least"]) for r in held if r.get("event") == "txn" and r["outcome"] == "open"]
     assert len(open_txns) == 2
     for most, least in open_txns:
-        meta = agrees(b, lambda: tool.json("transaction-metadata", txn_key(most, least)),
+        meta = agrees(b, lambda most=most, least=least: tool.json("transaction-metadata", txn_key(most, least)),
                       f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
         assert meta["status"] == "OPEN"
-        agrees(b, lambda: tool.json("transaction-metadata", "-m", most, "-l", least),
+        agrees(b, lambda most=most, least=least: tool.json("transaction-metadata", "-m", most, "-l", least),
                f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
     slow = agrees(b, lambda: tool.json("slow-transactions", "-t", "1s"), "/admin/v3/transactions/slowTransactions/1000")
     assert {txn_key(*t) for t in open_txns} <= set(slow)

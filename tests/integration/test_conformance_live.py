@@ -35,7 +35,7 @@ def live(pulsar_broker):
 
 
 @pytest.mark.parametrize("name", _params())
-def test_engine_answers_like_the_live_broker(pulsar_broker, live, engine_world, name):
+def test_engine_answers_like_the_live_broker(pulsar_broker, live, engine_world, name):  # noqa: F811 - a fixture
     b = pulsar_broker
     transport, least = engine_world
     request = _fixture(name)["request"]
@@ -50,7 +50,7 @@ def test_engine_answers_like_the_live_broker(pulsar_broker, live, engine_world, 
     assert not problems, f"{method} {live_path} (live) vs the engine:\n" + "\n".join(problems)
 
 
-def test_metrics_sample_names_match_the_live_broker(pulsar_broker, engine_world):
+def test_metrics_sample_names_match_the_live_broker(pulsar_broker, engine_world):  # noqa: F811 - a fixture
     status, text = pulsar_broker.rest("GET", "/metrics/", raw=True)
     assert status == 200
     transport, _ = engine_world
