@@ -125,7 +125,8 @@ def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: f
         if on_ready:
             on_ready(handle.url)
         elif log:
-            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop)")
+            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop); "
+                f"`pulsar-txn engine simulate --admin-url {handle.url}` adds a workload")
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass  # Ctrl-C is the normal way to stop

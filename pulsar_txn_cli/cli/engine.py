@@ -367,7 +367,10 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
     latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
 ) -> None:
-    """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url)."""
+    """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url).
+
+    While it runs it holds the engine directory: other commands take --admin-url URL, and
+    `engine simulate --admin-url URL` adds a workload to the served engine."""
     try:
         from pulsar_txn_cli.admin.server import serve as run_server
     except ImportError:
