@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pulsar_txn_cli.admin import redact
+from pulsar_txn_cli.admin import oauth2, redact
 from pulsar_txn_cli.errors import UsageError
 
 ENV_ADMIN_URL = "PULSAR_TXN_ADMIN_URL"
@@ -53,6 +53,7 @@ class Target:
     engine_dir: str | None = None
     token: str | None = field(default=None, repr=False)
     basic: tuple[str, str] | None = field(default=None, repr=False)  # (userId, password)
+    oauth2: oauth2.OAuth2Params | None = field(default=None, repr=False)  # client credentials
     tls_trust_cert_path: str | None = None
     tls_allow_insecure: bool = False
     tls_enable_hostname_verification: bool = True
@@ -106,12 +107,12 @@ def _build(s: dict, source: str) -> Target:
             raise UsageError(f"admin URL {given!r} ({source}) names no host; give the broker's web service, "
                              "e.g. http://broker:8080")
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
-        token, cert, key, basic = _auth(s, cert, key)
+        token, cert, key, basic, oauth = _auth(s, cert, key)
         if bool(cert) != bool(key):
             raise UsageError("--tls-cert-file and --tls-key-file go together; give both or neither")
         redact.register(token)
         return Target(
-            kind="cluster", url=url, token=token, basic=basic,
+            kind="cluster", url=url, token=token, basic=basic, oauth2=oauth,
             tls_trust_cert_path=s.get("tls_trust_cert_path"),
             tls_allow_insecure=_bool(s.get("tls_allow_insecure", False)),
             tls_enable_hostname_verification=_bool(s.get("tls_enable_hostname_verification", True)),
@@ -130,8 +131,9 @@ def default_engine_dir() -> str:
 
 
 def _auth(s: dict, cert, key):
-    """(token, client cert, client key, basic credentials) from --token/--token-file/--auth-plugin/--auth-params."""
-    token, basic = s.get("token"), None
+    """(token, client cert, client key, basic credentials, OAuth2 parameters) from --token/--token-file/
+    --auth-plugin/--auth-params."""
+    token, basic, oauth = s.get("token"), None, None
     if token is None and s.get("token_file"):
         token = _read_secret(s["token_file"], "--token-file")
     plugin, params = s.get("auth_plugin"), s.get("auth_params")
@@ -142,9 +144,11 @@ def _auth(s: dict, cert, key):
             key = key or values.get("tlsKeyFile")
         elif plugin and plugin in BASIC_PLUGINS:
             basic = _basic_from_params(params)
+        elif plugin and plugin in oauth2.PLUGINS:
+            oauth = oauth2.from_auth_params(_kv_params(params))
         elif plugin and plugin not in TOKEN_PLUGINS:
-            raise UsageError(f"auth plugin {plugin} is not supported; use token, basic or TLS client-certificate "
-                             "authentication")
+            raise UsageError(f"auth plugin {plugin} is not supported; use token, basic, OAuth2 (client credentials) "
+                             "or TLS client-certificate authentication")
         else:
             redact.register(params)  # token parameters are secret as a whole (token:XXX, JSON)
             token = _token_from_params(params)
@@ -152,7 +156,7 @@ def _auth(s: dict, cert, key):
         token = token.strip()
         if not token:
             raise UsageError("the token is empty; check --token, --token-file or --auth-params")
-    return token, cert, key, basic
+    return token, cert, key, basic, oauth
 
 
 def _basic_from_params(params: str) -> tuple[str, str]:
@@ -319,7 +323,16 @@ def read_context(name: str, path: Path) -> dict:
         "tls_allow_insecure": auth.get("tls_allow_insecure_connection") or None,
         "tls_enable_hostname_verification": auth.get("tls_enable_hostname_verification"),
     }
-    if auth.get("issuer_endpoint"):
-        raise UsageError(f"context {name!r} in {path} uses OAuth2 (issuer_endpoint), which this version of "
-                         "pulsar-txn does not support yet; use a token (--token-file)")
+    if auth.get("issuer_endpoint") or auth.get("key_file"):
+        values["auth_plugin"], values["auth_params"] = oauth2.PLUGINS[0], _oauth2_params(auth, name, path)
     return values
+
+
+def _oauth2_params(auth: dict, name: str, path: Path) -> str:
+    """A pulsarctl context's OAuth2 settings as AuthenticationOAuth2's JSON parameters."""
+    if not auth.get("issuer_endpoint") or not auth.get("key_file"):
+        raise UsageError(f"context {name!r} in {path} needs both issuer_endpoint and key_file for OAuth2; pulsar-txn "
+                         "supports the client-credentials flow (pulsarctl context set --issuer-endpoint --key-file)")
+    params = {"type": "client_credentials", "issuerUrl": auth["issuer_endpoint"], "privateKey": auth["key_file"],
+              "audience": auth.get("audience"), "scope": auth.get("scope"), "clientId": auth.get("client_id")}
+    return json.dumps({k: v for k, v in params.items() if v})

@@ -13,6 +13,8 @@ MASK = "***"
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-pulsar-auth-method-name"}
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
 _TOKEN_PARAM = re.compile(r"(?i)\b(token:)(?!//)[^\s,\"']+")
+# OAuth2: a client secret or token in a form body, a query or JSON (client_secret=..., "access_token": "...")
+_OAUTH2_FIELD = re.compile(r"(?i)\b((?:client_secret|access_token|refresh_token|id_token)[\"']?\s*[:=]\s*[\"']?)[^\s&,\"'}]+")
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -26,13 +28,14 @@ def register(secret: str | None) -> None:
 
 
 def redact(text: object) -> str:
-    """text with every registered secret, bearer credential and `token:...` parameter masked."""
+    """text with every registered secret, bearer credential, `token:...` parameter and OAuth2 secret field masked."""
     value = str(text)
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)
     for secret in secrets:
         value = value.replace(secret, MASK)
     value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
+    value = _OAUTH2_FIELD.sub(lambda m: m.group(1) + MASK, value)
     return _TOKEN_PARAM.sub(lambda m: m.group(1) + MASK, value)
 
 

@@ -6,6 +6,9 @@
 - Retries with exponential backoff and jitter: connection failures (the request never left) for
   every method; dropped connections, 429 (Retry-After honoured) and 502/503/504 only for
   idempotent methods. A read timeout is final (--request-timeout is the user's choice).
+- OAuth2 (client credentials): the bearer token comes from an oauth2.TokenSource per request
+  (cached until shortly before it expires); a 401 drops it and the request is sent once more
+  with a fresh one.
 - Transport failures become one ConnectionFailed sentence; HTTP error statuses are returned to
   the caller (PulsarAdmin), which turns them into sentences for both backends alike.
 """
@@ -50,8 +53,16 @@ class RestTransport:
             credential = base64.b64encode(":".join(target.basic).encode()).decode()
             register(credential)
             self.headers["Authorization"] = f"Basic {credential}"
-        self.client = httpx.Client(verify=_ssl_context(target), timeout=target.request_timeout,
-                                   follow_redirects=False, trust_env=False)
+        verify = _ssl_context(target)
+        self.oauth = None
+        if target.oauth2:
+            from pulsar_txn_cli.admin.oauth2 import TokenSource
+
+            # The issuer: the system's CAs plus --tls-trust-cert-path; --tls-allow-insecure applies to it too.
+            self.oauth = TokenSource(target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout,
+                                     log=self._log)
+        self.client = httpx.Client(verify=verify, timeout=target.request_timeout, follow_redirects=False,
+                                   trust_env=False)
 
     def __repr__(self) -> str:
         return f"RestTransport({self.base!r})"
@@ -75,7 +86,7 @@ class RestTransport:
             headers["Content-Type"] = "application/json"
         seen = {url}
         for _hop in range(self.max_hops + 1):
-            response = self._with_retries(method, url, content, headers)
+            response = self._authorized(method, url, content, headers)
             if response.status_code not in REDIRECTS:
                 return response.status_code, response.headers, response.content
             location = response.headers.get("location")
@@ -99,6 +110,20 @@ class RestTransport:
         raise ConnectionFailed(
             f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
             "check the brokers' advertised addresses and topic ownership", status=307)
+
+    def _authorized(self, method: str, url: str, content, headers) -> httpx.Response:
+        """The request with an OAuth2 bearer token when configured; a 401 gets one fresh token and one retry."""
+        if not self.oauth:
+            return self._with_retries(method, url, content, headers)
+        token = self.oauth.bearer()
+        headers["Authorization"] = f"Bearer {token}"
+        response = self._with_retries(method, url, content, headers)
+        if response.status_code == 401:
+            self._log("HTTP 401 with the cached OAuth2 token; fetching a new one and retrying once")
+            self.oauth.invalidate(token)
+            headers["Authorization"] = f"Bearer {self.oauth.bearer()}"
+            response = self._with_retries(method, url, content, headers)
+        return response
 
     def _with_retries(self, method: str, url: str, content, headers) -> httpx.Response:
         attempt = 0
@@ -186,6 +211,21 @@ def _retriable_error(exc: httpx.HTTPError, method: str) -> bool:
         return not ("SSL" in text or "certificate" in text.lower())  # a TLS error does not heal
     # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
     return method in IDEMPOTENT and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError))
+
+
+def _issuer_ssl_context(target):
+    """The system's CAs plus --tls-trust-cert-path (an issuer often has a public certificate)."""
+    if target.tls_allow_insecure:
+        return False
+    if not target.oauth2.issuer_url.startswith("https://"):
+        return True
+    context = ssl.create_default_context()
+    if target.tls_trust_cert_path:
+        try:
+            context.load_verify_locations(cafile=target.tls_trust_cert_path)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}") from None
+    return context
 
 
 def _ssl_context(target):

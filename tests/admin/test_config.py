@@ -134,7 +134,7 @@ def test_tls_client_certificates_from_auth_params():
 
 def test_unsupported_plugin_and_bad_url():
     with pytest.raises(UsageError, match="not supported"):
-        resolve(TargetFlags(admin_url="http://x:8080", auth_plugin="org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", auth_params="{}"), environ={})
+        resolve(TargetFlags(admin_url="http://x:8080", auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationSasl", auth_params="{}"), environ={})
     with pytest.raises(UsageError, match="http:// or https://"):
         resolve(TargetFlags(admin_url="broker:8080"), environ={})
 

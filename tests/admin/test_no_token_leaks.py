@@ -77,3 +77,38 @@ def test_state_file_holds_no_token(cli, tmp_path):
         assert cli(["set-txn-tc-batch-log", "--enable", "--admin-url", good.url, "--token", TOKEN]).exit_code == 0
     files = list((tmp_path / "state").rglob("*.json"))
     assert files and all(TOKEN not in f.read_text() for f in files)
+
+
+OAUTH2_SECRET = "LEAKCHECK-oauth2-client-secret"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))
+def test_oauth2_secret_and_tokens_stay_secret(cli, tmp_path, command):
+    """OAuth2 client credentials (stand-in OAuth2 server): success, and a broker that refuses every token."""
+    import json
+
+    from tests.admin.oauth2standin import OAuth2StandIn
+
+    key = tmp_path / "key.json"
+    key.write_text(json.dumps({"client_id": "ops", "client_secret": OAUTH2_SECRET}))
+    with FakeBroker(token="none-yet") as good, FakeBroker(token="refuses-all") as refusing:
+        with OAuth2StandIn("ops", OAUTH2_SECRET, on_issue=lambda t: setattr(good, "token", t)) as standin:
+            auth = ["--auth-plugin", "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", "--auth-params",
+                    json.dumps({"type": "client_credentials", "issuerUrl": standin.issuer, "privateKey": f"file://{key}"})]
+            results = [cli([*command, "--admin-url", good.url, *auth, "--debug", "-o", "json"]),
+                       cli([*command, "--admin-url", refusing.url, *auth, "--debug"])]
+            assert results[0].exit_code in (0, 4), results[0].stderr
+            assert results[1].exit_code == 4 and "401" in results[1].stderr
+            assert standin.issued
+            for result in results:
+                for text in (result.stdout, result.stderr):
+                    assert OAUTH2_SECRET not in text
+                    assert all(token not in text for token in standin.issued)
+
+
+def test_redact_masks_oauth2_fields_whatever_their_value():
+    from pulsar_txn_cli.admin.redact import redact
+
+    text = redact('grant_type=client_credentials&client_id=ops&client_secret=unregistered-1 '
+                  '{"access_token": "unregistered-2", "expires_in": 60}')
+    assert "unregistered-1" not in text and "unregistered-2" not in text and "client_id=ops" in text

@@ -3,6 +3,7 @@
 # Idempotent: does only what is missing, and says what it did.
 #   - a JDK 17 with the JDK-8351933 ForkJoinPool fix (>= 17.0.17) and Maven, from Debian packages
 #   - the pinned Pulsar classpath in ~/.m2 plus the harness workload jar (mvn package of the module)
+#   - the OAuth2 server of the `secured` OAuth2 tests (mock-oauth2-server's classpath, oauth2server/)
 # Exit status is non-zero if something needed could not be installed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,6 +77,20 @@ else
     say "built harness module online in $(( $(date +%s) - start ))s"
   fi
   say "classpath: $(tr ':' '\n' < "$cp_file" | wc -l) jars"
+fi
+# mock-oauth2-server (the real OAuth2/OIDC server of test_oauth2_broker.py), its own classpath
+O2="$HERE/oauth2server"
+o2_fresh=0
+if [ -f "$O2/target/classpath.txt" ] && [ "$O2/target/classpath.txt" -nt "$O2/pom.xml" ]; then
+  o2_fresh=1
+  for f in $(tr ':' ' ' < "$O2/target/classpath.txt"); do [ -f "$f" ] || { o2_fresh=0; break; }; done
+fi
+if [ "$o2_fresh" = 1 ]; then
+  say "mock-oauth2-server classpath ready ($(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars)"
+else
+  o2_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$O2/pom.xml" generate-resources)
+  "${o2_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading mock-oauth2-server from Maven Central"; "${o2_cmd[@]}"; }
+  say "mock-oauth2-server classpath: $(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars"
 fi
 # The other Pulsar lines of the version matrix and the real downgrade (versions.py fetches Maven 3.9.9)
 start=$(date +%s)
