@@ -8,6 +8,7 @@ from __future__ import annotations
 
 PROG = "pulsar-txn"
 COMPLETE_VAR = "_PULSAR_TXN_COMPLETE"
+PATH_COMMANDS = ("decode", "analyze", "collect")  # fish completes file paths for these
 # shell -> (file name in completions/, how to install it)
 SHELLS = {
     "bash": ("pulsar-txn.bash", "source it from ~/.bashrc, or copy it to /etc/bash_completion.d/pulsar-txn"),
@@ -26,4 +27,7 @@ def script(shell: str) -> str:
     if body.startswith("#compdef"):  # zsh's autoloader reads only the first line
         first, _, rest = body.partition("\n")
         body, header = rest, first + "\n" + header
+    if shell == "fish":  # Typer's script never completes files (--no-files); these commands take paths
+        body += (f'\ncomplete --command {PROG} --force-files --condition "__fish_seen_subcommand_from '
+                 f'{" ".join(PATH_COMMANDS)}"')
     return header + body + "\n"

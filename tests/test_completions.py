@@ -80,3 +80,18 @@ def test_pulsarctl_runs_the_tool_as_its_txn_plugin():
     assert plugin.exists(), "the pulsarctl-txn entry point is not installed (pip install -e . again)"
     result = subprocess.run([str(plugin), "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("pulsar-txn "), result.stderr
+
+
+def test_fish_completes_file_paths_for_decode_and_analyze(tmp_path):
+    """#13.21 in a real fish (Debian's package): the checked-in script offers files after decode and analyze."""
+    import shutil
+
+    fish = shutil.which("fish")
+    if fish is None:
+        pytest.fail("fish is not installed: apt-get install -y fish (./dev setup installs it)", pytrace=False)
+    (tmp_path / "dump-one.jsonl").write_text("{}\n")
+    for command in ("decode", "analyze", "collect --out"):
+        script = (f"set -x PATH {BIN} $PATH; source {COMPLETIONS / 'pulsar-txn.fish'}; "
+                  f"cd {tmp_path}; complete -C 'pulsar-txn {command} dump-'")
+        result = subprocess.run([fish, "--no-config", "-c", script], capture_output=True, text=True, timeout=120)
+        assert "dump-one.jsonl" in result.stdout, (command, result.stdout, result.stderr)

@@ -66,11 +66,12 @@ def analyze(
     inputs_module.require_entries(report)
     inputs_module.contradicted(report, log, force_log)
     if html is not None:
-        from pulsar_txn_cli.pipeline.html_report import render
+        from pulsar_txn_cli.pipeline.html_report import context_of, render
 
+        context = context_of(inputs, engine=f"spark ({spark_master})" if chosen == "spark" else "local")
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
-            html.write_text(render(report), encoding="utf-8")
+            html.write_text(render(report, context), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write the HTML report {html}: {exc.strerror or exc}") from None
         env.info(f"wrote {html}")

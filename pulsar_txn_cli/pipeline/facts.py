@@ -30,10 +30,12 @@ OPS_OF_LOG = {codec.TC_LOG: TC_OPS, codec.PENDING_ACK_LOG: PENDING_ACK_OPS}
 _UPDATE = 3  # TransactionMetadataOp.UPDATE; its status picks one of five columns
 _PA_BASE = len(TC_OPS) - 1  # PendingAckOp starts at 1 (ACK)
 
-# Pulsar's TxnLogBufferedWriterMetricsStats buckets (facts §2.7); a value v falls in the first
-# bucket with v <= bound (Prometheus "le"), the last bucket is +Inf.
-RECORDS_BOUNDS = (10, 50, 100, 200, 500, 1000)
-SIZE_BOUNDS = (128, 512, 1024, 2048, 4096, 16384, 102400, 1232896)
+# Powers of two, fine at the low end where most entries are (an unbatched entry holds 1 record of
+# tens of bytes; Pulsar's metric buckets (10, 50, ... and 128, 512, ...) would put them all in the
+# first one). A value v falls in the first bucket with v <= bound (Prometheus "le"); the last is
+# +Inf. The top bounds cover the writers' defaults (512 records, 4 MiB).
+RECORDS_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+SIZE_BOUNDS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304)
 
 FACT_FIELDS = (
     "managedLedger", "ledgerId", "entryId", "decoded", "batched", "records", "bytes",

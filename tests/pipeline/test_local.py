@@ -45,21 +45,22 @@ def test_known_counts_on_mixed_ledgers(mixed):
     assert totals["lastBatchedLedgerId"] == 9
 
 
-def test_histograms_use_pulsars_bucket_bounds(tmp_path):
+def test_histograms_use_power_of_two_buckets_fine_at_the_low_end(tmp_path):
     sizes = [1, 10, 11, 50, 100, 101, 1000, 1001]
     entries = [(TC_ML, 1, i, codec.encode_batch([tc(0, j) for j in range(n)])) for i, n in enumerate(sizes)]
     tcl = by_name(run([write_jsonl(tmp_path / "h.jsonl", entries)]))[TC_ML]
     hist = tcl["recordsPerEntry"]
-    assert [b["le"] for b in hist["buckets"]] == [10, 50, 100, 200, 500, 1000, "+Inf"]
-    assert [b["count"] for b in hist["buckets"]] == [2, 2, 1, 1, 0, 1, 1]
+    assert [b["le"] for b in hist["buckets"]] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, "+Inf"]
+    # 1 | 10, 11 (<= 16) | 50 (<= 64) | 100, 101 (<= 128) | 1000 (<= 1024) | 1001 (<= 1024)
+    assert [b["count"] for b in hist["buckets"]] == [1, 0, 0, 0, 2, 0, 1, 2, 0, 0, 2, 0]
     assert (hist["count"], hist["sum"]) == (8, sum(sizes))
     size = tcl["entrySizeBytes"]
-    assert [b["le"] for b in size["buckets"]] == [128, 512, 1024, 2048, 4096, 16384, 102400, 1232896, "+Inf"]
-    expected = [0] * 9
+    assert [b["le"] for b in size["buckets"]] == [32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304, "+Inf"]
+    expected = [0] * 15
     for _, _, _, data in entries:
         expected[facts.bucket(len(data), facts.SIZE_BOUNDS)] += 1
     assert [b["count"] for b in size["buckets"]] == expected
-    assert facts.bucket(128, facts.SIZE_BOUNDS) == 0 and facts.bucket(129, facts.SIZE_BOUNDS) == 1
+    assert facts.bucket(32, facts.SIZE_BOUNDS) == 0 and facts.bucket(33, facts.SIZE_BOUNDS) == 1
 
 
 def test_op_columns_match_the_codecs_op_names():

@@ -1,0 +1,195 @@
+"""`collect` end to end over real HTTP (the embedded engine served by admin/server.py) with a
+STAND-IN BookKeeper shell (standin_bookkeeper.py: real bookies cannot run in the fast suite; the
+real shell against a real broker is tests/integration/test_collect_real_broker.py). Covers the
+plan from internal stats, the dumps `analyze` reads, resumption, Ctrl-C, and the error paths."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, simulate_into
+
+STANDIN = Path(__file__).with_name("standin_bookkeeper.py")
+URI = "zk+null://127.0.0.1:2181/ledgers"
+
+
+@pytest.fixture
+def fleet(tmp_path, monkeypatch):
+    """A served engine after a batched workload, its JSONL dump for the stand-in, and the stand-in script."""
+    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine import dump
+
+    simulate_into(tmp_path / "engine", coordinators=2, transactions=60, concurrency=8, topics=2, subscriptions=2, seed=5)
+    where = ["--engine-dir", str(tmp_path / "engine")]
+    for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
+        assert run_cli(["engine", "config", "set", key, "true", *where]).exit_code == 0
+    assert run_cli(["engine", "reload", *where]).exit_code == 0
+    assert run_cli(["engine", "simulate", "-n", "200", "--concurrency", "20", "--seed", "6", *where]).exit_code == 0
+    engine = Engine.open(tmp_path / "engine")
+    dump_path = tmp_path / "engine.jsonl"
+    dump_path.write_text("".join(line + "\n" for line in dump.lines(engine, dump.select(engine, None, "all"))))
+    script = tmp_path / "bookkeeper"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("STANDIN_DUMP", str(dump_path))
+    monkeypatch.setenv("STANDIN_CALLS", str(tmp_path / "calls.txt"))
+    srv = server.start(engine=engine)
+    yield {"url": srv.url, "shell": str(script), "dump": dump_path, "calls": tmp_path / "calls.txt", "tmp": tmp_path}
+    srv.close()
+    engine.close()
+
+
+def args(fleet, out, *extra):
+    return ["collect", "--admin-url", fleet["url"], "--out", str(out), "--bookkeeper-shell", fleet["shell"],
+            "--metadata-service-uri", URI, *extra]
+
+
+def ledgers_of(dump: Path) -> set[tuple[str, int]]:
+    return {(o["managedLedger"], o["ledgerId"]) for o in map(json.loads, dump.read_text().splitlines())}
+
+
+def calls(fleet) -> list[int]:
+    path = fleet["calls"]
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_collect_writes_every_ledger_and_analyze_agrees_with_the_dump(cli, fleet):
+    out = fleet["tmp"] / "out"
+    result = cli(args(fleet, out, "-o", "json"))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    summary = result.json()
+    expected = ledgers_of(fleet["dump"])
+    assert summary["ledgers"] == summary["read"] == len(expected) and summary["failed"] == [] and summary["problems"] == []
+    assert summary["metadataServiceUri"] == URI and summary["secondsPerLedger"] > 0
+    collected = [json.loads(l) for f in sorted(out.rglob("ledger-*.jsonl")) for l in f.read_text().splitlines()]
+    original = [json.loads(l) for l in fleet["dump"].read_text().splitlines()]
+    key = lambda o: (o["managedLedger"], o["ledgerId"], o["entryId"])  # noqa: E731
+    assert sorted(collected, key=key) == sorted(original, key=key)  # byte for byte, entry for entry
+    report = cli(["analyze", str(out), "--engine", "local", "-o", "json"]).json()
+    direct = cli(["analyze", str(fleet["dump"]), "--engine", "local", "-o", "json"]).json()
+    assert report["totals"] == direct["totals"] and report["totals"]["batchedEntries"] > 0
+
+
+def test_a_second_run_reads_only_what_is_missing(cli, fleet, monkeypatch):
+    out = fleet["tmp"] / "out"
+    victim = sorted(lid for _, lid in ledgers_of(fleet["dump"]))[0]
+    monkeypatch.setenv("STANDIN_FAIL", str(victim))
+    first = cli(args(fleet, out, "-o", "json"))
+    assert first.exit_code == 3, first.stderr
+    failed = first.json()["failed"]
+    assert [f["ledgerId"] for f in failed] == [victim] and "No such ledger" in failed[0]["error"]
+    assert "run the same command again" in first.stderr
+    monkeypatch.delenv("STANDIN_FAIL")
+    fleet["calls"].unlink()
+    second = cli(args(fleet, out, "-o", "json"))
+    assert second.exit_code == 0, second.stderr
+    summary = second.json()
+    open_ledgers = {r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]}
+    assert set(calls(fleet)) == {victim} | open_ledgers  # the failed ledger, and the open ones (they may grow)
+    assert summary["alreadyCollected"] == summary["ledgers"] - len({victim} | open_ledgers)
+
+
+def test_ctrl_c_keeps_the_completed_ledgers_and_the_next_run_finishes(fleet):
+    out = fleet["tmp"] / "out"
+    env = dict(os.environ, STANDIN_SLEEP="0.4")
+    cmd = [sys.executable, "-m", "pulsar_txn_cli", *args(fleet, out, "--concurrency", "1")]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = out / "_collect" / "done.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not done.exists() or len(done.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    kept = len(done.read_text().splitlines())
+    total = len(ledgers_of(fleet["dump"]))
+    assert 2 <= kept < total
+    assert f"{kept} of {total} ledgers are complete" in err and "run the same command again" in err
+    assert not list(out.rglob(".*.tmp"))  # no half-written dump left behind
+    assert len(list(out.rglob("ledger-*.jsonl"))) == kept
+    finish = subprocess.run(cmd[:-2] + ["-o", "json"], env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert finish.returncode == 0, finish.stderr
+    assert len(list(out.rglob("ledger-*.jsonl"))) == total
+
+
+def test_entries_without_headers_are_refused_not_guessed(cli, fleet, monkeypatch):
+    monkeypatch.setenv("STANDIN_NO_HEADERS", "1")
+    result = cli(args(fleet, fleet["tmp"] / "out", "-o", "json"))
+    assert result.exit_code == 3
+    errors = {f["error"] for f in result.json()["failed"]}
+    assert errors and all("headers" in e and "INFO" in e for e in errors), errors
+
+
+def test_the_embedded_engine_is_refused_with_a_pointer(cli, tmp_path):
+    simulate_into(tmp_path / "engine", transactions=2, seed=1)
+    result = cli(["collect", "--engine-dir", str(tmp_path / "engine"), "--out", str(tmp_path / "out"),
+                  "--bookkeeper-shell", "/bin/true"])
+    assert result.exit_code == 2
+    assert "engine dump --log all" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "give --bookkeeper-shell PATH"),
+    (["--bookkeeper-shell", "/nonexistent/bookkeeper"], "no such executable file"),
+    (["--bookkeeper-shell", "/bin/true", "--concurrency", "0"], "--concurrency must be at least 1"),
+])
+def test_bad_options_are_one_sentence_and_exit_2(cli, fleet, extra, message):
+    result = cli(["collect", "--admin-url", fleet["url"], "--out", str(fleet["tmp"] / "out"),
+                  "--metadata-service-uri", URI, *extra])
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_directory_of_another_cluster_is_refused(cli, fleet):
+    out = fleet["tmp"] / "out"
+    (out / "_collect").mkdir(parents=True)
+    (out / "_collect" / "collect.json").write_text('{"identity": "cluster other http://elsewhere:8080"}')
+    result = cli(args(fleet, out))
+    assert result.exit_code == 2 and "another cluster" in result.stderr
+
+
+def test_the_metadata_service_uri_comes_from_the_brokers_configuration():
+    from pulsar_txn_cli.collect.metadata import from_store_url, service_uri
+    from pulsar_txn_cli.errors import UsageError
+
+    real = json.loads((Path(__file__).parents[1] / "fixtures/real/rest/brokers_configuration_runtime.json").read_text())["body"]
+    assert service_uri(real) == "zk+null://localhost:50559/ledgers"  # a real 4.0.7 broker's answer
+    assert service_uri({"bookkeeperMetadataServiceUri": "zk://zk1:2181/ledgers"}) == "zk://zk1:2181/ledgers"
+    assert from_store_url("zk:a:2181,b:2181/pulsar") == "zk+null://a:2181;b:2181/pulsar/ledgers"
+    assert from_store_url("a:2181") == "zk+null://a:2181/ledgers"
+    for bad in ({"metadataStoreUrl": "etcd:http://e:2379"}, {}):
+        with pytest.raises(UsageError, match="--metadata-service-uri"):
+            service_uri(bad)
+
+
+def test_a_shell_that_hangs_is_stopped_at_the_ledger_timeout(cli, fleet, monkeypatch):
+    monkeypatch.setenv("STANDIN_SLEEP", "30")
+    t0 = time.monotonic()
+    result = cli(args(fleet, fleet["tmp"] / "out", "--ledger-timeout", "1", "--concurrency", "8", "-o", "json"))
+    assert result.exit_code == 3 and time.monotonic() - t0 < 20
+    failed = result.json()["failed"]
+    assert failed and all("did not finish within 1 s" in f["error"] for f in failed)
+    assert list((fleet["tmp"] / "out").rglob("*.jsonl*")) == []  # no dump, no temporary file, nothing recorded
+
+
+def test_a_dump_that_cannot_be_written_is_a_failed_ledger_not_a_traceback(cli, fleet):
+    from urllib.parse import quote
+
+    out = fleet["tmp"] / "out"
+    out.mkdir()
+    blocked = "pulsar/system/persistent/__transaction_log_0"
+    (out / quote(blocked, safe="")).write_text("a file where the ledgers' directory would go")
+    result = cli(args(fleet, out, "-o", "json"))
+    assert result.exit_code == 3 and "Traceback" not in result.stderr
+    failed = result.json()["failed"]
+    assert failed and {f["managedLedger"] for f in failed} == {blocked}
+    assert all("cannot write its dump" in f["error"] for f in failed)
