@@ -9,6 +9,8 @@ command's help at 80 columns.
 """
 from __future__ import annotations
 
+import re
+
 from typer.core import TyperCommand, TyperGroup
 
 OPTIONS = "Options"
@@ -27,7 +29,7 @@ def _format_options(command, ctx, formatter) -> None:
             arguments.append((param.metavar or names, text))
         else:
             # A repeatable option takes one value each time (its help says "repeatable").
-            names = names.replace("<list[str]>", "<str>")
+            names = re.sub(r"<list\[(\w+)\]>", r"<\1>", names)
             sections.setdefault(getattr(param, "rich_help_panel", None) or OPTIONS, []).append((names, text))
     if arguments:
         with formatter.section("Arguments"):
