@@ -47,7 +47,7 @@ def _timed(label, fn):
 def main(argv):
     from pulsar_txn_cli.admin import batchlog, server
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     opts = _opts(argv)

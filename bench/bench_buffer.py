@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def _run(directory: Path, aborted: int, segmented: bool) -> dict:
-    from pulsar_txn_cli.engine.buffer.positions import TxnID
+    from pulsar_txn_cli.names import TxnID
     from pulsar_txn_cli.engine.buffer.service import BufferService
     from pulsar_txn_cli.engine.clock import Clock
     from pulsar_txn_cli.engine.store import Store

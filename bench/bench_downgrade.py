@@ -18,7 +18,7 @@ from pathlib import Path
 
 def build(directory: Path, coordinators: int, subscriptions: int) -> None:
     """An engine with batching used, then disabled and reloaded (step 1 passes)."""
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     engine = Engine.init(directory, coordinators=coordinators)

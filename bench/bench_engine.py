@@ -32,7 +32,7 @@ PARTS = [
 
 
 def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, seed: int, profiler=None) -> dict:
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,16 +10,9 @@ just before the first message of the oldest open transaction there (its "head" h
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, Position, TopicName, expand_partitions
 
 SYSTEM_PREFIX = "__"
-
-
-def _position(text) -> tuple[int, int] | None:
-    try:
-        ledger, entry = str(text).split(":")
-        return int(ledger), int(entry)
-    except (TypeError, ValueError):
-        return None
 
 
 def entries_between(after: tuple[int, int], last: tuple[int, int], ledgers: list[dict]) -> int:
@@ -42,8 +35,6 @@ def entries_between(after: tuple[int, int], last: tuple[int, int], ledgers: list
 
 def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
     """The partitions to look at: the topic's (or the topic itself), or the namespace's user topics."""
-    from pulsar_txn_cli.admin.client import TopicName
-
     if topic:
         name = TopicName(topic)
         try:
@@ -51,7 +42,7 @@ def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
         except ConnectionFailed:
             meta = {}  # not partitioned (or a backend without partitioned metadata)
         count = int(meta.get("partitions") or 0)
-        return [f"{name.full}-partition-{i}" for i in range(count)] if count else [name.full]
+        return expand_partitions(name.full, count)
     names = admin.namespace_topics(namespace, include_system=False) or []
     from pulsar_txn_cli.natural import natural_key
 
@@ -61,8 +52,6 @@ def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
 def _system_topic(name: str) -> bool:
     """Pulsar's own topics; before 3.0 a namespace's topic list includes the pending-ack logs even
     when system topics are not asked for (seen on 2.10.5)."""
-    from pulsar_txn_cli.admin.discovery import PENDING_ACK_SUFFIX
-
     return name.rsplit("/", 1)[-1].startswith(SYSTEM_PREFIX) or name.endswith(PENDING_ACK_SUFFIX)
 
 
@@ -89,8 +78,6 @@ READY_STATES = ("Ready", "NoSnapshot", "FirstSnapshotting")
 
 
 def partition_report(admin, partition: str, holders: list[dict], now_ms: int, strict: bool = False) -> dict:
-    from pulsar_txn_cli.admin.client import TopicName
-
     report = {"topic": partition, "held": False}
     try:
         stats = admin.transaction_buffer_stats(partition)
@@ -99,8 +86,8 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
         if strict:
             raise
         return {**report, "error": str(exc)}
-    max_read = _position(stats.get("maxReadPosition"))
-    last = _position(internal.get("lastConfirmedEntry"))
+    max_read = Position.find(stats.get("maxReadPosition"))
+    last = Position.find(internal.get("lastConfirmedEntry"))
     behind = entries_between(max_read, last, internal.get("ledgers") or []) if max_read and last else 0
     state = stats.get("state")
     report.update({
@@ -123,7 +110,7 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
         return report
     report["cause"] = "open transactions"
     def order(holder):  # start position when the coordinator knows it, else open time
-        start = _position(holder["startPosition"])
+        start = Position.find(holder["startPosition"])
         return (start is None, start or (0, 0), holder["metadata"].get("openTimestamp") or 0)
 
     ordered = sorted(holders, key=order)

@@ -52,7 +52,7 @@ def cli():
 
 def simulate_into(directory, coordinators: int = 1, **options):
     """A new engine in directory after a seeded workload (SimOptions' keywords); the directory."""
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     engine = Engine.init(directory, coordinators=coordinators)

@@ -48,7 +48,7 @@ NOT_USED = {
 # fixture file -> (documented difference, how to make the real answer comparable)
 ALLOWED = {
     "brokers_configuration_runtime.json": (
-        "the engine models only the broker keys it implements (engine/config.py KEYS); every one of "
+        "the engine models only the broker keys it implements (engine/broker_config.py KEYS); every one of "
         "them must be in the real answer with the same type",
         "subset"),
     "brokers_configuration.json": (
@@ -80,8 +80,7 @@ def _cases() -> list[str]:
 
 def _world(directory):
     """The captured broker's layout, in the engine (see the module docstring)."""
-    from pulsar_txn_cli.engine.buffer import hooks
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     engine = Engine.init(directory, coordinators=1)
     engine.register_topic(f"{NS}/fx-orders", 0)
@@ -102,7 +101,7 @@ def _world(directory):
                 store.ack(0, least, store.take_messages(1), lambda p: None)
         tc.add_partitions(least, [f"{NS}/fxplain"], lambda p: None)
         engine.checkpoint()
-        hooks.produce(engine, f"{NS}/fxplain", (0, least))
+        engine.buffers.produce(f"{NS}/fxplain", (0, least))
         if not open_:
             engine.end_transaction(0, least, commit, lambda p: None)
             engine.clock.run_until_idle()

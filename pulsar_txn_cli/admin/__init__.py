@@ -1,7 +1,7 @@
 """The admin layer: one interface (PulsarAdmin, Pulsar's admin REST API) over two transports.
 
-`connect(flags)` resolves the target (config.py) and returns a PulsarAdmin talking either to a
-real cluster over HTTP (rest.py) or to the embedded engine in process (engine_transport.py).
+`connect(flags)` resolves the target (target_settings.py) and returns a PulsarAdmin talking either to a
+real cluster over HTTP (http_client.py) or to the embedded engine in process (engine_transport.py).
 Commands use only PulsarAdmin and never ask which backend they have.
 """
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 def connect(flags, log=None, environ=None):
     """A PulsarAdmin for the target these TargetFlags (and the environment) select."""
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.config import resolve
+    from pulsar_txn_cli.admin.target_settings import resolve
 
     target = resolve(flags, environ)
     if target.kind == "cluster":
-        from pulsar_txn_cli.admin.rest import RestTransport
+        from pulsar_txn_cli.admin.http_client import RestTransport
 
         transport = RestTransport(target, log=log)
     else:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pulsar_txn_cli.admin import features, remembered
 from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+from pulsar_txn_cli.names import parse_bool
 
 
 @dataclass(frozen=True)
@@ -39,15 +40,6 @@ PENDING_ACK = Log("pending-ack", PENDING_ACK_BATCH_KEY, "txnPendingAckBatchLogEn
 
 
 # --- what is configured ---------------------------------------------------------------------------
-
-def parse_bool(value) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    return True if text == "true" else False if text == "false" else None
-
 
 def configured_setting(admin, log: Log) -> dict:
     """{"dynamic": bool|None, "brokers": [{"broker", "version", "runtime"}], "configured": bool|None, "mixed": bool}.
@@ -331,7 +323,7 @@ def _configured_for(store: dict, setting: dict) -> bool | None:
 
 
 def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:
-    from pulsar_txn_cli.admin.metrics import summarize
+    from pulsar_txn_cli.admin.writer_metrics import summarize
 
     for broker in brokers:
         url = None if len(brokers) == 1 else _long(admin, broker["broker"])

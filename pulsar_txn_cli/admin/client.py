@@ -13,6 +13,7 @@ import orjson
 
 from pulsar_txn_cli.admin.http_errors import http_failure
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+from pulsar_txn_cli.names import TopicName
 
 TXN = "/admin/v3/transactions"
 TC_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
@@ -21,35 +22,6 @@ PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
 # The embedded engine's own endpoints (engine/engine_routes.py), which no Pulsar broker has.
 ENGINE_API = "/pulsar-txn/v1/engine"
 ENGINE_CLOCK, WALL_CLOCK = "engine time", "wall clock"
-
-
-class TopicName:
-    """A persistent topic name, split the way Pulsar's REST paths need it."""
-
-    def __init__(self, name: str):
-        text = name.strip()
-        domain = "persistent"
-        if "://" in text:
-            domain, _, text = text.partition("://")
-        parts = text.split("/")
-        if len(parts) == 1:
-            parts = ["public", "default", parts[0]]
-        if len(parts) != 3 or not all(parts):
-            raise UsageError(f"topic {name!r} is not a topic name (persistent://tenant/namespace/topic, tenant/namespace/topic or topic)")
-        if domain != "persistent":
-            raise UsageError(f"topic {name!r} is {domain}; transactions exist only on persistent topics")
-        self.tenant, self.namespace, self.local = parts
-
-    @property
-    def full(self) -> str:
-        return f"persistent://{self.tenant}/{self.namespace}/{self.local}"
-
-    @property
-    def rest(self) -> str:
-        return f"{self.tenant}/{self.namespace}/{quote(self.local, safe='')}"
-
-    def __str__(self) -> str:
-        return self.full
 
 
 def _seg(value) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
 from pulsar_txn_cli.natural import natural_key
 
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 DEFAULT_CONCURRENCY = 8
 
 

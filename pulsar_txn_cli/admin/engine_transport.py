@@ -17,7 +17,7 @@ def open_engine(engine_dir: str, source: str = "default"):
     otherwise answer as a brand-new engine with every coordinator Ready."""
     from pathlib import Path
 
-    from pulsar_txn_cli.engine.engine import Engine, exists
+    from pulsar_txn_cli.engine.broker import Engine, exists
     from pulsar_txn_cli.errors import UsageError
 
     if source != "default" and not exists(Path(engine_dir)):
@@ -63,7 +63,7 @@ class EngineTransport:
         return self._engine
 
     def request(self, method: str, path: str, params: dict | None = None, body=None):
-        from pulsar_txn_cli.engine import rest
+        from pulsar_txn_cli.engine import router
 
         route, query = split_path(path)
         for key, value in (params or {}).items():
@@ -72,7 +72,7 @@ class EngineTransport:
         if body is not None:
             body = orjson.loads(orjson.dumps(body))
         with self._lock:
-            answer = rest.handle(self.engine, method, route, query, body)
+            answer = router.handle(self.engine, method, route, query, body)
         status, headers, raw = encode_answer(answer)
         if self.log:
             self.log(f"engine {method} {route} {query or ''} -> {status} ({len(raw)} bytes)")

@@ -2,11 +2,13 @@
 
 A 2.10 broker has neither batch-log setting (not even as an unknown key), so a missing value there
 means "cannot batch", while on 2.11 or newer it means the answer is unknown. Imports nothing of
-the project.
+the project but its names (names.py).
 """
 from __future__ import annotations
 
 import re
+
+from pulsar_txn_cli.names import parse_bool
 
 BATCHED_LOGS_SINCE = (2, 11)
 
@@ -36,9 +38,7 @@ def no_batched_logs(version: str, key: str) -> str:
 def batch_flag(runtime: dict | None, key: str, version: str | None) -> bool | None:
     """A broker's runtime batch setting: its value, False when the release cannot batch, else None."""
     raw = (runtime or {}).get(key)
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower() if raw is not None else None
-    if text in ("true", "false"):
-        return text == "true"
+    flag = parse_bool(raw)
+    if flag is not None:
+        return flag
     return False if raw is None and lacks_batched_logs(version) else None

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from pathlib import Path
+
+from pulsar_txn_cli.atomic_write import write_atomically
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
@@ -50,14 +51,10 @@ def load_changes(identity: str) -> dict:
 
 
 def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
-    """Atomically (write, then rename), so a crash never leaves half a file."""
+    """Atomically (atomic_write.py), so a crash never leaves half a file."""
     if seen_as:
         doc = {**doc, "seenAs": sorted(set(doc.get("seenAs") or ()) | {seen_as})}
-    path = changes_path(identity)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**doc, "target": identity}, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    write_atomically(changes_path(identity), json.dumps({**doc, "target": identity}, indent=2, sort_keys=True))
 
 
 def listing() -> list[dict]:

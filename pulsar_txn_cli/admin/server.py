@@ -46,7 +46,7 @@ class EngineServer:
 
 
 def make_server(engine, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0, log=None) -> ThreadingHTTPServer:
-    from pulsar_txn_cli.engine import rest
+    from pulsar_txn_cli.engine import router
 
     lock = threading.Lock()
     delay = max(0.0, float(latency_ms)) / 1000.0
@@ -68,7 +68,7 @@ def make_server(engine, host: str = "127.0.0.1", port: int = 0, latency_ms: floa
                     body = raw.decode("utf-8", "replace")
             with lock:
                 try:
-                    answer = rest.handle(engine, self.command, route, query, body)
+                    answer = router.handle(engine, self.command, route, query, body)
                 except Exception as exc:  # noqa: BLE001 - the client gets a 500, like a broker's
                     answer = (500, {"reason": f"{type(exc).__name__}: {exc}"})
             if delay:

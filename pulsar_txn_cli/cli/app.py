@@ -5,8 +5,8 @@ import typer
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.cli import (
-    analyze, batchlog, buffer, collect, common, completion, decode, demo, downgrade, engine, exporter, helptext,
-    metrics, nack, state, transactions,
+    analyze, batchlog, collect, common, completion, decode, demo, downgrade, engine, exporter, helptext, metrics,
+    nack, state, stuck_readers, transactions,
 )
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ def root(
 common.root_callback(app, root)
 
 # In the order an operator meets them (the help lists commands in registration order).
-for group in (demo, batchlog, transactions, buffer, metrics, exporter, downgrade, decode, collect, analyze, engine, nack, state,
+for group in (demo, batchlog, transactions, stuck_readers, metrics, exporter, downgrade, decode, collect, analyze, engine,
+              nack, state,
               completion):
     group.register(app)

@@ -13,6 +13,7 @@ import typer
 from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+from pulsar_txn_cli.names import parse_bool
 
 
 def register(app: typer.Typer) -> None:
@@ -81,12 +82,12 @@ def _enabled(value: str | None, enable: bool, disable: bool) -> bool:
     if enable and disable:
         raise UsageError("give --enable or --disable, not both")
     if value is not None:
-        text = value.strip().lower()
-        if text not in ("true", "false"):
+        flag = parse_bool(value)
+        if flag is None:
             raise UsageError(f"the value must be true or false, not {value!r}")
         if disable:
             raise UsageError("--disable takes no value; use --enable false or --disable")
-        return text == "true"
+        return flag
     if not (enable or disable):
         raise UsageError("say what to do: --enable, --disable or --enable true|false")
     return enable

@@ -213,7 +213,7 @@ def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
     Every broker on one version, then batching enabled in every broker's runtime configuration and
     effective on every coordinator and subscription. Exit codes: COMPLETE 0, INCOMPLETE 5, BLOCKED 6, connection or HTTP error 4."""
     from pulsar_txn_cli.downgrade import gather
-    from pulsar_txn_cli.downgrade.verdict import upgrade_verdict
+    from pulsar_txn_cli.downgrade.upgrade import upgrade_verdict
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()

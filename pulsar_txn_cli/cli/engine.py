@@ -28,11 +28,11 @@ def register(root: typer.Typer) -> None:
 
 
 def _dir():
-    from pulsar_txn_cli.engine.engine import resolve_dir
+    from pulsar_txn_cli.engine.broker import resolve_dir
 
     import os
 
-    from pulsar_txn_cli.admin.config import ENV_ADMIN_URL, ENV_CONTEXT
+    from pulsar_txn_cli.admin.target_settings import ENV_ADMIN_URL, ENV_CONTEXT
 
     env = current()
     if env.target.admin_url:
@@ -54,7 +54,7 @@ def _dir():
 
 def _open(*, readonly: bool = False, auto_init: bool = True):
     """Open the engine, creating it with defaults (and saying so) when the directory has none."""
-    from pulsar_txn_cli.engine.engine import DEFAULT_COORDINATORS, Engine, exists
+    from pulsar_txn_cli.engine.broker import DEFAULT_COORDINATORS, Engine, exists
 
     directory = _dir()
     if not exists(directory):
@@ -91,7 +91,7 @@ def init(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")] = "standalone",
 ) -> None:
     """Create an engine: a broker with transactions enabled and N coordinators."""
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     directory = _dir()
     with Engine.init(directory, coordinators=coordinators, cluster=cluster) as engine:
@@ -107,8 +107,8 @@ def reset(
     """Delete the engine (its database) and what pulsar-txn remembers about it (batch-log changes,
     downgrade checkpoint); the next engine command starts a fresh one."""
     from pulsar_txn_cli.admin import remembered
-    from pulsar_txn_cli.engine.engine import exists
-    from pulsar_txn_cli.engine.store import DB_NAME, Store
+    from pulsar_txn_cli.engine.broker import exists
+    from pulsar_txn_cli.engine.store import Store
 
     directory = _dir()
     if not exists(directory):
@@ -120,12 +120,10 @@ def reset(
     store = Store(directory, create=False)  # holds the lock while deleting
     try:
         engine_id = store.meta("engineId")
-        for suffix in ("", "-wal", "-shm"):
-            path = directory / (DB_NAME + suffix)
-            if path.exists():
-                path.unlink()
-    finally:
+    except BaseException:
         store.close()
+        raise
+    store.reset()
     forgotten = remembered.prune([f"engine {engine_id}"]) if engine_id else []
     current().info(f"deleted the engine in {directory}"
                    + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else ""))
@@ -139,7 +137,7 @@ def reset(
 @command(config_app, "list", target=ENGINE_TARGET)
 def config_list() -> None:
     """Every key: runtime value, where it comes from, and whether it is dynamic."""
-    from pulsar_txn_cli.engine.config import KEYS, to_text
+    from pulsar_txn_cli.engine.broker_config import KEYS, to_text
     from pulsar_txn_cli.output import Table
 
     with _open() as engine:
@@ -156,7 +154,7 @@ def config_list() -> None:
 @command(config_app, "get", target=ENGINE_TARGET)
 def config_get(key: Annotated[str, typer.Argument(help="A broker configuration key.")]) -> None:
     """The runtime value of one key."""
-    from pulsar_txn_cli.engine.config import to_text
+    from pulsar_txn_cli.engine.broker_config import to_text
 
     with _open() as engine:
         value = engine.config.get(key)
@@ -173,7 +171,7 @@ def config_set(
 
     Dynamic keys are stored like `pulsar-admin brokers update-dynamic-config`, others in the engine's
     broker.conf. Either way a change reaches a store only when it is reopened (`engine reload`)."""
-    from pulsar_txn_cli.engine.config import to_text
+    from pulsar_txn_cli.engine.broker_config import to_text
 
     with _open() as engine:
         layer = engine.config.set(key, value)
@@ -371,9 +369,7 @@ def serve(
 
     While it runs it holds the engine directory: other commands take --admin-url URL, and
     `engine simulate --admin-url URL` adds a workload to the served engine."""
-    try:
-        from pulsar_txn_cli.admin.server import serve as run_server
-    except ImportError:
-        raise UsageError("`engine serve` needs the admin layer's server (pulsar_txn_cli/admin/server.py), which is not installed") from None
+    from pulsar_txn_cli.admin.server import serve as run_server
+
     env = current()
     run_server(_dir(), host, port, latency_ms, env.info)

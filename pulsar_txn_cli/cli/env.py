@@ -101,7 +101,7 @@ def _new_engine_note(target) -> str:
         return ""
     from pathlib import Path
 
-    from pulsar_txn_cli.engine.engine import exists
+    from pulsar_txn_cli.engine.broker import exists
 
     return "" if exists(Path(target.engine_dir)) else " (new: created with the defaults, see `engine init`)"
 

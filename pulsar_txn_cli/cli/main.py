@@ -6,7 +6,8 @@ import sys
 import traceback
 
 from pulsar_txn_cli import notices
-from pulsar_txn_cli.errors import ExitCode, Interrupted, InterruptedWork, PulsarTxnError
+from pulsar_txn_cli.errors import ExitCode, Interrupted, InterruptedWork, PulsarTxnError, UsageError
+from pulsar_txn_cli.names import InvalidName
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,6 +68,8 @@ def _report(exc: BaseException, env, debug: bool) -> int:
         return exc.code if isinstance(exc.code, int) else ExitCode.UNEXPECTED
     if debug:
         traceback.print_exception(exc, file=env.stderr)
+    if isinstance(exc, InvalidName):  # names.py is a leaf below the error table: a bad name is a usage error
+        exc = UsageError(str(exc))
     if isinstance(exc, PulsarTxnError):
         if str(exc):
             _say(env, f"error: {exc}")

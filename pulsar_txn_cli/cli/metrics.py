@@ -21,7 +21,7 @@ def metrics(
     The metrics are per broker (one writer-metrics instance per broker), not per coordinator, so
     every broker of the cluster is scraped and named (`scraped`).
     """
-    from pulsar_txn_cli.admin.metrics import DELAY_WARNING, summarize
+    from pulsar_txn_cli.admin.writer_metrics import DELAY_WARNING, summarize
     from pulsar_txn_cli.output import Result, Table, emit
     from pulsar_txn_cli.output.table import percent
 

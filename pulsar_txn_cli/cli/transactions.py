@@ -13,6 +13,7 @@ import typer
 from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.names import TxnID
 
 
 def register(app: typer.Typer) -> None:
@@ -237,7 +238,6 @@ def subscriptions(
 
 # --- parsing ---------------------------------------------------------------------------------------
 
-_TXN = re.compile(r"^\(?\s*(-?\d+)\s*[,:]\s*(-?\d+)\s*\)?$")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w|y)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
 
@@ -247,10 +247,7 @@ def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple
     if text is not None:
         if most is not None or least is not None:
             raise UsageError("give the transaction id either as (most,least) or with -m/-l, not both")
-        match = _TXN.match(text.strip())
-        if not match:
-            raise UsageError(f"transaction id {text!r} is not (most,least), e.g. (1,18)")
-        return int(match.group(1)), int(match.group(2))
+        return tuple(TxnID.parse(text))
     if most is None or least is None:
         raise UsageError("give the transaction id as (most,least), or both -m/--most-sig-bits and -l/--least-sig-bits")
     return most, least

@@ -14,11 +14,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
 from typing import IO, Iterable, Iterator
 
 import orjson
 
+from pulsar_txn_cli.codec.entries import RawEntry
 from pulsar_txn_cli.errors import DecodeError, EmptyInput
 
 FORMATS = ("auto", "raw", "hex", "base64", "readledger", "jsonl")
@@ -28,25 +28,6 @@ _HEX_LINE = re.compile(r"^(?:0[xX])?[0-9A-Fa-f\s]+$")
 _B64_LINE = re.compile(r"^[A-Za-z0-9+/_-]+={0,2}$")
 # Control bytes other than whitespace never occur in the text formats.
 _BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
-
-
-@dataclass(slots=True)
-class RawEntry:
-    data: bytes | None
-    index: int  # 0-based position in the input
-    ledger_id: int | None = None
-    entry_id: int | None = None
-    managed_ledger: str | None = None
-    error: DecodeError | None = None
-    source: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def where(self) -> str:
-        if self.ledger_id is not None and self.entry_id is not None:
-            return f"{self.ledger_id}:{self.entry_id}"
-        prefix = f"{self.source} " if self.source else ""
-        return f"{prefix}#{self.index + 1}"
 
 
 def check_not_empty(path, label: str, fmt: str = "auto") -> None:

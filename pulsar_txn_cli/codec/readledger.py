@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator
 
-from pulsar_txn_cli.codec.dumps import RawEntry
+from pulsar_txn_cli.codec.entries import RawEntry
 from pulsar_txn_cli.errors import DecodeError
 
 HEADER = re.compile(r"-{3,} Lid=(?P<lid>[^,\s]+), Eid=(?P<eid>-?\d+)(?:, EntrySize=(?P<size>\d+))? -{3,}")

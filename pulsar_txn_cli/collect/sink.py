@@ -5,18 +5,18 @@ a manifest under `_collect/` (analyze skips names starting with `_` or `.`):
 - `_collect/collect.json`: the cluster's identity; a directory of another cluster is refused;
 - `_collect/done.jsonl`: one line per completed ledger, appended and synced after its dump is in
   place, so an interrupted run loses at most the ledgers it was reading.
-A dump is written to a temporary name, synced, then renamed: a reader never sees half of one.
+A dump is written to a temporary name, synced, then renamed (atomic_write.py): a reader never sees half of one.
 `open_destination` picks the destination from --out; only local directories exist today.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from urllib.parse import quote
 
+from pulsar_txn_cli.atomic_write import write_atomically
 from pulsar_txn_cli.errors import UsageError
 
 MANIFEST_DIR = "_collect"
@@ -58,7 +58,7 @@ class LocalDir:
                 raise UsageError(f"--out {self.root} holds a collection of another cluster ({known or 'unreadable'}); "
                                  "choose another directory")
         else:
-            _atomic_write(header, [json.dumps({"identity": identity, "target": target}, indent=2) + "\n"])
+            write_atomically(header, [json.dumps({"identity": identity, "target": target}, indent=2) + "\n"])
         return self._completed()
 
     def _completed(self) -> dict[str, dict]:
@@ -79,7 +79,7 @@ class LocalDir:
         if name[:1] in "._":
             name = f"%{ord(name[0]):02X}{name[1:]}"
         relative = f"{name}/ledger-{task.ledger_id}.jsonl"
-        _atomic_write(self.root / relative, (line + "\n" for line in lines))
+        write_atomically(self.root / relative, (line + "\n" for line in lines))
         return relative
 
     def record(self, record: dict) -> None:
@@ -89,17 +89,3 @@ class LocalDir:
             out.write(line)
             out.flush()
             os.fsync(out.fileno())
-
-
-def _atomic_write(path: Path, chunks) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.writelines(chunks)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

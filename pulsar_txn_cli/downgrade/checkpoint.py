@@ -8,11 +8,10 @@ the URL) so a check against another cluster refuses to use it.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pulsar_txn_cli.atomic_write import write_atomically
 from pulsar_txn_cli.errors import DataError, UsageError
 
 FORMAT = 1
@@ -147,33 +146,7 @@ def save(path: Path, checkpoint: Checkpoint) -> None:
 
 
 def _write(path: Path, checkpoint: Checkpoint) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_json(checkpoint), indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename itself durable (POSIX); harmless where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_atomically(path, json.dumps(to_json(checkpoint), indent=2) + "\n")
 
 
 def remove(path: Path, *, ours: bool = False) -> bool:

@@ -61,9 +61,9 @@ class DemoStory:
 
     def _init(self):
         from pulsar_txn_cli.admin.client import PulsarAdmin
-        from pulsar_txn_cli.admin.config import Target
+        from pulsar_txn_cli.admin.target_settings import Target
         from pulsar_txn_cli.admin.engine_transport import EngineTransport
-        from pulsar_txn_cli.engine.engine import Engine, exists
+        from pulsar_txn_cli.engine.broker import Engine, exists
 
         if self.directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="pulsar-txn-demo-"))
@@ -131,7 +131,7 @@ class DemoStory:
 
     def _upgrade(self, admin) -> None:
         from pulsar_txn_cli.downgrade import gather
-        from pulsar_txn_cli.downgrade.verdict import upgrade_verdict
+        from pulsar_txn_cli.downgrade.upgrade import upgrade_verdict
 
         self._step("The upgrade order, checked: pulsar-txn upgrade check")
         verdict = upgrade_verdict(gather.gather(admin, versions=True))

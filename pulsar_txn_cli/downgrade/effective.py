@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from pulsar_txn_cli.admin import features
 from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, PENDING_ACK_BATCH_KEY, TC_BATCH_KEY, LogObservation
+from pulsar_txn_cli.names import parse_bool
 
 
 class Judge:
@@ -20,7 +21,7 @@ class Judge:
         changes = remembered.load_changes(identity)["changes"]
         self._settings = {}
         for key in BATCH_KEYS:
-            dynamic = batchlog.parse_bool((dynamic_config or {}).get(key))
+            dynamic = parse_bool((dynamic_config or {}).get(key))
             runtimes = {features.batch_flag(b.runtime, key, b.version) for b in brokers if b.runtime is not None}
             runtimes.discard(None)
             configured = dynamic if dynamic is not None else (runtimes.pop() if len(runtimes) == 1 else None)

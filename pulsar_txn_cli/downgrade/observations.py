@@ -90,23 +90,3 @@ class Observations:
     @property
     def logs(self) -> tuple[LogObservation, ...]:
         return self.coordinators + self.subscriptions
-
-
-def parse_position(text) -> tuple[int, int] | None:
-    """'12:34' -> (12, 34); anything else -> None."""
-    if not isinstance(text, str) or ":" not in text:
-        return None
-    ledger, _, entry = text.partition(":")
-    try:
-        return int(ledger), int(entry)
-    except ValueError:
-        return None
-
-
-def config_flag(value) -> bool | None:
-    """A config value as a boolean: 'true'/'false' (any case), or None when it is neither."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pulsar_txn_cli.downgrade import checkpoint as cp_store
 from pulsar_txn_cli.downgrade import gather, verdict as v
+from pulsar_txn_cli.downgrade.entry_scan import apply_entry_scan
 
 
 @dataclass
@@ -37,7 +38,7 @@ def check(admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, p
     if verify:
         from pulsar_txn_cli.downgrade.verify import scan
 
-        result = v.apply_entry_scan(result, scan(verify))
+        result = apply_entry_scan(result, scan(verify))
     saved = False
     after = result.checkpoint
     if after is not None and after != before and (before is not None or after.size):

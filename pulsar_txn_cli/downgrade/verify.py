@@ -5,7 +5,7 @@ project's one definition of "batched entry", over any of the project's dump form
 """
 from __future__ import annotations
 
-from pulsar_txn_cli.downgrade.verdict import EntryScan
+from pulsar_txn_cli.downgrade.entry_scan import EntryScan
 from pulsar_txn_cli.errors import EmptyInput, PulsarTxnError
 
 

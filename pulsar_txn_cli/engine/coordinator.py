@@ -80,7 +80,7 @@ class Coordinator:
         self.engine = engine
         self.tc_id = tc_id
         self.name = tc_log_name(tc_id)
-        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.ml = ManagedLedger.get(engine.store, engine.clock, self.name)
         self.txns: dict[int, TxnMeta] = {}
         self.sequence = int(self.ml.properties.get("max_local_txn_id", -1))
         self.state = "None"
@@ -358,8 +358,6 @@ class Coordinator:
 
 def transaction_metadata(engine, meta: TxnMeta) -> dict:
     """TransactionMetadata, as GET /admin/v3/transactions/transactionMetadata returns it."""
-    from pulsar_txn_cli.engine.buffer import hooks
-
     acked: dict = {}
     for topic, sub in meta.subscriptions:
         store = engine.pending_ack_if_exists(topic, sub)
@@ -370,7 +368,7 @@ def transaction_metadata(engine, meta: TxnMeta) -> dict:
         "status": STATUS[meta.status],
         "openTimestamp": meta.start,
         "timeoutAt": meta.timeout_ms,
-        "producedPartitions": {p: hooks.in_buffer_stats(engine, p, (meta.most, meta.least)) for p in meta.partitions},
+        "producedPartitions": {p: engine.buffers.in_buffer_stats(p, (meta.most, meta.least)) for p in meta.partitions},
         "ackedPartitions": acked,
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from pulsar_txn_cli.admin.client import ENGINE_API
-from pulsar_txn_cli.engine.rest import HttpError, route
+from pulsar_txn_cli.engine.router import HttpError, route
 from pulsar_txn_cli.errors import UsageError
 
 # SimOptions' fields a client may send (--ack-log writes a file where the engine runs: in process only).

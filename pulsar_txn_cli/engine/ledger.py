@@ -103,19 +103,20 @@ class Ledger:
 class ManagedLedger:
     """One managed ledger. Loading it does not change it; open_new_ledger() is a (re)open."""
 
-    def __new__(cls, store, clock, name: str):
-        # One object per managed ledger and store, whoever asks for it (coordinators, pending-ack
-        # stores, the transaction buffer, verify): two copies would overwrite each other's state.
-        cache = store.__dict__.setdefault("_managed_ledgers", {})
-        found = cache.get(name)
+    @classmethod
+    def get(cls, store, clock, name: str) -> "ManagedLedger":
+        """The managed ledger's one object in this store, loaded on first use.
+
+        One object per managed ledger and store, whoever asks for it (coordinators, pending-ack
+        stores, the transaction buffer, verify): two copies would overwrite each other's state.
+        """
+        found = store.managed_ledgers.get(name)
         if found is None:
-            found = cache[name] = super().__new__(cls)
+            found = store.managed_ledgers[name] = cls(store, clock, name)
         return found
 
     def __init__(self, store, clock, name: str):
-        if getattr(self, "_loaded", False):
-            return
-        self._loaded = True
+        """Load the managed ledger; use ManagedLedger.get(), which keeps one object per name."""
         self.store = store
         self.clock = clock
         self.name = name
@@ -359,7 +360,7 @@ class ManagedLedger:
             self.store.db.execute("DELETE FROM ledgers WHERE ml=?", (self.name,))
             self.store.db.execute("DELETE FROM cursors WHERE ml=?", (self.name,))
             self.store.db.execute("DELETE FROM managed_ledgers WHERE name=?", (self.name,))
-        self.store.__dict__.get("_managed_ledgers", {}).pop(self.name, None)
+        self.store.managed_ledgers.pop(self.name, None)
 
     # ---------------------------------------------------------------- stats
 

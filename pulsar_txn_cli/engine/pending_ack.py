@@ -20,43 +20,13 @@ from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 from pulsar_txn_cli.engine.ledger import ManagedLedger, Position
 from pulsar_txn_cli.engine.writer import BufferedWriter
+from pulsar_txn_cli.names import pending_ack_managed_ledger
 
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 PENDING_ACK_CURSOR = "__pending_ack_state"
 ACK, COMMIT, ABORT = 1, 2, 3
 INDIVIDUAL, CUMULATIVE = 0, 1
 
 _Record = pa_pb2.PendingAckMetadataEntry
-
-
-def split_topic(topic: str) -> tuple[str, str, str]:
-    """persistent://tenant/ns/local -> (tenant, ns, local)."""
-    rest = topic.split("://", 1)[1] if "://" in topic else topic
-    parts = rest.split("/", 2)
-    if len(parts) != 3:
-        raise ValueError(f"{topic!r} is not a full topic name (persistent://tenant/namespace/topic)")
-    return parts[0], parts[1], parts[2]
-
-
-def full_topic(topic: str) -> str:
-    if "://" in topic:
-        return topic
-    parts = topic.split("/")
-    if len(parts) == 1:
-        return f"persistent://public/default/{topic}"
-    if len(parts) == 3:
-        return f"persistent://{topic}"
-    raise ValueError(f"{topic!r} is not a topic name")
-
-
-def topic_ml_name(topic: str) -> str:
-    tenant, ns, local = split_topic(topic)
-    return f"{tenant}/{ns}/persistent/{local}"
-
-
-def pending_ack_ml_name(topic: str, sub: str) -> str:
-    tenant, ns, local = split_topic(topic)
-    return f"{tenant}/{ns}/persistent/{local}-{sub}{PENDING_ACK_SUFFIX}"
 
 
 def decode_pa_entry(data: bytes) -> list:
@@ -126,8 +96,8 @@ class PendingAckStore:
         self.engine = engine
         self.topic = topic
         self.sub_name = sub
-        self.name = pending_ack_ml_name(topic, sub)
-        self.ml = ManagedLedger(engine.store, engine.clock, self.name)
+        self.name = pending_ack_managed_ledger(topic, sub)
+        self.ml = ManagedLedger.get(engine.store, engine.clock, self.name)
         self.subscription = Subscription(engine.store, topic, sub)
         self.acks: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}  # txn -> [(ackType, pos)]
         self.index: list[tuple[tuple[int, int], Position]] = []  # sorted by maxAckPosition

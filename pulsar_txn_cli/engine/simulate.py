@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from pulsar_txn_cli.engine.buffer import hooks
 from pulsar_txn_cli.errors import EngineError, InterruptedWork, UsageError
+from pulsar_txn_cli.names import expand_partitions
 
 SIM_NAMESPACE = "public/default"
 
@@ -53,11 +53,8 @@ def topic_names(opts: SimOptions) -> list[str]:
 
 def partition_names(opts: SimOptions) -> list[str]:
     out = []
-    for topic in topic_names(opts):
-        if opts.partitions > 1:
-            out += [f"{topic}-partition-{p}" for p in range(opts.partitions)]
-        else:
-            out.append(topic)
+    for topic in topic_names(opts):  # --partitions 1 is a non-partitioned topic
+        out += expand_partitions(topic, opts.partitions if opts.partitions > 1 else 0)
     return out
 
 
@@ -73,148 +70,181 @@ def simulate(engine, opts: SimOptions, progress=None) -> dict:
     if not engine.enabled:
         raise EngineError("transactions are disabled on this engine (transactionCoordinatorEnabled=false); "
                           "`pulsar-txn engine config set transactionCoordinatorEnabled true` and `engine reload`")
-    rng = random.Random(opts.seed)
-    clock = engine.clock
-    parts = partition_names(opts)
-    subs = [(parts[j % len(parts)], f"sim-sub-{j}") for j in range(opts.subscriptions)]
-    for topic in topic_names(opts):
-        engine.register_topic(topic, opts.partitions if opts.partitions > 1 else 0)
-    tcs = engine.all_tcs()
-    pa_stores = {}
+    return Workload(engine, opts, progress).run()
 
-    def store_of(pair):
-        s = pa_stores.get(pair)
-        if s is None:
-            s = pa_stores[pair] = engine.pending_ack(*pair)
-        return s
 
-    writers_before = _writer_counts(engine)
-    triggers_before = _triggers(engine)
-    ack_log = open(opts.ack_log, "a", buffering=1) if opts.ack_log else None
-    latencies: list[int] = []
-    counts = {"committed": 0, "aborted": 0, "timedOut": 0, "failed": 0}
-    started = [0]
-    finished = [0]
-    think = opts.think_us_max
+class Workload:
+    """One run of closed-loop clients on the engine's clock: what they share (random source,
+    counters, latencies, the ack log) lives here; each transaction is a _Transaction."""
 
-    def log(line: str) -> None:
-        if ack_log is not None:
-            ack_log.write(line + "\n")
-            ack_log.flush()
+    def __init__(self, engine, opts: SimOptions, progress=None):
+        self.engine = engine
+        self.opts = opts
+        self.progress = progress
+        self.clock = engine.clock
+        self.rng = random.Random(opts.seed)
+        self.partitions = partition_names(opts)
+        self.subscriptions = [(self.partitions[j % len(self.partitions)], f"sim-sub-{j}") for j in range(opts.subscriptions)]
+        self.coordinators: list = []
+        self.pending_acks: dict = {}
+        self.latencies: list[int] = []
+        self.counts = {"committed": 0, "aborted": 0, "timedOut": 0, "failed": 0}
+        self.started = 0
+        self.finished = 0
+        self.ack_log = None
 
-    def start_next() -> None:
-        if started[0] >= opts.transactions:
+    def run(self) -> dict:
+        engine, opts, clock = self.engine, self.opts, self.clock
+        for topic in topic_names(opts):
+            engine.register_topic(topic, opts.partitions if opts.partitions > 1 else 0)
+        self.coordinators = engine.all_tcs()
+        writers_before, triggers_before = _writer_counts(engine), _triggers(engine)
+        self.ack_log = open(opts.ack_log, "a", buffering=1) if opts.ack_log else None
+        start_us = clock.now_us
+        try:
+            for _ in range(min(opts.concurrency, opts.transactions)):
+                self.later(self.start_next)
+            clock.run_until_idle()
+            self.expire()
+            engine.checkpoint()
+        except KeyboardInterrupt:
+            raise InterruptedWork(_interrupted(opts, self.started, self.counts)) from None
+        finally:
+            if self.ack_log is not None:
+                self.ack_log.close()
+        return self.summary(writers_before, triggers_before, start_us)
+
+    # -- what the clients share ------------------------------------------------------------------
+
+    def later(self, fn) -> None:
+        """Run fn after a client's think time."""
+        self.clock.call_at(self.clock.now_us + self.rng.randint(1, self.opts.think_us_max), fn)
+
+    def timed(self, fn):
+        """fn as a callback that records the latency from now until it is called."""
+        issued = self.clock.now_us
+
+        def callback(result):
+            self.latencies.append(self.clock.now_us - issued)
+            fn(result)
+
+        return callback
+
+    def log(self, line: str) -> None:
+        if self.ack_log is not None:
+            self.ack_log.write(line + "\n")
+            self.ack_log.flush()
+
+    def pending_ack(self, pair):
+        store = self.pending_acks.get(pair)
+        if store is None:
+            store = self.pending_acks[pair] = self.engine.pending_ack(*pair)
+        return store
+
+    def start_next(self) -> None:
+        if self.started >= self.opts.transactions:
             return
-        index = started[0]
-        started[0] += 1
-        run_txn(index)
+        index = self.started
+        self.started += 1
+        _Transaction(self, index).begin()
 
-    def done_txn(outcome: str) -> None:
-        counts[outcome] += 1
-        finished[0] += 1
-        if progress is not None:
-            progress(finished[0])
-        clock.call_at(clock.now_us + rng.randint(1, think), start_next)
+    def done(self, outcome: str) -> None:
+        self.counts[outcome] += 1
+        self.finished += 1
+        if self.progress is not None:
+            self.progress(self.finished)
+        self.later(self.start_next)
 
-    def run_txn(index: int) -> None:
-        tc = tcs[index % len(tcs)]
+    def expire(self) -> None:
+        self.engine.expire_transactions(on_expire=lambda tc_id, least: self.log(f"end {tc_id} {least}"))
+
+    def summary(self, writers_before: dict, triggers_before: dict, start_us: int) -> dict:
+        writers_after, triggers_after = _writer_counts(self.engine), _triggers(self.engine)
+        latencies = sorted(self.latencies)
+        return {
+            "transactions": self.opts.transactions,
+            "committed": self.counts["committed"],
+            "aborted": self.counts["aborted"],
+            "timedOut": self.counts["timedOut"],
+            "failed": self.counts["failed"],
+            "records": {k: writers_after[k][0] - writers_before[k][0] for k in ("tc", "pendingAck")},
+            "entries": {k: writers_after[k][1] - writers_before[k][1] for k in ("tc", "pendingAck")},
+            "flushTriggers": {k: triggers_after[k] - triggers_before[k] for k in triggers_after},
+            "addLatencyMs": {"p50": _percentile(latencies, 0.50), "p99": _percentile(latencies, 0.99)},
+            "virtualMs": (self.clock.now_us - start_us) / 1000.0,
+            "seed": self.opts.seed,
+            "batching": {
+                "tc": any(tc.writer.batch_enabled for tc in self.coordinators),
+                "pendingAck": any(s.writer.batch_enabled for s in self.pending_acks.values()),
+            },
+        }
+
+
+class _Transaction:
+    """One client's transaction: NEW, its steps one after another, then the end (or walking away)."""
+
+    def __init__(self, workload: Workload, index: int):
+        opts = workload.opts
+        self.workload = workload
+        self.tc = workload.coordinators[index % len(workload.coordinators)]
         # Each transaction's plan comes from its own generator, so the same seed gives the same
         # transactions whatever the batching (which changes the order things happen in).
         plan = random.Random(opts.seed * 1_000_003 + index)
-        produce = plan.sample(parts, min(len(parts), plan.randint(0, 2)))
-        acked = plan.sample(subs, min(len(subs), plan.randint(1, 2)))
+        produce = plan.sample(workload.partitions, min(len(workload.partitions), plan.randint(0, 2)))
+        acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), plan.randint(1, 2)))
         acks_per_sub = [plan.randint(1, 3) for _ in acked]
         roll = plan.random()
-        outcome = "timedOut" if roll < opts.timeout_ratio else ("aborted" if roll < opts.timeout_ratio + opts.abort_ratio else "committed")
-        steps = [("part", p) for p in produce]
+        self.outcome = ("timedOut" if roll < opts.timeout_ratio
+                        else "aborted" if roll < opts.timeout_ratio + opts.abort_ratio else "committed")
+        self.steps = [("part", p) for p in produce]
         for pair, k in zip(acked, acks_per_sub):
-            steps.append(("sub", pair))
-            steps.append(("ack", pair, k))
-        state = {"least": None, "i": 0}
+            self.steps += [("sub", pair), ("ack", pair, k)]
+        self.least = None
+        self.next = 0
 
-        def failed(exc) -> None:
-            done_txn("failed")
+    def begin(self) -> None:
+        self.tc.new_transaction(self.workload.opts.txn_timeout_ms, self.workload.timed(self.created), self.failed)
 
-        def timed(fn):
-            issued = clock.now_us
+    def created(self, least: int) -> None:
+        self.least = least
+        self.workload.log(f"new {self.tc.tc_id} {least}")
+        self.workload.later(self.step)
 
-            def cb(result):
-                latencies.append(clock.now_us - issued)
-                fn(result)
+    def failed(self, exc) -> None:
+        self.workload.done("failed")
 
-            return cb
+    def step(self, _=None) -> None:
+        if self.next < len(self.steps):
+            step = self.steps[self.next]
+            self.next += 1
+            self._issue(step)
+        else:
+            self._end()
 
-        def later(fn) -> None:
-            clock.call_at(clock.now_us + rng.randint(1, think), fn)
+    def _issue(self, step) -> None:
+        w, tc, least = self.workload, self.tc, self.least
+        if step[0] == "part":
+            def produced(pos, topic=step[1]):
+                w.engine.buffers.produce(topic, (tc.tc_id, least))  # the transaction's message
+                w.later(self.step)
 
-        def next_step(_=None) -> None:
-            i = state["i"]
-            least = state["least"]
-            if i < len(steps):
-                state["i"] = i + 1
-                step = steps[i]
-                if step[0] == "part":
-                    def produced(pos, topic=step[1]):
-                        hooks.produce(engine, topic, (tc.tc_id, least))  # the transaction's message
-                        later(next_step)
+            tc.add_partitions(least, [step[1]], w.timed(produced), self.failed)
+        elif step[0] == "sub":
+            tc.add_subscriptions(least, [step[1]], w.timed(lambda pos: w.later(self.step)), self.failed)
+        else:
+            store = w.pending_ack(step[1])
+            store.ack(tc.tc_id, least, store.take_messages(step[2]), w.timed(lambda pos: w.later(self.step)), self.failed)
 
-                    tc.add_partitions(least, [step[1]], timed(produced), failed)
-                elif step[0] == "sub":
-                    tc.add_subscriptions(least, [step[1]], timed(lambda pos: later(next_step)), failed)
-                else:
-                    store = store_of(step[1])
-                    store.ack(tc.tc_id, least, store.take_messages(step[2]), timed(lambda pos: later(next_step)), failed)
-                return
-            if outcome == "timedOut":
-                # The client walks away; the coordinator aborts at the timeout.
-                clock.call_at((clock.now_ms + opts.txn_timeout_ms + 1) * 1000, expire)
-                done_txn("timedOut")
-                return
-            log(f"end {tc.tc_id} {least}")
-            engine.end_transaction(tc.tc_id, least, outcome == "committed", timed(lambda pos: done_txn(outcome)), failed)
-
-        def created(least: int) -> None:
-            state["least"] = least
-            log(f"new {tc.tc_id} {least}")
-            later(next_step)
-
-        tc.new_transaction(opts.txn_timeout_ms, timed(created), failed)
-
-    def expire() -> None:
-        engine.expire_transactions(on_expire=lambda tc_id, least: log(f"end {tc_id} {least}"))
-
-    start_us = clock.now_us
-    try:
-        for _ in range(min(opts.concurrency, opts.transactions)):
-            clock.call_at(clock.now_us + rng.randint(1, think), start_next)
-        clock.run_until_idle()
-        expire()
-        engine.checkpoint()
-    except KeyboardInterrupt:
-        raise InterruptedWork(_interrupted(opts, started[0], counts)) from None
-    finally:
-        if ack_log is not None:
-            ack_log.close()
-    writers_after = _writer_counts(engine)
-    triggers_after = _triggers(engine)
-    latencies.sort()
-    return {
-        "transactions": opts.transactions,
-        "committed": counts["committed"],
-        "aborted": counts["aborted"],
-        "timedOut": counts["timedOut"],
-        "failed": counts["failed"],
-        "records": {k: writers_after[k][0] - writers_before[k][0] for k in ("tc", "pendingAck")},
-        "entries": {k: writers_after[k][1] - writers_before[k][1] for k in ("tc", "pendingAck")},
-        "flushTriggers": {k: triggers_after[k] - triggers_before[k] for k in triggers_after},
-        "addLatencyMs": {"p50": _percentile(latencies, 0.50), "p99": _percentile(latencies, 0.99)},
-        "virtualMs": (clock.now_us - start_us) / 1000.0,
-        "seed": opts.seed,
-        "batching": {
-            "tc": any(tc.writer.batch_enabled for tc in tcs),
-            "pendingAck": any(s.writer.batch_enabled for s in pa_stores.values()),
-        },
-    }
+    def _end(self) -> None:
+        w = self.workload
+        if self.outcome == "timedOut":
+            # The client walks away; the coordinator aborts at the timeout.
+            w.clock.call_at((w.clock.now_ms + w.opts.txn_timeout_ms + 1) * 1000, w.expire)
+            w.done("timedOut")
+            return
+        w.log(f"end {self.tc.tc_id} {self.least}")
+        self.workload.engine.end_transaction(self.tc.tc_id, self.least, self.outcome == "committed",
+                                             w.timed(lambda pos: w.done(self.outcome)), self.failed)
 
 
 def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:

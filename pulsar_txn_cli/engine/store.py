@@ -81,6 +81,8 @@ class Store:
         self.fail_commits = False  # fault injection for tests: a disk that refuses writes
         self._force = False
         self._scope = _Scope(self)
+        # name -> the one ManagedLedger object of that name (engine/ledger.py's ManagedLedger.get)
+        self.managed_ledgers: dict[str, object] = {}
 
     # ---------------------------------------------------------------- transactions
 
@@ -170,6 +172,16 @@ class Store:
             finally:
                 self.db = None
                 self._release()
+
+    def reset(self) -> None:
+        """Delete the engine's database (with its WAL files) while this store holds the lock, then close."""
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                path = self.directory / (DB_NAME + suffix)
+                if path.exists():
+                    path.unlink()
+        finally:
+            self.close()
 
     def _release(self) -> None:
         if self._lock is not None:

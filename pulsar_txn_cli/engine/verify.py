@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pulsar_txn_cli.engine.coordinator import FINAL, NEW, UPDATE, decode_tc_entry, tc_log_name
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.pending_ack import ACK, PENDING_ACK_SUFFIX, decode_pa_entry
+from pulsar_txn_cli.engine.pending_ack import ACK, decode_pa_entry
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
 
 
 def verify(engine, acked_log: str | None = None) -> dict:
@@ -26,7 +27,7 @@ def verify(engine, acked_log: str | None = None) -> dict:
     if all_ids and all_ids[-1] >= next_id:
         problems.append(f"ledger id {all_ids[-1]} is not below the next ledger id {next_id}")
     for name in engine.managed_ledger_names():
-        ml = ManagedLedger(engine.store, engine.clock, name)
+        ml = ManagedLedger.get(engine.store, engine.clock, name)
         summary = {"managedLedger": name, "ledgers": len(ml.ledgers), "entries": 0, "liveRecords": 0}
         _check_ledger(ml, problems)
         if name.startswith("pulsar/system/persistent/__transaction_log_"):

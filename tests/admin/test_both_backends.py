@@ -130,7 +130,7 @@ def test_abort_transaction_asks_first_and_aborts(cli, tmp_path):
     """abort-transaction refuses without --yes when stdin is not a terminal, then aborts on the engine."""
     engine = str(tmp_path / "engine")
     assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     got = []
     with Engine.open(engine) as opened:

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 
 def _open_transaction(engine_dir) -> tuple[int, int]:
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     got = []
     with Engine.open(engine_dir) as opened:

@@ -5,11 +5,9 @@ the same real parts themselves (nothing here is mocked).
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
-from pulsar_txn_cli.engine.config import Config
+from pulsar_txn_cli.engine.broker_config import Config
 from pulsar_txn_cli.engine.store import Store
 
 TOPIC = "persistent://public/default/orders"
@@ -36,10 +34,6 @@ class EngineParts:
         """A broker restart: everything in memory is gone, only the store remains."""
         self.store.close()
         return self.open()
-
-    def engine(self):
-        """An engine-like object for the hooks (store, clock, config)."""
-        return SimpleNamespace(store=self.store, clock=self.clock, config=self.config)
 
     def close(self):
         self.store.close()

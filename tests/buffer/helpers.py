@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
-from pulsar_txn_cli.engine.buffer.config import BufferConfig
+from pulsar_txn_cli.engine.buffer.settings import BufferConfig
 from pulsar_txn_cli.engine.buffer.log import MemoryLog
-from pulsar_txn_cli.engine.buffer.positions import TxnID
+from pulsar_txn_cli.names import TxnID
 
 TOPIC = "persistent://public/default/orders"
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.names import Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.engine.ledger import AddFailed
 
@@ -125,15 +124,15 @@ def test_timed_snapshot_runs_on_the_engine_clock(parts):
     assert svc.tick_all() == 0  # nothing changed since
 
 
-def test_hooks_end_a_transaction_on_every_partition(parts):
-    engine = parts.engine()
+def test_the_service_ends_a_transaction_on_every_partition(parts):
+    svc = parts.service
     partitions = [f"{TOPIC}-partition-{i}" for i in range(2)]
     for topic in partitions:
-        hooks.publish(engine, topic, b"x", "(0,1)")
-    assert hooks.in_buffer_stats(engine, partitions[0], (0, 1)) == {"startPosition": str(hooks.service(engine).buffer(partitions[0]).ongoing[T1].first_position), "aborted": False}
-    markers = hooks.on_transaction_end(engine, (0, 1), partitions, committed=False, low_water_mark=1)
+        svc.publish(topic, b"x", "(0,1)")
+    assert svc.in_buffer_stats(partitions[0], (0, 1)) == {"startPosition": str(svc.buffer(partitions[0]).ongoing[T1].first_position), "aborted": False}
+    markers = svc.end_transaction((0, 1), partitions, committed=False, low_water_mark=1)
     assert set(markers) == set(partitions)
-    assert hooks.in_buffer_stats(engine, partitions[1], "(0,1)") == {"aborted": True}
+    assert svc.in_buffer_stats(partitions[1], "(0,1)") == {"aborted": True}
 
 
 def test_a_topic_without_transactions_has_no_snapshot(parts):

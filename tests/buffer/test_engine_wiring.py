@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pulsar_txn_cli.engine import coordinator, simulate as simulate_module
-from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
 
@@ -30,8 +29,8 @@ def test_abort_transaction_through_the_admin_layer_releases_readers(cli, tmp_pat
     directory = tmp_path / "engine"
     engine = Engine.init(directory, coordinators=1)
     least = _open_txn(engine, [TOPIC])
-    hooks.produce(engine, TOPIC, (0, least))
-    hooks.publish(engine, TOPIC, b"plain")
+    engine.buffers.produce(TOPIC, (0, least))
+    engine.buffers.publish(TOPIC, b"plain")
     engine.close()
     assert cli(["stuck-readers", "-t", TOPIC, "--engine-dir", directory, "-o", "json"]).json()["held"] == 1
     from pulsar_txn_cli.admin import connect
@@ -52,7 +51,7 @@ def test_simulate_drives_the_buffers(tmp_path):
     try:
         summary = simulate_module.simulate(engine, simulate_module.SimOptions(transactions=40, concurrency=5, topics=2,
                                                                               abort_ratio=0.3, timeout_ratio=0.2, seed=7))
-        svc = hooks.service(engine)
+        svc = engine.buffers
         assert svc.buffers, "simulate wrote no transactional message"
         for buffer in svc.buffers.values():
             assert not buffer.ongoing  # every transaction ended: committed, aborted or timed out
@@ -66,7 +65,7 @@ def test_transaction_metadata_shows_the_start_position(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=1)
     try:
         least = _open_txn(engine, [TOPIC])
-        [position] = hooks.produce(engine, TOPIC, (0, least))
+        [position] = engine.buffers.produce(TOPIC, (0, least))
         meta = coordinator.transaction_metadata(engine, engine.tc(0).txns[least])
         assert meta["producedPartitions"][TOPIC] == {"startPosition": position, "aborted": False}
     finally:
@@ -77,7 +76,7 @@ def test_engine_config_selects_segmented_snapshots(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=1)
     try:
         engine.config.set("transactionBufferSegmentedSnapshotEnabled", "true")
-        assert hooks.service(engine).config.segmented
+        assert engine.buffers.config.segmented
         with pytest.raises(Exception, match="non-dynamic"):
             engine.config.set("transactionBufferSnapshotSegmentSize", "1024", dynamic=True)
     finally:

@@ -1,7 +1,7 @@
 """maxReadPosition: just before the oldest open transaction's first message, else the last position."""
 from __future__ import annotations
 
-from pulsar_txn_cli.engine.buffer.positions import Position
+from pulsar_txn_cli.names import Position
 
 from tests.buffer.helpers import World, txn, visible
 

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_txn_cli.engine.buffer import rest
+from pulsar_txn_cli.engine.broker import Engine
+from pulsar_txn_cli.engine import router
+from pulsar_txn_cli.engine.router import handle
 
-from tests.buffer.engine_helpers import TOPIC, EngineParts
+from tests.buffer.engine_helpers import TOPIC
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
 STATS_KEYS = {"state", "maxReadPosition", "lastSnapshotTimestamps", "ongoingTxnSize", "recoverStartTime", "recoverEndTime"}
@@ -21,26 +23,32 @@ ML_STATS_KEYS = {"entriesAddedCounter", "numberOfEntries", "totalSize", "current
                  "state", "ledgers", "cursors"}
 
 
-def _answers(segmented: bool, tmp_path):
-    parts = EngineParts(tmp_path / ("seg" if segmented else "single"), transactionBufferSegmentedSnapshotEnabled=segmented)
-    engine = parts.engine()
-    from pulsar_txn_cli.engine.buffer import hooks
+def _engine(directory, **settings) -> Engine:
+    engine = Engine.init(directory, coordinators=1)
+    settings = {"managedLedgerMaxEntriesPerLedger": 4, "managedLedgerMinLedgerRolloverTimeMinutes": 0, **settings}
+    for name, value in settings.items():
+        engine.config.set(name, str(value).lower())
+    return engine
 
-    hooks.service(engine).settings = lambda name, default: parts.settings.get(name, default)
-    hooks.publish(engine, TOPIC, b"x", (0, 1))
-    hooks.on_transaction_end(engine, (0, 1), [TOPIC], committed=False, low_water_mark=1)
-    hooks.publish(engine, TOPIC, b"open", (0, 2))
-    path = "/admin/v3/transactions/{}/public/default/orders"
+
+def _answers(segmented: bool, tmp_path):
+    """The buffer's routes of the engine's router, called as the router calls them (before it drops
+    null fields, as Pulsar's JSON mapper does), and the router itself for the error paths."""
+    engine = _engine(tmp_path / ("seg" if segmented else "single"), transactionBufferSegmentedSnapshotEnabled=segmented)
+    engine.buffers.publish(TOPIC, b"x", (0, 1))
+    engine.buffers.end_transaction((0, 1), [TOPIC], committed=False, low_water_mark=1)
+    engine.buffers.publish(TOPIC, b"open", (0, 2))
+    orders = ("public", "default", "orders")
     answers = {
-        "stats": rest.handle(engine, "GET", path.format("transactionBufferStats"), {"lowWaterMarks": "true"}),
-        "plain": rest.handle(engine, "GET", path.format("transactionBufferStats"), {}),
-        "internal": rest.handle(engine, "GET", path.format("transactionBufferInternalStats"), {}),
-        "in_buffer": rest.handle(engine, "GET", path.format("transactionInBufferStats") + "/0/2", {}),
-        "in_buffer_ended": rest.handle(engine, "GET", path.format("transactionInBufferStats") + "/0/1", {}),
-        "missing": rest.handle(engine, "GET", "/admin/v3/transactions/transactionBufferStats/public/default/nope", {}),
-        "other": rest.handle(engine, "GET", "/admin/v3/transactions/coordinatorStats", {}),
+        "stats": router.transaction_buffer_stats(engine, {"lowWaterMarks": "true"}, None, *orders),
+        "plain": router.transaction_buffer_stats(engine, {}, None, *orders),
+        "internal": router.transaction_buffer_internal_stats(engine, {}, None, *orders),
+        "in_buffer": router.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "2"),
+        "in_buffer_ended": router.transaction_in_buffer_stats(engine, {}, None, *orders, "0", "1"),
+        "missing": handle(engine, "GET", "/admin/v3/transactions/transactionBufferStats/public/default/nope", {}),
+        "other": handle(engine, "GET", "/admin/v3/transactions/coordinatorStats", {}),
     }
-    parts.close()
+    engine.close()
     return answers
 
 
@@ -69,7 +77,8 @@ def test_rest_answers_have_pulsars_shapes(segmented, tmp_path):
     assert status == 200 and set(in_buffer) == {"startPosition", "aborted"} and in_buffer["aborted"] is False
     assert answers["in_buffer_ended"] == (200, {"aborted": True})
     assert answers["missing"][0] == 404
-    assert answers["other"] is None  # not the buffer's route: the engine's router goes on
+    # not the buffer's route: the coordinator answers it ({coordinator id: stats})
+    assert answers["other"][0] == 200 and set(answers["other"][1]) == {"0"}
 
 
 def _captured(name: str) -> list[Path]:
@@ -130,11 +139,11 @@ def test_partitioned_metadata_matches_the_real_broker(tmp_path):
     files = _captured("partitioned_topic_metadata")
     if not files:
         pytest.fail(f"no captured partitioned_topic_metadata answer in {FIXTURES}: the committed fixtures are incomplete")
-    parts = EngineParts(tmp_path / "e")
+    engine = _engine(tmp_path / "e")
     try:
-        ours = rest.handle(parts.engine(), "GET", "/admin/v2/persistent/public/default/orders/partitions", {})[1]
+        ours = handle(engine, "GET", "/admin/v2/persistent/public/default/orders/partitions", {})[1]
     finally:
-        parts.close()
+        engine.close()
     for file in files:
         real = json.loads(file.read_text())["body"]
         assert set(real) <= set(ours) | {"deleted"}, file.name

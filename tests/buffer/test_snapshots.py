@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_txn_cli.engine.buffer.log import MemoryLog
-from pulsar_txn_cli.engine.buffer.positions import Position
+from pulsar_txn_cli.names import Position
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore, segment_key
 from pulsar_txn_cli.errors import EngineError
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
 
@@ -26,14 +25,14 @@ def held(tmp_path):
     engine = Engine.init(directory, coordinators=2)
     engine.register_topic(TOPIC, 2)
     p0, p1 = f"{TOPIC}-partition-0", f"{TOPIC}-partition-1"
-    hooks.publish(engine, p0, b"before")
+    engine.buffers.publish(p0, b"before")
     first = _open_txn(engine, 1, [p0])
-    hooks.produce(engine, p0, (1, first))
+    engine.buffers.produce(p0, (1, first))
     second = _open_txn(engine, 0, [p0, p1])
-    hooks.produce(engine, p0, (0, second), count=2)
-    hooks.produce(engine, p1, (0, second))
-    hooks.on_transaction_end(engine, (0, second), [p1], committed=True)  # p1 sees its end early
-    hooks.publish(engine, p0, b"after")
+    engine.buffers.produce(p0, (0, second), count=2)
+    engine.buffers.produce(p1, (0, second))
+    engine.buffers.end_transaction((0, second), [p1], committed=True)  # p1 sees its end early
+    engine.buffers.publish(p0, b"after")
     with engine.store.tx():
         engine.clock.advance_ms(90_000)  # the engine's virtual time: held for 90 s
     engine.close()
@@ -70,8 +69,8 @@ def test_engine_namespace_and_table(cli, held):
 def test_ending_the_holders_releases_the_readers(cli, held):
     directory, head, other = held
     engine = Engine.open(directory)
-    hooks.on_transaction_end(engine, head, [f"{TOPIC}-partition-0"], committed=False)
-    hooks.on_transaction_end(engine, other, [f"{TOPIC}-partition-0"], committed=True)
+    engine.buffers.end_transaction(head, [f"{TOPIC}-partition-0"], committed=False)
+    engine.buffers.end_transaction(other, [f"{TOPIC}-partition-0"], committed=True)
     engine.close()
     result = cli(["stuck-readers", "-t", "orders", "--engine-dir", directory, "-o", "json"])
     assert result.exit_code == 0, result.stderr

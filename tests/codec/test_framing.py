@@ -23,7 +23,9 @@ def test_batched_entry_layout_is_magic_version_then_container():
     records = tc_lifecycle(7)
     data = codec.encode_batch(records)
     assert data[:4] == b"\x0e\x01\x00\x01"
-    container = codec.tc_pb2.BatchedTransactionMetadataEntry()
+    from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
+
+    container = tc_pb2.BatchedTransactionMetadataEntry()
     container.ParseFromString(data[4:])
     assert list(container.transaction_logs) == records
 

@@ -25,7 +25,7 @@ URI = "zk+null://127.0.0.1:2181/ledgers"
 def fleet(tmp_path, monkeypatch):
     """A served engine after a batched workload, its JSONL dump for the stand-in, and the stand-in script."""
     from pulsar_txn_cli.admin import server
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine import dump
 
     simulate_into(tmp_path / "engine", coordinators=2, transactions=60, concurrency=8, topics=2, subscriptions=2, seed=5)

@@ -77,7 +77,7 @@ def test_status_and_reset(cli, tmp_path):
     result = cli(["downgrade", "status", "--checkpoint", path, "--engine-dir", engine_dir, "-o", "json"])
     assert result.exit_code == 0, result.stderr
     assert result.json()["exists"] is False
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     with Engine.open(engine_dir, readonly=True) as engine:
         identity = f"engine {engine.engine_id}"

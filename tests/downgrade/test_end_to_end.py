@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
 SMALL_LEDGERS = {"managedLedgerMaxEntriesPerLedger": "20", "managedLedgerMinLedgerRolloverTimeMinutes": "0",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_txn_cli.downgrade import verdict as v
+from pulsar_txn_cli.downgrade import advice, entry_scan, step1, upgrade, verdict as v
 from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, BATCH_KEYS, TC_BATCH_KEY
 from tests.downgrade.builders import T1, TARGET, broker, checkpoint, obs, sub, tc
 
@@ -58,13 +58,13 @@ def test_a_recorded_item_not_found_now_is_not_clear():
     result = v.downgrade_verdict(obs([tc(0, (6,))]), cp)
     assert result.verdict == v.WAIT
     missing = result.coordinators[1]
-    assert missing.observation.coordinator_id == 1 and not missing.clear and missing.cause == v.CAUSE_MISSING
+    assert missing.observation.coordinator_id == 1 and not missing.clear and missing.cause == advice.CAUSE_MISSING
 
 
 def test_a_recorded_ledger_newer_than_the_log_is_an_inconsistent_checkpoint():
     result = v.downgrade_verdict(obs([tc(0, (3, 4))]), checkpoint({0: 99}))
     assert result.verdict == v.BLOCKED
-    assert result.coordinators[0].cause == v.CAUSE_INCONSISTENT
+    assert result.coordinators[0].cause == advice.CAUSE_INCONSISTENT
 
 
 # -- failing closed ------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_an_unreadable_checkpoint_is_blocked_and_left_alone():
 def test_batching_on_in_the_dynamic_config_is_blocked_with_the_fix(key):
     result = v.downgrade_verdict(obs([tc(0, (3,))], dynamic={key: "true"}), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == [v.set_command(key, False),
+    assert result.fixes == [advice.set_command(key, False),
                             f"pulsar-admin brokers update-dynamic-config --config {key} --value false"]
     assert result.newly_recorded == 0
 
@@ -222,33 +222,33 @@ def _cause(log, recorded=4, brokers=None):
 
 def test_cause_ledger_not_rolled():
     item = _cause(tc(0, (4,), mark="4:1", lac="4:9"))
-    assert item.cause == v.CAUSE_NOT_ROLLED and "unload" in item.advice
+    assert item.cause == advice.CAUSE_NOT_ROLLED and "unload" in item.advice
 
 
 def test_cause_trim_pending_when_the_cursor_consumed_everything():
-    assert _cause(tc(0, (4, 5), mark="5:3", lac="5:3")).cause == v.CAUSE_TRIM_PENDING
+    assert _cause(tc(0, (4, 5), mark="5:3", lac="5:3")).cause == advice.CAUSE_TRIM_PENDING
 
 
 def test_cause_open_transaction():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=2))
-    assert item.cause == v.CAUSE_OPEN_TXN and "slow-transactions" in item.advice
+    assert item.cause == advice.CAUSE_OPEN_TXN and "slow-transactions" in item.advice
     assert "2 open transaction(s)" in item.reason
 
 
 def test_cause_batch_index_caveat_on_a_tc_log_without_batch_index_acks():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=False)])
-    assert item.cause == v.CAUSE_BATCH_INDEX
+    assert item.cause == advice.CAUSE_BATCH_INDEX
     assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice
 
 
 def test_cause_cursor_stuck_on_a_tc_log_with_batch_index_acks():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=True)])
-    assert item.cause == v.CAUSE_CURSOR_STUCK
+    assert item.cause == advice.CAUSE_CURSOR_STUCK
 
 
 def test_cause_pending_ack_cursor_stuck_points_at_the_subscription():
     item = _cause(sub(ledgers=(4, 5), mark="4:0", lac="5:3", ongoing_txns=0))
-    assert item.cause == v.CAUSE_CURSOR_STUCK and "topics stats persistent://public/default/t" in item.advice
+    assert item.cause == advice.CAUSE_CURSOR_STUCK and "topics stats persistent://public/default/t" in item.advice
 
 
 # -- JSON shape ----------------------------------------------------------------------------------
@@ -268,36 +268,36 @@ def test_json_shape():
 def _up(**kw):
     defaults = dict(coordinators=[tc(0, effective=True)], subscriptions=[sub(effective=True)],
                     brokers=[broker(batching=True), broker("b2:8080", batching=True)])
-    return v.upgrade_verdict(obs(**{**defaults, **kw}))
+    return upgrade.upgrade_verdict(obs(**{**defaults, **kw}))
 
 
 def test_upgrade_complete():
     result = _up()
-    assert result.verdict == v.COMPLETE and result.problems == []
+    assert result.verdict == upgrade.COMPLETE and result.problems == []
 
 
 def test_upgrade_mixed_versions_without_batching_is_incomplete():
     result = _up(brokers=[broker(), broker("b2:8080", version="3.0.0")],
                  coordinators=[tc(0, effective=False)], subscriptions=[])
-    assert result.verdict == v.INCOMPLETE
+    assert result.verdict == upgrade.INCOMPLETE
     assert any("2 versions" in p for p in result.problems)
 
 
 def test_upgrade_mixed_versions_with_batching_on_is_blocked():
     result = _up(brokers=[broker(batching=True), broker("b2:8080", version="3.0.0", batching=True)])
     assert result.verdict == v.BLOCKED
-    assert v.disable_command(TC_BATCH_KEY) in result.fixes
+    assert advice.disable_command(TC_BATCH_KEY) in result.fixes
 
 
 def test_upgrade_batching_off_on_a_broker_is_incomplete_with_the_enable_command():
     result = _up(brokers=[broker(batching=True), broker("b2:8080", batching=False)])
-    assert result.verdict == v.INCOMPLETE
-    assert v.enable_command(TC_BATCH_KEY) in result.fixes
+    assert result.verdict == upgrade.INCOMPLETE
+    assert advice.enable_command(TC_BATCH_KEY) in result.fixes
 
 
 def test_upgrade_not_yet_effective_is_incomplete_with_the_reload_command():
     result = _up(coordinators=[tc(0, effective=False)])
-    assert result.verdict == v.INCOMPLETE
+    assert result.verdict == upgrade.INCOMPLETE
     assert any("unload" in f for f in result.fixes)
 
 
@@ -311,7 +311,7 @@ def test_upgrade_not_yet_effective_is_incomplete_with_the_reload_command():
     dict(problems=("namespace x could not be listed",)),
 ])
 def test_upgrade_fails_closed(change):
-    assert _up(**change).verdict in (v.INCOMPLETE, v.BLOCKED)
+    assert _up(**change).verdict in (upgrade.INCOMPLETE, v.BLOCKED)
 
 
 def test_upgrade_json_shape():
@@ -336,31 +336,31 @@ def _safe():
 
 
 def test_entry_scan_without_batched_entries_keeps_safe():
-    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 10, 0)).verdict == v.SAFE
+    assert entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({}, 10, 0)).verdict == v.SAFE
 
 
 def test_a_batched_entry_in_a_ledger_said_clear_blocks():
-    result = v.apply_entry_scan(_safe(), v.EntryScan({6: ("pulsar/system/persistent/__transaction_log_0", 2)}, 10, 0))
+    result = entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({6: ("pulsar/system/persistent/__transaction_log_0", 2)}, 10, 0))
     assert result.verdict == v.BLOCKED
     assert not result.coordinators[0].clear
     assert any("ledger 6 of coordinator 0" in p for p in result.problems)
 
 
 def test_a_batched_entry_in_a_deleted_ledger_is_fine():
-    assert v.apply_entry_scan(_safe(), v.EntryScan({3: (None, 1)}, 10, 0)).verdict == v.SAFE
+    assert entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({3: (None, 1)}, 10, 0)).verdict == v.SAFE
 
 
 def test_undecodable_entries_or_unreadable_dumps_wait():
-    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 10, 1)).verdict == v.WAIT
-    assert v.apply_entry_scan(_safe(), v.EntryScan({}, 0, 0, error="no such file")).verdict == v.WAIT
+    assert entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({}, 10, 1)).verdict == v.WAIT
+    assert entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({}, 0, 0, error="no such file")).verdict == v.WAIT
 
 
 def test_many_logs_still_batching_are_summarized_with_one_fix():
     subs = [sub(name=f"s{i}", effective=True) for i in range(40)]
     result = v.downgrade_verdict(obs([tc(0, (3,))], subs), None)
     assert result.verdict == v.BLOCKED
-    assert len(result.problems) == v.SHOWN + 1 and "35 more" in result.problems[-1]
-    assert result.fixes == [v.set_command(BATCH_KEYS[1], False)]
+    assert len(result.problems) == step1.SHOWN + 1 and "35 more" in result.problems[-1]
+    assert result.fixes == [advice.set_command(BATCH_KEYS[1], False)]
 
 
 def test_no_per_store_reload_when_the_configuration_is_wrong_too():

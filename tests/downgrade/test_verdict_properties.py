@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_txn_cli.downgrade import verdict as v
+from pulsar_txn_cli.downgrade import upgrade, verdict as v
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
-    config_flag,
 )
+from pulsar_txn_cli.names import parse_bool as config_flag
 
 TARGETS = ["http://a:8080", "http://b:8080"]
 flag_values = st.sampled_from(["true", "false", "TRUE", "False", "", "1", None])
@@ -131,8 +131,8 @@ def test_the_first_check_is_never_safe(o, cp):
 @settings(max_examples=300, deadline=None)
 @given(observations())
 def test_upgrade_is_never_complete_unless_everything_was_seen_and_on(o):
-    result = v.upgrade_verdict(o)
-    if result.verdict != v.COMPLETE:
+    result = upgrade.upgrade_verdict(o)
+    if result.verdict != upgrade.COMPLETE:
         assert result.problems
         return
     assert not (o.dynamic_error or o.brokers_error or o.problems) and o.brokers and o.coordinators

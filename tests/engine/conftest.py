@@ -14,7 +14,7 @@ def rig(tmp_path):
 
 @pytest.fixture
 def engine_factory(tmp_path):
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     opened = []
 

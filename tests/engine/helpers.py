@@ -4,7 +4,7 @@ from __future__ import annotations
 from pulsar_txn_cli.codec import decode_entry
 from pulsar_txn_cli.engine.clock import Clock
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.metrics import Metrics
+from pulsar_txn_cli.engine.writer_stats import Metrics
 from pulsar_txn_cli.engine.store import Store
 from pulsar_txn_cli.engine.writer import BufferedWriter
 
@@ -16,7 +16,7 @@ class Rig:
         self.store = Store(directory, create=True)
         self.clock = Clock(self.store)
         self.metrics = Metrics(self.store, "test", "localhost")
-        self.ml = ManagedLedger(self.store, self.clock, name)
+        self.ml = ManagedLedger.get(self.store, self.clock, name)
         self.ml.open_new_ledger({})
         self.store.save_all()
         self.done: list = []

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.errors import EngineBusy
 
 
@@ -88,7 +88,7 @@ def test_a_second_process_waits_then_fails_clearly(tmp_path, monkeypatch):
     Engine.init(directory).close()
     script = textwrap.dedent(f"""
         import sys, time
-        from pulsar_txn_cli.engine.engine import Engine
+        from pulsar_txn_cli.engine.broker import Engine
         e = Engine.open({str(directory)!r})
         print("locked", flush=True)
         sys.stdin.readline()
@@ -112,7 +112,7 @@ def test_an_unclean_stop_is_a_broker_restart(tmp_path):
     Engine.init(directory, coordinators=1).close()
     script = textwrap.dedent(f"""
         import os
-        from pulsar_txn_cli.engine.engine import Engine
+        from pulsar_txn_cli.engine.broker import Engine
         e = Engine.open({str(directory)!r})
         got = []
         e.tc(0).new_transaction(60000, got.append)

@@ -117,7 +117,7 @@ def test_disabling_batching_makes_old_batch_index_deletes_no_ops(engine_factory)
 def test_a_running_broker_forgets_ended_transactions_whose_records_stay(engine_factory):
     """§3.3 between CLI invocations: attaching is not a restart, so transactions ended while their
     NEW records could not be deleted stay gone; only a reopen replays them as open again."""
-    from pulsar_txn_cli.engine.engine import Engine
+    from pulsar_txn_cli.engine.broker import Engine
 
     engine = engine_factory(transactionLogBatchedWriteEnabled="true")
     txns = _new(engine, n=3)

@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
-from pulsar_txn_cli.engine.rest import handle
+from pulsar_txn_cli.engine.broker import Engine
+from pulsar_txn_cli.engine.router import handle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
 TOPIC = "persistent://public/default/fx-orders"
@@ -226,9 +226,7 @@ def _real_world(directory):
             store.ack(0, least, store.take_messages(1), lambda p: None)
     engine.tc(0).add_partitions(least, ["persistent://public/default/fxplain"], lambda p: None)
     engine.checkpoint()
-    from pulsar_txn_cli.engine.buffer import hooks
-
-    hooks.produce(engine, "persistent://public/default/fxplain", (0, least))
+    engine.buffers.produce("persistent://public/default/fxplain", (0, least))
     for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
         engine.config.store_override(key, "false")
     engine.checkpoint()
@@ -239,7 +237,7 @@ def _real_world(directory):
 def test_answers_match_a_real_broker(tmp_path):
     """Same status, and every key of the real answer present with the same type."""
     assert _fixtures(), "no real-broker REST answers in tests/fixtures/real/rest: the committed fixtures are missing"
-    from pulsar_txn_cli.engine.config import KEYS
+    from pulsar_txn_cli.engine.broker_config import KEYS
 
     engine, (most, least) = _real_world(tmp_path / "e")
     problems = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 from tests.admin.scripted import ScriptedServer
 

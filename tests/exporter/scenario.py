@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulsar_txn_cli.engine.buffer import hooks
-from pulsar_txn_cli.engine.engine import Engine
+from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
 TOPIC = "persistent://public/default/orders"
@@ -47,7 +46,7 @@ def _hold_a_partition(engine) -> None:
     engine.checkpoint()
     tc.add_partitions(opened[0], [HELD], lambda position: None)
     engine.checkpoint()
-    hooks.produce(engine, HELD, (0, opened[0]), count=2)
-    hooks.publish(engine, HELD, b"after")
+    engine.buffers.produce(HELD, (0, opened[0]), count=2)
+    engine.buffers.publish(HELD, b"after")
     with engine.store.tx():
         engine.clock.advance_ms(90_000)

@@ -6,7 +6,7 @@ snapshots.py: the snapshot objects and the system topics they are written to.
 messages.py: topic entries (messages and commit/abort markers); positions.py: "L:E" and "(m,l)".
 log.py: what the buffer needs of a managed ledger, and an in-memory one for tests.
 ledgers.py: the engine's managed ledgers behind that interface.
-config.py: the four broker settings; stats.py: the admin JSON shapes.
-service.py: every topic's buffer in one engine; hooks.py: the calls the rest of the engine makes;
-rest.py: the REST paths the engine's router hands over.
+settings.py: the four broker settings; stats.py: the admin JSON shapes.
+service.py: every topic's buffer in one engine (the engine holds one and calls it; the engine's
+router registers the buffer's REST paths). Nothing here imports the engine's upper layers.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.names import Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import (
     SystemTopicStore,
     TransactionBufferSnapshot,

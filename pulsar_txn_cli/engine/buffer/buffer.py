@@ -14,8 +14,8 @@ from typing import Callable, Iterator
 
 from pulsar_txn_cli.engine.buffer import messages
 from pulsar_txn_cli.engine.buffer.aborts import Recovered, SegmentedAbortedTxns, SingleAbortedTxns
-from pulsar_txn_cli.engine.buffer.config import BufferConfig
-from pulsar_txn_cli.engine.buffer.positions import EARLIEST, Position, TxnID
+from pulsar_txn_cli.engine.buffer.settings import BufferConfig
+from pulsar_txn_cli.names import EARLIEST, Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.errors import EngineError
 

@@ -8,24 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pulsar_txn_cli.engine.buffer.positions import Position
-
-
-def managed_ledger_name(topic: str) -> str:
-    """persistent://tenant/ns/local -> tenant/ns/persistent/local (Pulsar's managed-ledger name)."""
-    rest = topic.split("://", 1)[-1]
-    tenant, namespace, local = rest.split("/", 2)
-    return f"{tenant}/{namespace}/persistent/{local}"
-
-
-def topic_of_managed_ledger(name: str) -> str:
-    tenant, namespace, _, local = name.split("/", 3)
-    return f"persistent://{tenant}/{namespace}/{local}"
-
-
-def namespace_of(topic: str) -> str:
-    tenant, namespace, _ = topic.split("://", 1)[-1].split("/", 2)
-    return f"{tenant}/{namespace}"
+from pulsar_txn_cli.names import Position
 
 
 class ManagedLedgerLog:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator, Protocol
 
-from pulsar_txn_cli.engine.buffer.positions import Position
+from pulsar_txn_cli.names import Position
 
 
 class TopicLog(Protocol):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from pulsar_txn_cli.engine.buffer.positions import TxnID
+from pulsar_txn_cli.names import TxnID
 from pulsar_txn_cli.errors import DataError
 
 COMMIT = "TXN_COMMIT"

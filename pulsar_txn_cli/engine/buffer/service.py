@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer
-from pulsar_txn_cli.engine.buffer.config import BufferConfig
-from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog, managed_ledger_name, namespace_of
-from pulsar_txn_cli.engine.buffer.positions import Position, TxnID
+from pulsar_txn_cli.engine.buffer.settings import BufferConfig
+from pulsar_txn_cli.engine.buffer.ledgers import ManagedLedgerLog
 from pulsar_txn_cli.engine.buffer.snapshots import INDEXES_TOPIC, SEGMENTS_TOPIC, SNAPSHOT_TOPIC
-from pulsar_txn_cli.errors import EngineError, UsageError
+from pulsar_txn_cli.engine.ledger import ManagedLedger
+from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.names import Position, TxnID, full_topic, managed_ledger_name, namespace_of
 
 # engine config key -> ManagedLedger setting (engine/ledger.py), for the topics' own ledgers
 _LEDGER_SETTINGS = {
@@ -26,20 +27,6 @@ _LEDGER_SETTINGS = {
 
 class TopicNotFound(EngineError):
     """The topic has no managed ledger in this engine (a broker answers 404)."""
-
-
-def normalize_topic(name: str) -> str:
-    """persistent://tenant/ns/topic from any of Pulsar's short forms."""
-    text = str(name).strip()
-    domain, sep, rest = text.partition("://")
-    if not sep:
-        domain, rest = "persistent", text
-    parts = rest.split("/")
-    if len(parts) == 1:
-        parts = ["public", "default", parts[0]]
-    if domain != "persistent" or len(parts) != 3 or not all(parts):
-        raise UsageError(f"topic {name!r} is not a persistent topic name (persistent://tenant/namespace/topic)")
-    return "persistent://" + "/".join(parts)
 
 
 class BufferService:
@@ -69,9 +56,7 @@ class BufferService:
     def log(self, managed_ledger: str) -> ManagedLedgerLog:
         log = self._logs.get(managed_ledger)
         if log is None or not log.ml.exists:  # not yet created: another part of the engine may create it
-            from pulsar_txn_cli.engine.ledger import ManagedLedger
-
-            log = ManagedLedgerLog(ManagedLedger(self.store, self.clock, managed_ledger), self._ledger_settings())
+            log = ManagedLedgerLog(ManagedLedger.get(self.store, self.clock, managed_ledger), self._ledger_settings())
             self._logs[managed_ledger] = log
         return log
 
@@ -81,11 +66,11 @@ class BufferService:
         return SnapshotTopics(self.log(name + SNAPSHOT_TOPIC), self.log(name + SEGMENTS_TOPIC), self.log(name + INDEXES_TOPIC))
 
     def exists(self, topic: str) -> bool:
-        return self.log(managed_ledger_name(normalize_topic(topic))).ml.exists
+        return self.log(managed_ledger_name(topic)).ml.exists
 
     def buffer(self, topic: str, *, create: bool = False) -> TransactionBuffer:
         """The topic's buffer, recovered on first use; TopicNotFound unless it exists or create."""
-        topic = normalize_topic(topic)
+        topic = full_topic(topic)
         buffer = self.buffers.get(topic)
         if buffer is not None:
             return buffer
@@ -122,14 +107,29 @@ class BufferService:
 
     # -- what producers and the coordinator do ------------------------------------------------
 
-    def publish(self, topic: str, payload: bytes = b"", txn: TxnID | None = None) -> Position:
+    def publish(self, topic: str, payload: bytes = b"", txn=None) -> Position:
+        """A producer's message, in a transaction (a TxnID, "(most,least)" or a pair) or not."""
         buffer = self.buffer(topic, create=True)
-        return self._run(buffer, buffer.publish, payload, txn)
+        return self._run(buffer, buffer.publish, payload, None if txn is None else TxnID.of(txn))
 
-    def end(self, topic: str, txn: TxnID, committed: bool, low_water_mark: int | None = None) -> Position:
+    def produce(self, topic: str, txn, count: int = 1, payload: bytes = b"simulated") -> list[str]:
+        """`engine simulate`: the messages a transaction writes after registering the partition."""
+        return [str(self.publish(topic, payload, txn)) for _ in range(count)]
+
+    def end(self, topic: str, txn, committed: bool, low_water_mark: int | None = None) -> Position:
         """The coordinator's end-transaction command reaching one partition."""
         buffer = self.buffer(topic, create=True)
-        return self._run(buffer, buffer.commit if committed else buffer.abort, txn, low_water_mark)
+        return self._run(buffer, buffer.commit if committed else buffer.abort, TxnID.of(txn), low_water_mark)
+
+    def end_transaction(self, txn, partitions, committed: bool, low_water_mark: int | None = None) -> dict:
+        """The commit or abort marker on every produced partition; returns {topic: marker position}."""
+        return {topic: str(self.end(topic, txn, committed, low_water_mark)) for topic in partitions}
+
+    def in_buffer_stats(self, topic: str, txn) -> dict:
+        """TransactionInBufferStats; a partition never written has no start position yet."""
+        if not self.exists(topic):
+            return {"aborted": False}
+        return self.buffer(topic).in_buffer_stats(TxnID.of(txn))
 
     def trim(self, topic: str) -> int:
         """After the topic's ledgers were trimmed: prune aborted ids whose markers are gone."""

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import orjson
 
-from pulsar_txn_cli.engine.buffer.positions import EARLIEST, Position, TxnID
+from pulsar_txn_cli.names import EARLIEST, Position, TxnID
 from pulsar_txn_cli.errors import DataError
 
 SNAPSHOT_TOPIC = "__transaction_buffer_snapshot"

@@ -11,18 +11,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
-from pulsar_txn_cli.engine.config import Config
+from pulsar_txn_cli.engine.broker_config import Config
 from pulsar_txn_cli.engine.coordinator import (
     ABORTED, ABORTING, COMMITTED, COMMITTING, OPEN, Coordinator, CoordinatorNotFound, tc_log_name,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.engine.metrics import Metrics
-from pulsar_txn_cli.engine.pending_ack import (
-    PENDING_ACK_SUFFIX, PendingAckStore, full_topic, pending_ack_ml_name, topic_ml_name,
-)
+from pulsar_txn_cli.engine.writer_stats import Metrics
+from pulsar_txn_cli.engine.pending_ack import PendingAckStore
 from pulsar_txn_cli.engine.store import DB_NAME, Store
 from pulsar_txn_cli.errors import EngineError, UsageError
+from pulsar_txn_cli.names import (
+    PENDING_ACK_SUFFIX, expand_partitions, full_topic, managed_ledger_name, pending_ack_managed_ledger, topic_of_managed_ledger,
+)
 
 ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
 DEFAULT_COORDINATORS = 4
@@ -84,6 +86,7 @@ class Engine:
                 store.set_meta("running", "1")
         self.coordinators: dict[int, Coordinator] = {}
         self.pending_acks: dict[tuple[str, str], PendingAckStore] = {}
+        self._buffers: BufferService | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -128,9 +131,8 @@ class Engine:
     def checkpoint(self) -> None:
         """Run pending timers (flushes) and commit everything changed."""
         self.clock.run_until_idle()
-        from pulsar_txn_cli.engine.buffer import hooks
-
-        hooks.on_time_passed(self)  # timed snapshots of idle transaction buffers
+        if self._buffers is not None:
+            self._buffers.tick_all()  # timed snapshots of idle transaction buffers
         self.store.save_all()
 
     def close(self) -> None:
@@ -156,6 +158,14 @@ class Engine:
         self.close()
 
     # ---------------------------------------------------------------- stores
+
+    @property
+    def buffers(self) -> BufferService:
+        """Every topic's transaction buffer; made on first use, with the boot epoch of that moment."""
+        if self._buffers is None:
+            self._buffers = BufferService(self.store, self.clock, self.config.setting,
+                                          writable=not self.readonly, boot=self.boot)
+        return self._buffers
 
     @property
     def enabled(self) -> bool:
@@ -232,11 +242,29 @@ class Engine:
 
     def topic_ledger(self, topic: str) -> int:
         """The ledger that holds a topic partition's messages (created with the topic)."""
-        ml = ManagedLedger(self.store, self.clock, topic_ml_name(topic))
+        ml = ManagedLedger.get(self.store, self.clock, managed_ledger_name(topic))
         if not ml.exists:
             with self.store.tx():
                 ml.open_new_ledger(self.ledger_settings(self.config.values()))
         return ml.current
+
+    def partition_count(self, topic: str) -> int:
+        """How many partitions a topic was registered with; 0 for a non-partitioned or unknown one."""
+        row = self.store.db.execute("SELECT partitions FROM topics WHERE name=?", (full_topic(topic),)).fetchone()
+        return int(row[0]) if row else 0
+
+    def topic_and_partitions(self, topic: str) -> list[str]:
+        """The topic and, when it is partitioned, each of its partitions (what an unload reaches)."""
+        topic = full_topic(topic)
+        count = self.partition_count(topic)
+        return [topic] + expand_partitions(topic, count) if count else [topic]
+
+    def topics(self) -> list[str]:
+        """Every topic partition the engine knows: with a managed ledger, or registered."""
+        names = {t for t in map(topic_of_managed_ledger, self.managed_ledger_names()) if t}
+        for topic, count in self.store.db.execute("SELECT name, partitions FROM topics"):
+            names.update(expand_partitions(topic, count))
+        return sorted(names)
 
     def register_topic(self, topic: str, partitions: int) -> None:
         with self.store.tx():
@@ -257,9 +285,7 @@ class Engine:
             return
         subs = list(meta.subscriptions)
         if meta.partitions:
-            from pulsar_txn_cli.engine.buffer import hooks
-
-            hooks.on_transaction_end(self, (meta.most, least), meta.partitions, commit, tc.low_water_mark())
+            self.buffers.end_transaction((meta.most, least), meta.partitions, commit, tc.low_water_mark())
         remaining = [len(subs)]
 
         def finish():
@@ -329,10 +355,7 @@ class Engine:
             self.tc(coordinator)  # validates the id
             targets.append(("tc", coordinator))
         if topic is not None:
-            topic = full_topic(topic)
-            row = self.store.db.execute("SELECT partitions FROM topics WHERE name=?", (topic,)).fetchone()
-            names = [topic] + ([f"{topic}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
-            for name in names:  # a partitioned topic: every partition, as an unload does
+            for name in self.topic_and_partitions(topic):  # a partitioned topic: every partition, as an unload does
                 targets += [("pa", t, s) for t, s in self.subscriptions(name) if self._pa_exists(t, s)]
         reopened = []
         for target in targets:
@@ -356,7 +379,7 @@ class Engine:
         return reopened
 
     def _pa_exists(self, topic: str, sub: str) -> bool:
-        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_ml_name(topic, sub),)).fetchone() is not None
+        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_managed_ledger(topic, sub),)).fetchone() is not None
 
     # ---------------------------------------------------------------- listing
 
@@ -364,7 +387,7 @@ class Engine:
         return [r[0] for r in self.store.db.execute("SELECT name FROM managed_ledgers ORDER BY name")]
 
     def managed_ledger(self, name: str) -> ManagedLedger:
-        ml = ManagedLedger(self.store, self.clock, name)
+        ml = ManagedLedger.get(self.store, self.clock, name)
         if not ml.exists:
             raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
         return ml

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from pulsar_txn_cli.admin import oauth2, redact
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.names import parse_bool
 
 ENV_ADMIN_URL = "PULSAR_TXN_ADMIN_URL"
 ENV_ENGINE_DIR = "PULSAR_TXN_ENGINE_DIR"
@@ -219,9 +220,8 @@ def _from_env(environ) -> dict:
 
 
 def _bool(value) -> bool:
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("true", "1", "yes", "on")
+    # an environment or context switch: Pulsar's true/false, and the usual 1/yes/on as true
+    return parse_bool(value) is True or str(value).strip().lower() in ("1", "yes", "on")
 
 
 def _number(value, what: str) -> float:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulsar_txn_cli.engine.buffer.settings import DEFAULTS as BUFFER_DEFAULTS, DOCS as BUFFER_DOCS
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.names import parse_bool
 
 
 @dataclass(frozen=True)
@@ -48,17 +50,10 @@ KEYS: dict[str, Key] = {
         _k("advertisedAddress", str, "localhost", False, "The broker's advertised address (label `broker`)."),
         _k("webServicePort", int, 8080, False, "The broker's web service port."),
         _k("brokerServicePort", int, 6650, False, "The broker's binary protocol port."),
+        # the transaction buffer's settings (PIP-178), declared by its package; none is dynamic
+        *(_k(name, type(default), default, False, BUFFER_DOCS[name]) for name, default in BUFFER_DEFAULTS.items()),
     ]
 }
-
-def _buffer_keys() -> list[Key]:
-    """The transaction buffer's settings (PIP-178), declared by its package."""
-    from pulsar_txn_cli.engine.buffer import hooks
-
-    return [Key(*spec) for spec in hooks.config_keys()]
-
-
-KEYS.update({k.name: k for k in _buffer_keys()})
 
 BATCH_GROUPS = {
     "transactionLogBatchedWriteEnabled": "transactionLogBatchedWrite",
@@ -73,9 +68,9 @@ def parse_value(name: str, text) -> object:
         return text
     text = str(text).strip()
     if key.type is bool:
-        low = text.lower()
-        if low in ("true", "false"):
-            return low == "true"
+        flag = parse_bool(text)
+        if flag is not None:
+            return flag
         raise ValueError(f"{name} takes true or false, not {text!r}")
     if key.type is int:
         try:
@@ -145,6 +140,10 @@ class Config:
     def get(self, name: str):
         self.require(name)
         return self.values()[name]
+
+    def setting(self, name: str, default=None):
+        """The runtime value of a key, or default for a name that is not a key (a component's lookup)."""
+        return self.values().get(name, default)
 
     def runtime(self) -> dict[str, str]:
         """What GET /admin/v2/brokers/configuration/runtime returns (all keys, as strings)."""

@@ -2,8 +2,8 @@
 
 `handle(engine, method, path, query, body) -> (status, json_or_text)` is a plain router: the
 admin layer wraps it in an in-process transport and in the HTTP server of `engine serve`.
-Errors use Pulsar's shape {"reason": "..."} and its status codes. Other issues add their
-routes with `route(...)` (the transaction buffer endpoints come that way).
+Errors use Pulsar's shape {"reason": "..."} and its status codes. Every route, the transaction
+buffer's included, is registered with `route(...)`.
 """
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ import re
 from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
-from pulsar_txn_cli.engine.config import KEYS, parse_value, to_text
+from pulsar_txn_cli.engine.buffer import stats as buffer_stats
+from pulsar_txn_cli.engine.buffer.service import TopicNotFound
+from pulsar_txn_cli.engine.broker_config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
     CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
-from pulsar_txn_cli.engine.pending_ack import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TxnID, managed_ledger_name, parse_bool, partitioned_topic
 
 VERSION = "4.0.0"  # the Pulsar behaviour the engine models
 TXN = "/admin/v3/transactions"
@@ -69,16 +72,12 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
             return 404, {"reason": f"Transaction coordinator not found! coordinator id : {exc.tc_id}"}
         except TransactionNotFound as exc:
             return 404, {"reason": str(exc)}
+        except TopicNotFound:
+            return 404, {"reason": "Topic not found"}
         except EngineError as exc:
             return 500, {"reason": str(exc)}
     if matched_path:
         return 405, None
-    from pulsar_txn_cli.engine.buffer import hooks  # the transaction buffer's routes
-
-    answer = hooks.rest_handle(engine, method, path, query, body)
-    if answer is not None:
-        status, value = answer
-        return status, _without_nulls(value)
     return 404, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "url": path, "status": "404"}
 
 
@@ -91,7 +90,7 @@ def _without_nulls(value):
 
 
 def _bool(query, name: str) -> bool:
-    return str(query.get(name, "false")).lower() == "true"
+    return parse_bool(query.get(name)) is True
 
 
 def _int(value: str, what: str) -> int:
@@ -185,6 +184,35 @@ def position_stats(engine, query, body, tenant, ns, topic, sub, ledger, entry):
     return 200, {"state": store.position_state(_int(ledger, "ledgerId"), _int(entry, "entryId"))}
 
 
+def _buffer(engine, tenant, ns, topic):
+    """The topic's transaction buffer; a topic the engine knows but never wrote to gets an empty
+    one (a broker loads such a topic), others raise TopicNotFound."""
+    full = _topic(tenant, ns, topic)
+    known = _topic_exists(engine, full)
+    return engine.buffers.buffer(full, create=known and engine.buffers.writable)
+
+
+@route("GET", TXN + "/transactionBufferStats/{tenant}/{ns}/{topic}", txn=True)
+def transaction_buffer_stats(engine, query, body, tenant, ns, topic):
+    buffer = _buffer(engine, tenant, ns, topic)
+    return 200, buffer_stats.transaction_buffer_stats(buffer, _bool(query, "lowWaterMarks"), _bool(query, "segmentStats"))
+
+
+@route("GET", TXN + "/transactionBufferInternalStats/{tenant}/{ns}/{topic}", txn=True)
+def transaction_buffer_internal_stats(engine, query, body, tenant, ns, topic):
+    return 200, buffer_stats.transaction_buffer_internal_stats(_buffer(engine, tenant, ns, topic), _bool(query, "metadata"))
+
+
+@route("GET", TXN + "/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}", txn=True)
+def transaction_in_buffer_stats(engine, query, body, tenant, ns, topic, most, least):
+    buffer = _buffer(engine, tenant, ns, topic)
+    try:
+        txn = TxnID(int(most), int(least))
+    except ValueError:
+        raise HttpError(400, f"{most}/{least} is not a transaction id") from None
+    return 200, buffer.in_buffer_stats(txn)
+
+
 @route("POST", TXN + "/transactionCoordinator/replicas", txn=True)
 def scale_coordinators(engine, query, body):
     if not isinstance(body, int) or isinstance(body, bool):
@@ -233,20 +261,6 @@ def _lookup_data(engine) -> dict:
     }
 
 
-def _all_topics(engine) -> list[str]:
-    names = set()
-    for ml in engine.managed_ledger_names():
-        parts = ml.split("/", 3)
-        if len(parts) == 4 and parts[2] == "persistent":
-            names.add(f"persistent://{parts[0]}/{parts[1]}/{parts[3]}")
-    for topic, partitions in engine.store.db.execute("SELECT name, partitions FROM topics"):
-        if partitions > 0:
-            names.update(f"{topic}-partition-{i}" for i in range(partitions))
-        else:
-            names.add(topic)
-    return sorted(names)
-
-
 def _is_system(topic: str) -> bool:
     local = topic.rsplit("/", 1)[-1]
     return (local.startswith("__transaction_log_") or local.endswith(PENDING_ACK_SUFFIX)
@@ -254,13 +268,13 @@ def _is_system(topic: str) -> bool:
 
 
 def _topic_exists(engine, full: str) -> bool:
-    base = re.sub(r"-partition-\d+$", "", full)
-    return full in _all_topics(engine) or any(t == base for t in _all_topics(engine))
+    known = engine.topics()
+    return full in known or partitioned_topic(full) in known
 
 
 @route("GET", "/admin/v2/tenants")
 def tenants(engine, query, body):
-    found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in _all_topics(engine)}
+    found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in engine.topics()}
     return 200, sorted(found)
 
 
@@ -268,7 +282,7 @@ def tenants(engine, query, body):
 def namespaces(engine, query, body, tenant):
     known = {"public": {"public/default"}, "pulsar": {"pulsar/system"}}
     found = set(known.get(tenant, set()))
-    for t in _all_topics(engine):
+    for t in engine.topics():
         tn, ns = t.split("://", 1)[1].split("/")[:2]
         if tn == tenant:
             found.add(f"{tn}/{ns}")
@@ -284,7 +298,7 @@ def namespace_topics(engine, query, body, tenant, ns):
         return 200, []
     include_system = _bool(query, "includeSystemTopic")
     prefix = f"persistent://{tenant}/{ns}/"
-    topics = [t for t in _all_topics(engine) if t.startswith(prefix)]
+    topics = [t for t in engine.topics() if t.startswith(prefix)]
     if not topics and f"{tenant}/{ns}" not in ("public/default", "pulsar/system"):
         raise HttpError(404, "Namespace does not exist")  # as a broker answers for a namespace never created
     return 200, [t for t in topics if include_system or not _is_system(t)]
@@ -292,16 +306,25 @@ def namespace_topics(engine, query, body, tenant, ns):
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions")
 def partitioned_metadata(engine, query, body, tenant, ns, topic):
-    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (_topic(tenant, ns, topic),)).fetchone()
-    return 200, {"partitions": row[0] if row else 0, "deleted": False}
+    return 200, {"partitions": engine.partition_count(_topic(tenant, ns, topic)), "deleted": False}
+
+
+@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats")
+def topic_internal_stats(engine, query, body, tenant, ns, topic):
+    """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
+    ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
+    if not ml.exists:
+        raise HttpError(404, "Topic not found")
+    stats = ml.internal_stats(_bool(query, "metadata"))
+    stats["schemaLedgers"] = []
+    stats["compactedLedger"] = dict(buffer_stats.NO_COMPACTED_LEDGER)
+    return 200, stats
 
 
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
-    row = engine.store.db.execute("SELECT partitions FROM topics WHERE name=?", (full,)).fetchone()
-    names = [full] + ([f"{full}-partition-{i}" for i in range(row[0])] if row and row[0] else [])
-    subs = sorted({s for name in names for _, s in engine.subscriptions(name)})
+    subs = sorted({s for name in engine.topic_and_partitions(full) for _, s in engine.subscriptions(name)})
     if not subs and not _topic_exists(engine, full):
         raise HttpError(404, "Topic not found")
     return 200, subs
@@ -346,7 +369,7 @@ def update_dynamic(engine, query, body, name, value):
     if key is None or not key.dynamic:
         raise HttpError(412, "Can't update non-dynamic configuration")  # unknown keys too, as a broker does
     if key.type is bool:
-        typed = value.strip().lower() == "true"  # Boolean.parseBoolean: anything else is false
+        typed = parse_bool(value) is True  # Boolean.parseBoolean: anything else is false
     else:
         try:
             typed = parse_value(name, value)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulsar_txn_cli.names import parse_bool
+
 # name -> default, as in ServiceConfiguration
 DEFAULTS = {
     "transactionBufferSegmentedSnapshotEnabled": False,
@@ -24,15 +26,13 @@ class BufferConfig:
         """From any lookup `get(name, default)` (a dict's .get, or the engine's config)."""
         value = {name: get(name, default) for name, default in DEFAULTS.items()}
         return cls(
-            segmented=_bool(value["transactionBufferSegmentedSnapshotEnabled"]),
+            segmented=parse_bool(value["transactionBufferSegmentedSnapshotEnabled"]),
             segment_size=int(value["transactionBufferSnapshotSegmentSize"]),
             max_transaction_count=int(value["transactionBufferSnapshotMaxTransactionCount"]),
             min_time_ms=int(value["transactionBufferSnapshotMinTimeInMillis"]),
         )
 
 
-def _bool(value) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
 DOCS = {
     "transactionBufferSegmentedSnapshotEnabled": "Transaction buffer snapshots in segments plus an index (PIP-178) instead of one entry.",

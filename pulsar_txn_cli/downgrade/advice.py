@@ -1,0 +1,116 @@
+"""What an operator reads and runs: the causes of a held item, their advice, and the commands."""
+from __future__ import annotations
+
+from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation
+from pulsar_txn_cli.names import Position
+
+# Likely causes of an item that holds the downgrade back (the "cause" field of the JSON).
+CAUSE_ERROR = "observation-failed"
+CAUSE_NOT_RECORDED = "not-recorded"
+CAUSE_NOT_ROLLED = "ledger-not-rolled"
+CAUSE_TRIM_PENDING = "trim-pending"
+CAUSE_OPEN_TXN = "open-transaction"
+CAUSE_BATCH_INDEX = "batch-index-deletion"
+CAUSE_CURSOR_STUCK = "cursor-not-moving"
+CAUSE_MISSING = "not-found"
+CAUSE_INCONSISTENT = "inconsistent-checkpoint"
+
+
+def disable_command(key: str) -> str:
+    return f"pulsar-admin brokers update-dynamic-config --config {key} --value false"
+
+
+def enable_command(key: str) -> str:
+    return f"pulsar-admin brokers update-dynamic-config --config {key} --value true"
+
+
+def set_command(key: str, want: bool) -> str:
+    """pulsar-txn's own switch: it records the moment of the change, which is what lets the
+    admin layer tell where the change is effective (admin/batchlog.py), and reloads the stores."""
+    name = "set-txn-tc-batch-log" if key == BATCH_KEYS[0] else "set-txn-pending-ack-batch-log"
+    return f"pulsar-txn {name} --{'enable' if want else 'disable'} --reload --yes"
+
+
+def reload_command(obs: LogObservation) -> str:
+    """Reopening the store is what makes a configuration change effective (facts §4)."""
+    if obs.kind == COORDINATOR:
+        return f"pulsar-admin topics unload {TC_ASSIGN_TOPIC}-partition-{obs.coordinator_id}"
+    return f"pulsar-admin topics unload {obs.topic}"
+
+
+def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tuple[str, str]:
+    """The likely reason the ledgers up to `recorded` still exist, and what the operator can do."""
+    newest = max(log.ledgers)
+    mark = Position.find(log.mark_delete)
+    lac = Position.find(log.last_confirmed)
+    if newest <= recorded:
+        return CAUSE_NOT_ROLLED, (
+            "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
+            f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}")
+    if mark is not None and lac is not None and mark >= lac:
+        return CAUSE_TRIM_PENDING, (
+            "nothing to do: the cursor has consumed everything and the old ledgers are deleted at the next "
+            "trim (after a rollover); check again in a few minutes")
+    if mark is not None and mark[0] > recorded:
+        return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
+    if log.ongoing_txns:
+        advice = ("let the open transactions commit, abort or time out; list them with "
+                  "`pulsar-txn slow-transactions -t 1m` and abort a stuck one with "
+                  "`pulsar-txn abort-transaction -m MOST -l LEAST`")
+        if log.kind == COORDINATOR and batch_index is not True:
+            advice += ("; but beware: " + OPEN_ACROSS_SWITCH)
+        return CAUSE_OPEN_TXN, advice
+    if log.kind == COORDINATOR and batch_index is not False:
+        return CAUSE_CURSOR_STUCK, (
+            "look for slow transactions (`pulsar-txn slow-transactions -t 1m`) and abort the "
+            "stuck ones; the cursor moves once their records are deleted")
+    if log.kind == COORDINATOR:
+        return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
+    return CAUSE_CURSOR_STUCK, (
+        f"the pending-ack log is trimmed only up to its sparse index, which gains a point every "
+        f"transactionPendingAckLogIndexMinLag records (default 500) and moves once the subscription's "
+        f"mark-delete position passes it: a subscription with few transactional acknowledgements keeps its "
+        f"old ledgers until then; check its consumers and backlog (`pulsar-admin topics stats {log.topic}`) "
+        f"and slow transactions that hold acknowledgements")
+
+
+# facts §3.3, confirmed on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
+# acknowledgmentAtBatchIndexLevelEnabled=false, once TC batching is off and the coordinator reloaded,
+# deletes of records inside batched entries are no-ops, so a transaction open across the switch pins
+# the TC log's cursor for good; with it true, the same sequence trims every batched ledger.
+OPEN_ACROSS_SWITCH = (
+    "with acknowledgmentAtBatchIndexLevelEnabled=false (or unknown), records of these transactions that sit "
+    "in batched entries cannot be deleted once batching is off, so when they end the cursor stays pinned for "
+    "good (seen on a real Pulsar 4.0.7 broker); set acknowledgmentAtBatchIndexLevelEnabled=true in every "
+    "broker.conf and restart the brokers while they are still open (with it true the real broker trimmed "
+    "every batched ledger)")
+BATCH_INDEX_ADVICE = (
+    "this is the batch-index deletion stall of facts §3.3, confirmed on a real Pulsar 4.0.7 broker: with "
+    "acknowledgmentAtBatchIndexLevelEnabled=false, deletes of records inside batched TC-log entries are "
+    "no-ops once batching is off, so the cursor stays in the batched ledger while its individually deleted "
+    "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
+    "broker.conf and restart the brokers (it is not dynamic): the coordinator reopens its log with "
+    "batch-index deletion and replays the pinned records, and the transactions they belonged to come back "
+    "as OPEN; abort those (`pulsar-txn slow-transactions -t 1s`, then `pulsar-txn abort-transaction -m M "
+    "-l L`) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
+    "set it before disabling batching, or end every open transaction before the switch")
+
+
+def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
+    return {
+        CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet",
+        CAUSE_TRIM_PENDING: "the cursor is past the batched entries; the old ledgers are not trimmed yet",
+        CAUSE_OPEN_TXN: f"{log.ongoing_txns} open transaction(s) keep the cursor "
+                        f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
+        CAUSE_BATCH_INDEX: f"the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}"
+                           f"{_ranges(log)}), likely the batch-index deletion stall",
+        CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
+    }.get(cause, cause)
+
+
+def _ranges(log: LogObservation) -> str:
+    ranges = (log.individually_deleted or "").strip()
+    if not ranges or ranges == "[]":
+        return ""
+    count = ranges.count("..")
+    return f"; {count} individually deleted range(s) after it" if count else ""
