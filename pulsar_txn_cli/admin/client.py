@@ -19,7 +19,7 @@ TXN = "/admin/v3/transactions"
 TC_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
 TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
 PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
-# The embedded engine's own endpoints (engine/engine_routes.py), which no Pulsar broker has.
+# The embedded engine's own endpoints (engine/router.py), which no Pulsar broker has.
 ENGINE_API = "/pulsar-txn/v1/engine"
 ENGINE_CLOCK, WALL_CLOCK = "engine time", "wall clock"
 
@@ -89,7 +89,7 @@ class PulsarAdmin:
         return now if isinstance(now, int) and not isinstance(now, bool) else None
 
     def engine_simulate(self, options: dict) -> dict:
-        """Run a workload on a served engine (engine/engine_routes.py); a broker has no such endpoint."""
+        """Run a workload on a served engine (engine/router.py); a broker has no such endpoint."""
         try:
             return self.call("POST", f"{ENGINE_API}/simulate", body=options)
         except ConnectionFailed as exc:

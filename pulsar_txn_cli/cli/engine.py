@@ -241,10 +241,10 @@ def simulate(
 
 
 def _simulate_served(env, opts) -> dict:
-    """The workload, run by the `engine serve` at --admin-url (engine/engine_routes.py)."""
+    """The workload, run by the `engine serve` at --admin-url (engine/router.py)."""
     from dataclasses import asdict
 
-    from pulsar_txn_cli.engine.engine_routes import REMOTE_OPTIONS, camel
+    from pulsar_txn_cli.engine.router import REMOTE_OPTIONS, camel
     from pulsar_txn_cli.errors import Interrupted
 
     if opts.ack_log:
