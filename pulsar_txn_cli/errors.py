@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     CONNECTION = 4
     NOT_YET = 5  # WAIT / INCOMPLETE verdicts
     BLOCKED = 6
+    BUSY = 7  # the engine directory stayed locked by another process (engine serve, a long simulate)
     INTERRUPTED = 130
 
 
@@ -98,7 +99,10 @@ class EngineError(PulsarTxnError):
 
 
 class EngineBusy(EngineError):
-    """Another process holds the engine directory."""
+    """Another process held the engine directory for longer than the lock timeout: nothing is wrong
+    with the data, so not the data-error code; trying again later (or through the server) works."""
+
+    exit_code = ExitCode.BUSY
 
 
 class Verdict(PulsarTxnError):

@@ -12,13 +12,16 @@ from urllib.parse import quote, urlsplit
 import orjson
 
 from pulsar_txn_cli.admin.http_errors import http_failure
-from pulsar_txn_cli.errors import ConnectionFailed
+from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import TopicName
 
 TXN = "/admin/v3/transactions"
 TC_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
 TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
 PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
+# The embedded engine's own endpoints (engine/router.py), which no Pulsar broker has.
+ENGINE_API = "/pulsar-txn/v1/engine"
+ENGINE_CLOCK, WALL_CLOCK = "engine time", "wall clock"
 
 
 def _seg(value) -> str:
@@ -31,6 +34,7 @@ class PulsarAdmin:
         self.target = target
         self._identity: str | None = None
         self._cluster: str | None = None
+        self._clock: str | None = None  # ENGINE_CLOCK or WALL_CLOCK once known
 
     def __repr__(self) -> str:
         return f"PulsarAdmin({self.target.describe()!r})"
@@ -57,9 +61,42 @@ class PulsarAdmin:
         return self._cluster
 
     def now_ms(self) -> int:
-        """The target's time: the engine's virtual clock, or this machine's for a cluster."""
-        clock = getattr(self.transport, "now_ms", None)
-        return clock() if clock else int(time.time() * 1000)
+        """The target's time (see clock())."""
+        return self.clock()[0]
+
+    def clock(self) -> tuple[int, str]:
+        """(now in epoch ms, which clock): the engine's virtual clock, in process or asked of
+        `engine serve`; for a broker, which does not tell its time, this machine's wall clock."""
+        own = getattr(self.transport, "now_ms", None)
+        if own:
+            self._clock = ENGINE_CLOCK
+            return own(), ENGINE_CLOCK
+        if self._clock != WALL_CLOCK:
+            served = self._served_engine_time()
+            if served is not None:
+                self._clock = ENGINE_CLOCK
+                return served, ENGINE_CLOCK
+            self._clock = WALL_CLOCK
+        return int(time.time() * 1000), WALL_CLOCK
+
+    def _served_engine_time(self) -> int | None:
+        """The clock of a served engine, or None for anything else (a broker answers 404)."""
+        try:
+            status, _, raw = self.transport.request("GET", f"{ENGINE_API}/clock")
+            now = orjson.loads(raw).get("nowMs") if status == 200 else None
+        except (ConnectionFailed, orjson.JSONDecodeError, AttributeError):
+            return None
+        return now if isinstance(now, int) and not isinstance(now, bool) else None
+
+    def engine_simulate(self, options: dict) -> dict:
+        """Run a workload on a served engine (engine/router.py); a broker has no such endpoint."""
+        try:
+            return self.call("POST", f"{ENGINE_API}/simulate", body=options)
+        except ConnectionFailed as exc:
+            if exc.status in (404, 405):
+                raise UsageError(f"{self.target.describe()} is not an engine served by `pulsar-txn engine serve` (it has no "
+                                 f"{ENGINE_API}/simulate): a simulated workload runs only on the embedded engine") from None
+            raise
 
     # --- plumbing ---------------------------------------------------------------------------
 

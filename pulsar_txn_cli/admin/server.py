@@ -107,7 +107,10 @@ def start(engine_dir: str | None = None, *, engine=None, host: str = "127.0.0.1"
     httpd = make_server(engine, host, port, latency_ms, log)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="engine-serve", daemon=True)
     thread.start()
-    return EngineServer(httpd, thread, owned)
+    handle = EngineServer(httpd, thread, owned)
+    if owned is not None:
+        _announce(owned, handle.url)
+    return handle
 
 
 def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0, log=None, on_ready=None) -> None:
@@ -117,11 +120,13 @@ def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: f
     engine = open_engine(engine_dir)
     httpd = make_server(engine, host, port, latency_ms, log)
     handle = EngineServer(httpd, None, engine)
+    _announce(engine, handle.url)
     try:
         if on_ready:
             on_ready(handle.url)
         elif log:
-            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop)")
+            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop); "
+                f"`pulsar-txn engine simulate --admin-url {handle.url}` adds a workload")
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass  # Ctrl-C is the normal way to stop
@@ -130,3 +135,10 @@ def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: f
         close = getattr(engine, "close", None)
         if close:
             close()
+
+
+def _announce(engine, url: str) -> None:
+    """Name the URL in the engine's lock file: a command that finds the engine locked points to it."""
+    announce = getattr(getattr(engine, "store", None), "announce_url", None)
+    if announce:
+        announce(url)

@@ -5,11 +5,12 @@ import typer
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.cli import (
-    analyze, batchlog, collect, common, completion, decode, demo, downgrade, engine, exporter, metrics, nack,
-    state, stuck_readers, transactions,
+    analyze, batchlog, collect, common, completion, decode, demo, downgrade, engine, exporter, helptext, metrics,
+    nack, state, stuck_readers, transactions,
 )
 
 app = typer.Typer(
+    cls=helptext.Group,
     name="pulsar-txn",
     help=(
         "Operate Apache Pulsar transactions and PIP-160 batched transaction logs, on a real cluster "

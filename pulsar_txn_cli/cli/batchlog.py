@@ -105,10 +105,11 @@ def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str
     env = current()
     admin = env.admin()
     result = batchlog.declare_change(admin, log, enabled, parse_time(changed_at, "--changed-at"))
+    result["clock"] = clock = admin.clock()[1]  # TIME is compared with the stores' open times, on that clock
     env.info(f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {batchlog.iso(result['at'])} "
-             f"(nothing was changed on the target)")
+             f"({clock}; nothing was changed on the target)")
     emit(Result(data=result, records=[result], tables=[Table(
-        [("setting", "setting"), ("value", "value"), ("at", "changed at"), ("identity", "identity")],
+        [("setting", "setting"), ("value", "value"), ("at", f"changed at ({clock})"), ("identity", "identity")],
         [{**result, "at": batchlog.iso(result["at"])}])]), env)
 
 

@@ -55,6 +55,10 @@ TARGET_OPTIONS = [
 
 OUTPUT_NAMES = [name for name, _, _ in OUTPUT_OPTIONS]
 TARGET_NAMES = [name for name, _, _ in TARGET_OPTIONS]
+# What engine commands accept (they refuse a cluster, so they do not list its options), and what
+# `engine simulate` accepts (it can send its workload to an `engine serve`).
+ENGINE_TARGET = ("engine_dir",)
+SERVED_ENGINE_TARGET = ("admin_url", "engine_dir", "request_timeout")
 
 
 def apply(values: dict) -> None:
@@ -78,9 +82,16 @@ def _parameters(options):
     ]
 
 
-def with_global_options(fn, *, target: bool):
-    """Wrap fn so it also accepts the global options, which are applied to the Env first."""
-    options = OUTPUT_OPTIONS + (TARGET_OPTIONS if target else [])
+def _target_options(target: bool | tuple[str, ...]) -> list:
+    if target is True:
+        return TARGET_OPTIONS
+    return [option for option in TARGET_OPTIONS if option[0] in (target or ())]
+
+
+def with_global_options(fn, *, target: bool | tuple[str, ...]):
+    """Wrap fn so it also accepts the global options, which are applied to the Env first.
+    target: True for every target option, or the names of the ones the command takes."""
+    options = OUTPUT_OPTIONS + _target_options(target)
     names = [name for name, _, _ in options]
     hints = typing.get_type_hints(fn, include_extras=True)  # resolve `from __future__` strings
     signature = inspect.signature(fn)
@@ -102,11 +113,12 @@ def with_global_options(fn, *, target: bool):
     return wrapper
 
 
-def command(app: typer.Typer, name: str | None = None, *, target: bool = False, **kwargs):
+def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[str, ...] = False, **kwargs):
     """Register fn as a subcommand of app with the global options appended."""
+    from pulsar_txn_cli.cli.helptext import Command
 
     def decorate(fn):
-        app.command(name, **kwargs)(with_global_options(fn, target=target))
+        app.command(name, cls=Command, **kwargs)(with_global_options(fn, target=target))
         return fn
 
     return decorate

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
@@ -24,13 +25,13 @@ EXIT = {"SAFE": ExitCode.OK, "COMPLETE": ExitCode.OK, "WAIT": ExitCode.NOT_YET,
 
 
 def register(app: typer.Typer) -> None:
-    downgrade = typer.Typer(help="PIP-160's downgrade procedure, checked: is it safe to go back to a broker "
+    downgrade = typer.Typer(cls=helptext.Group, help="PIP-160's downgrade procedure, checked: is it safe to go back to a broker "
                                  "version that cannot read batched transaction logs?", no_args_is_help=True)
     command(downgrade, "check", target=True)(check)
     command(downgrade, "status", target=True)(status)
     command(downgrade, "reset", target=True)(reset)
     app.add_typer(downgrade, name="downgrade")
-    upgrade = typer.Typer(help="PIP-160's upgrade order, checked.", no_args_is_help=True)
+    upgrade = typer.Typer(cls=helptext.Group, help="PIP-160's upgrade order, checked.", no_args_is_help=True)
     command(upgrade, "check", target=True)(upgrade_check)
     app.add_typer(upgrade, name="upgrade")
 
@@ -167,13 +168,14 @@ def status(checkpoint: CheckpointOpt = None) -> None:
         emit(Result(data=data, tables=[], lines=[f"no downgrade checkpoint for {identity} ({path}); "
                                                  "`pulsar-txn downgrade check` takes one"]), env)
         return
-    data = {**store.to_json(saved), "checkpoint": str(path), "exists": True}
+    clock = env.admin().clock()[1]  # checks record times on the target's clock (downgrade/gather.py)
+    data = {**store.to_json(saved), "checkpoint": str(path), "exists": True, "clock": clock}
     rows = ([{"log": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]]
             + [{"log": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]])
-    lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at}, {saved.size} record(s)"]
+    lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at} ({clock}), {saved.size} record(s)"]
     if saved.target != identity:
         lines.append(f"warning: it belongs to {saved.target!r}, not to the selected target {identity!r}")
-    table = Table([("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", "recorded at")],
+    table = Table([("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", f"recorded at ({clock})")],
                   rows, "Recorded last batched ledgers")
     emit(Result(data=data, records=rows, tables=[table], lines=lines), env)
 

@@ -1,20 +1,22 @@
 """`pulsar-txn engine ...`: the embedded engine (a local model of a broker's transaction logs)."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli import helptext
+from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
 
 app = typer.Typer(
+    cls=helptext.Group,
     name="engine",
     help="The embedded engine: a durable local model of a Pulsar broker's transaction logs (SQLite).",
     no_args_is_help=True,
 )
-config_app = typer.Typer(name="config", help="The engine broker's configuration (Pulsar key names).", no_args_is_help=True)
+config_app = typer.Typer(cls=helptext.Group, name="config", help="The engine broker's configuration (Pulsar key names).", no_args_is_help=True)
 
 
 def register(root: typer.Typer) -> None:
@@ -34,7 +36,8 @@ def _dir():
 
     env = current()
     if env.target.admin_url:
-        raise UsageError("engine commands act on the embedded engine; --admin-url does not apply to them")
+        raise UsageError("engine commands act on the embedded engine; --admin-url does not apply to them "
+                         "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)")
     if not env.target.engine_dir:
         # The environment points the other commands at a cluster: acting on the default engine
         # instead, silently, is the surprise an operator does not expect.
@@ -82,7 +85,7 @@ def _kv_table(rows: dict, title: str | None = None):
 # ---------------------------------------------------------------- init / reset
 
 
-@command(app, "init", target=True)
+@command(app, "init", target=ENGINE_TARGET)
 def init(
     coordinators: Annotated[int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")] = 4,
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")] = "standalone",
@@ -97,7 +100,7 @@ def init(
     _emit(data, tables=[_kv_table({"engine dir": data["engineDir"], "coordinators": data["coordinators"], "cluster": data["cluster"]})])
 
 
-@command(app, "reset", target=True)
+@command(app, "reset", target=ENGINE_TARGET)
 def reset(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Really delete the engine's data.")] = False,
 ) -> None:
@@ -131,7 +134,7 @@ def reset(
 # ---------------------------------------------------------------- config
 
 
-@command(config_app, "list", target=True)
+@command(config_app, "list", target=ENGINE_TARGET)
 def config_list() -> None:
     """Every key: runtime value, where it comes from, and whether it is dynamic."""
     from pulsar_txn_cli.engine.broker_config import KEYS, to_text
@@ -148,7 +151,7 @@ def config_list() -> None:
           lines=["Changes reach a coordinator or pending-ack store when it is reopened: `pulsar-txn engine reload`."])
 
 
-@command(config_app, "get", target=True)
+@command(config_app, "get", target=ENGINE_TARGET)
 def config_get(key: Annotated[str, typer.Argument(help="A broker configuration key.")]) -> None:
     """The runtime value of one key."""
     from pulsar_txn_cli.engine.broker_config import to_text
@@ -159,7 +162,7 @@ def config_get(key: Annotated[str, typer.Argument(help="A broker configuration k
     _emit(data, tables=[_kv_table(data)])
 
 
-@command(config_app, "set", target=True)
+@command(config_app, "set", target=ENGINE_TARGET)
 def config_set(
     key: Annotated[str, typer.Argument(help="A broker configuration key.")],
     value: Annotated[str, typer.Argument(help="The new value.")],
@@ -181,7 +184,7 @@ def config_set(
 # ---------------------------------------------------------------- reload
 
 
-@command(app, "reload", target=True)
+@command(app, "reload", target=ENGINE_TARGET)
 def reload(
     coordinator: Annotated[Optional[int], typer.Option("--coordinator-id", "--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Reopen only the pending-ack stores of this topic's subscriptions.", show_default=False)] = None,
@@ -204,7 +207,7 @@ def _list_table(items, header):
 # ---------------------------------------------------------------- simulate
 
 
-@command(app, "simulate", target=True)
+@command(app, "simulate", target=SERVED_ENGINE_TARGET)
 def simulate(
     transactions: Annotated[int, typer.Option("--transactions", "-n", help="Transactions to run.")] = 1000,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Transactions in flight.")] = 50,
@@ -217,20 +220,51 @@ def simulate(
     txn_timeout_ms: Annotated[int, typer.Option("--txn-timeout-ms", help="Transaction timeout.")] = 10_000,
     ack_log: Annotated[Optional[str], typer.Option("--ack-log", help="Append `new TC ID` / `end TC ID` lines as transactions are acknowledged / ended (for crash tests).", show_default=False)] = None,
 ) -> None:
-    """Run a seeded, reproducible transactional workload on the engine's clock."""
+    """Run a seeded, reproducible transactional workload on the engine's clock.
+
+    With --admin-url of an `engine serve`, the server runs it, as a broker takes load while it runs."""
     from pulsar_txn_cli.engine.simulate import SimOptions
     from pulsar_txn_cli.engine.simulate import simulate as run
-    from pulsar_txn_cli.output.table import cell
 
     opts = SimOptions(transactions=transactions, concurrency=concurrency, topics=topics, partitions=partitions,
                       subscriptions=subscriptions, abort_ratio=abort_ratio, timeout_ratio=timeout_ratio, seed=seed,
                       txn_timeout_ms=txn_timeout_ms, ack_log=ack_log)
     opts.check()
     env = current()
-    with _open() as engine:
-        with env.progress(transactions, "transactions") as bar:
-            result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
-    rows = {
+    if env.target.admin_url:
+        result = _simulate_served(env, opts)
+    else:
+        with _open() as engine:
+            with env.progress(transactions, "transactions") as bar:
+                result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
+    _emit(result, tables=[_kv_table(_simulate_rows(result))])
+
+
+def _simulate_served(env, opts) -> dict:
+    """The workload, run by the `engine serve` at --admin-url (engine/router.py)."""
+    from dataclasses import asdict
+
+    from pulsar_txn_cli.engine.router import REMOTE_OPTIONS, camel
+    from pulsar_txn_cli.errors import Interrupted
+
+    if opts.ack_log:
+        raise UsageError("--ack-log writes a file where the engine runs: it needs --engine-dir, not --admin-url")
+    if env.target.request_timeout is None:
+        env.target.request_timeout = 3600.0  # the answer comes when the workload has run: not the usual 30 s
+    admin = env.admin()
+    body = {camel(name): value for name, value in asdict(opts).items() if name in REMOTE_OPTIONS}
+    try:
+        with env.progress(None, f"{opts.transactions} transactions on {admin.target.url}"):
+            return admin.engine_simulate(body)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted (Ctrl-C) while {admin.target.url} ran the workload: the server runs it to its end; "
+                          f"`pulsar-txn slow-transactions --time 0 --admin-url {admin.target.url}` lists what is still open") from None
+
+
+def _simulate_rows(result: dict) -> dict:
+    from pulsar_txn_cli.output.table import cell
+
+    return {
         "transactions": result["transactions"], "committed": result["committed"], "aborted": result["aborted"],
         "timed out": result["timedOut"], "failed": result["failed"],
         "TC-log records / entries": f"{result['records']['tc']} / {result['entries']['tc']}",
@@ -239,13 +273,12 @@ def simulate(
         "add latency p50 / p99 (ms, engine time)": f"{result['addLatencyMs']['p50']} / {result['addLatencyMs']['p99']}",
         "batching (TC / pending ack)": f"{cell(result['batching']['tc'])} / {cell(result['batching']['pendingAck'])}",
     }
-    _emit(result, tables=[_kv_table(rows)])
 
 
 # ---------------------------------------------------------------- verify / dump / metrics
 
 
-@command(app, "verify", target=True)
+@command(app, "verify", target=ENGINE_TARGET)
 def verify(
     acked: Annotated[Optional[str], typer.Option("--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False)] = None,
 ) -> None:
@@ -268,10 +301,10 @@ def verify(
         raise Verdict("", ExitCode.DATA)
 
 
-@command(app, "dump", target=True)
+@command(app, "dump", target=ENGINE_TARGET)
 def dump(
     managed_ledger: Annotated[Optional[list[str]], typer.Option("--managed-ledger", "-m", help="A managed ledger to dump (repeatable); default: every transaction log.", show_default=False)] = None,
-    log: Annotated[str, typer.Option("--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger).")] = "all",
+    log: Annotated[Literal["tc", "pending-ack", "all", "any"], typer.Option("--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger).")] = "all",
     list_: Annotated[bool, typer.Option("--list", help="List the managed ledgers instead of dumping.")] = False,
 ) -> None:
     """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`).
@@ -310,7 +343,7 @@ def dump(
     env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")
 
 
-@command(app, "metrics", target=True)
+@command(app, "metrics", target=ENGINE_TARGET)
 def metrics() -> None:
     """The buffered-writer metrics in Prometheus text (as /metrics); -o json for a summary."""
     env = current()
@@ -326,13 +359,16 @@ def metrics() -> None:
 # ---------------------------------------------------------------- serve
 
 
-@command(app, "serve", target=True)
+@command(app, "serve", target=ENGINE_TARGET)
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
     latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
 ) -> None:
-    """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url)."""
+    """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url).
+
+    While it runs it holds the engine directory: other commands take --admin-url URL, and
+    `engine simulate --admin-url URL` adds a workload to the served engine."""
     from pulsar_txn_cli.admin.server import serve as run_server
 
     env = current()

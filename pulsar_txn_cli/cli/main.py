@@ -5,6 +5,7 @@ import os
 import sys
 import traceback
 
+from pulsar_txn_cli import notices
 from pulsar_txn_cli.errors import ExitCode, Interrupted, InterruptedWork, PulsarTxnError, UsageError
 from pulsar_txn_cli.names import InvalidName
 
@@ -25,6 +26,7 @@ def run(argv: list[str]) -> int:
 
         completion_init()
     env = env_module.reset(env_module.Env(stdout=sys.stdout, stderr=sys.stderr))
+    notices.listen(env.info)  # what the library says while it waits (e.g. for the engine's lock)
     debug = "--debug" in argv
     try:
         code = get_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
@@ -38,6 +40,8 @@ def run(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001
         failed = _report(exc, env, debug)
         code = code or failed
+    finally:
+        notices.listen(None)  # this run's streams end here
     return code
 
 

@@ -5,10 +5,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 
-group = typer.Typer(help="Client memory of negative acks, before and after PIP-393 (Java client 4.0.2), and the precision to choose.",
+group = typer.Typer(cls=helptext.Group, help="Client memory of negative acks, before and after PIP-393 (Java client 4.0.2), and the precision to choose.",
                     no_args_is_help=True)
 
 Rate = Annotated[float, typer.Option("--rate", help="Messages nacked a second.")]

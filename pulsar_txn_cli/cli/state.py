@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
@@ -19,7 +20,7 @@ COLUMNS = [("identity", "identity"), ("kind", "record"), ("detail", "detail"), (
 
 
 def register(app: typer.Typer) -> None:
-    state = typer.Typer(help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
+    state = typer.Typer(cls=helptext.Group, help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
                              "checkpoints), keyed by each cluster's or engine's identity.", no_args_is_help=True)
     command(state, "list")(list_records)
     command(state, "prune", target=True)(prune)

@@ -32,7 +32,9 @@ def stuck_readers(
     if namespace and namespace.count("/") != 1:
         raise UsageError(f"namespace {namespace!r} is not tenant/namespace")
     admin = env.admin()
-    report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=admin.now_ms(), include_all=show_all)
+    now, clock = admin.clock()  # the target's: an engine's virtual time is not this machine's
+    report = find_stuck_readers(admin, topic=topic, namespace=namespace, now_ms=now, include_all=show_all)
+    report.update(nowMs=now, clock=clock)
     from pulsar_txn_cli.cli.advice import carry_target, command
 
     for partition in report["partitions"]:
@@ -52,7 +54,7 @@ def stuck_readers(
         if partition.get("error"):
             env.warn(f"{partition['topic']}: {partition['error']}")
     columns = [("topic", "TOPIC"), ("bufferState", "BUFFER"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
-               ("entriesBehind", "BEHIND"), ("heldSince", "HELD SINCE"), ("holders", "HOLDERS (head first)")]
+               ("entriesBehind", "BEHIND"), ("heldSince", f"HELD SINCE ({clock})"), ("holders", "HOLDERS (head first)")]
     emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
 
 

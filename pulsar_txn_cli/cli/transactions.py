@@ -123,7 +123,7 @@ def abort_transaction(
 
 
 def slow_transactions(
-    time_: Annotated[str, typer.Option("-t", "--time", help="Older than this: 1s, 10s, 1m, 5h, 3d (default 1s).")] = "1s",
+    time_: Annotated[str, typer.Option("-t", "--time", help="Older than this: 1s, 10s, 1m, 5h, 3d.")] = "1s",
     coordinator_id: Annotated[Optional[int], typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False)] = None,
 ) -> None:
     """Transactions open for longer than --time."""

@@ -22,8 +22,8 @@ PENDING_ACK_CURSOR = "__pending_ack_state"
 DEFAULT_CONCURRENCY = 16
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def iso_seconds(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -52,9 +52,9 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
     (ledger list, cursor, store state), and where batching is effective. `progress` has
     advance()/update()."""
     counter = counter or Counter()
-    taken_at = now_iso()
     counter.add()
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
+    taken_at = iso_seconds(admin.now_ms())  # on the target's clock, as the times its stores report
     identity = admin.identity()  # what the records are keyed by; without it nothing can be compared
     problems: list[str] = []
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade")

@@ -8,9 +8,11 @@ buffer's included, is registered with `route(...)`.
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
+from pulsar_txn_cli.admin.client import ENGINE_API
 from pulsar_txn_cli.engine.buffer import stats as buffer_stats
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.broker_config import KEYS, parse_value, to_text
@@ -18,7 +20,7 @@ from pulsar_txn_cli.engine.coordinator import (
     CoordinatorNotFound, TransactionNotFound, transaction_metadata,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
-from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.errors import EngineError, UsageError
 from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TxnID, managed_ledger_name, parse_bool, partitioned_topic
 
 VERSION = "4.0.0"  # the Pulsar behaviour the engine models
@@ -447,3 +449,48 @@ def metrics_get(engine, query, body):
 
 
 ENGINE_VERSION = __version__
+
+
+# ---------------------------------------------------------------- the engine's own endpoints
+# No broker has them (a broker answers 404, which is how a client tells the two apart):
+# GET .../clock, the engine's virtual time, so a client of `engine serve` shows times on the
+# engine's clock; POST .../simulate, a seeded workload run by the served engine, as a broker takes
+# load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase).
+
+# SimOptions' fields a client may send (--ack-log writes a file where the engine runs: in process only).
+REMOTE_OPTIONS = ("transactions", "concurrency", "topics", "partitions", "subscriptions", "abort_ratio",
+                  "timeout_ratio", "seed", "txn_timeout_ms")
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+@route("GET", ENGINE_API + "/clock")
+def clock(engine, query, body):
+    return 200, {"nowMs": engine.clock.now_ms, "clock": "engine"}
+
+
+@route("POST", ENGINE_API + "/simulate")
+def simulate(engine, query, body):
+    from pulsar_txn_cli.engine.simulate import SimOptions, simulate as run
+
+    if not isinstance(body, dict):
+        raise HttpError(400, "the body must be a JSON object of workload options")
+    known = {camel(f.name): f for f in fields(SimOptions) if f.name in REMOTE_OPTIONS}
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        raise HttpError(400, f"unknown workload option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    values = {}
+    for key, value in body.items():
+        kind = float if known[key].type in (float, "float") else int
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+            raise HttpError(400, f"workload option {key} must be {'a number' if kind is float else 'an integer'}, not {value!r}")
+        values[known[key].name] = kind(value)
+    options = SimOptions(**values)
+    try:
+        options.check()
+    except UsageError as exc:
+        raise HttpError(400, str(exc)) from None
+    return 200, run(engine, options)

@@ -1,9 +1,10 @@
 """The engine's one SQLite database: schema, WAL mode, the process lock and commit hooks.
 
 One database per engine directory. A process lock (flock on `engine.lock`) keeps a second
-process out: it waits briefly, then fails with EngineBusy. Work happens inside `tx()`; the
-outermost `tx()` commits once, then runs the after-commit callbacks, so a writer's callback
-can never announce an add that a crash could still lose.
+process out: it waits briefly (saying so through notices), then fails with EngineBusy; `engine
+serve` adds its URL to the lock file, so a command that finds it locked can point to the server.
+Work happens inside `tx()`; the outermost `tx()` commits once, then runs the after-commit
+callbacks, so a writer's callback can never announce an add that a crash could still lose.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from pulsar_txn_cli import notices
 from pulsar_txn_cli.errors import EngineBusy, EngineError
 
 DB_NAME = "engine.db"
@@ -38,9 +40,12 @@ CREATE TABLE IF NOT EXISTS subscriptions (topic TEXT NOT NULL, name TEXT NOT NUL
 """
 
 
+LOCK_TIMEOUT_ENV = "PULSAR_TXN_ENGINE_LOCK_TIMEOUT"
+
+
 def lock_timeout() -> float:
     try:
-        return float(os.environ.get("PULSAR_TXN_ENGINE_LOCK_TIMEOUT", "5"))
+        return float(os.environ.get(LOCK_TIMEOUT_ENV, "5"))
     except ValueError:
         return 5.0
 
@@ -151,6 +156,13 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
 
+    def announce_url(self, url: str) -> None:
+        """Say in the lock file that this process serves the engine at url (engine serve)."""
+        if self._lock is not None:
+            data = f"{os.getpid()} {url}".encode()
+            os.ftruncate(self._lock, 0)
+            os.pwrite(self._lock, data, 0)
+
     def close(self) -> None:
         if getattr(self, "db", None) is not None:
             try:
@@ -183,31 +195,74 @@ class Store:
 def _acquire_lock(path: Path, wait: float) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + max(wait, 0.0)
+    announced = False
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                holder = _read_pid(fd)
+                holder = _holder(fd)
                 os.close(fd)
-                who = f" (pid {holder})" if holder else ""
                 raise EngineBusy(
-                    f"the engine directory {path.parent} is in use by another process{who}; "
-                    f"waited {wait:g} s",
-                    hint="wait for the other command (or `engine serve`) to finish, or use another --engine-dir",
+                    f"the engine directory {path.parent} is in use by another process ({holder.describe()}); "
+                    f"gave up waiting for its lock after {wait:g} s",
+                    hint=holder.advice(),
                 ) from None
+            if not announced:
+                announced = True
+                notices.notify(f"waiting for the engine lock on {path.parent}, held by {_holder(fd).describe()}; "
+                               f"giving up after {wait:g} s ({LOCK_TIMEOUT_ENV})")
             time.sleep(0.05)
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode(), 0)
     return fd
 
 
-def _read_pid(fd: int) -> str:
+class _Holder:
+    """Who holds the lock, from the lock file: its pid, and the URL when it is `engine serve`."""
+
+    def __init__(self, text: str):
+        pid, _, self.url = text.strip().partition(" ")
+        self.pid = pid if pid.isdigit() else ""
+        self.command = _command_of(self.pid) if self.pid else ""
+
+    def describe(self) -> str:
+        if not self.pid:
+            return "another process"
+        what = f"pid {self.pid}"
+        if self.command:
+            what += f", `{self.command}`"
+        return what + (f", serving {self.url}" if self.url else "")
+
+    def advice(self) -> str:
+        if self.url:
+            return (f"the engine is served at {self.url}: give --admin-url {self.url} instead of --engine-dir "
+                    f"(`pulsar-txn engine simulate --admin-url {self.url}` adds a workload to it)")
+        return (f"wait for the other command to finish, give it more time ({LOCK_TIMEOUT_ENV}=SECONDS), "
+                "or use another --engine-dir")
+
+
+def _holder(fd: int) -> _Holder:
     try:
-        return os.pread(fd, 32, 0).decode().strip()
+        return _Holder(os.pread(fd, 512, 0).decode("utf-8", "replace"))
+    except OSError:
+        return _Holder("")
+
+
+def _command_of(pid: str) -> str:
+    """The holder's command line, from `pulsar-txn` on when it is one (Linux's /proc; else empty)."""
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
     except OSError:
         return ""
+    words = [w for w in words if w]
+    for i, word in enumerate(words):
+        if Path(word).name in ("pulsar-txn", "pulsarctl-txn"):
+            words = ["pulsar-txn", *words[i + 1:]]
+            break
+    text = " ".join(" ".join(words).split())  # one line, whatever the arguments hold
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _Scope:

@@ -98,7 +98,7 @@ def test_a_second_process_waits_then_fails_clearly(tmp_path, monkeypatch):
     try:
         assert holder.stdout.readline().strip() == "locked"
         monkeypatch.setenv("PULSAR_TXN_ENGINE_LOCK_TIMEOUT", "0.2")
-        with pytest.raises(EngineBusy, match=f"in use by another process \\(pid {holder.pid}\\)"):
+        with pytest.raises(EngineBusy, match=f"in use by another process \\(pid {holder.pid}\\b"):
             Engine.open(directory)
     finally:
         holder.stdin.write("\n")

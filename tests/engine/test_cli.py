@@ -90,7 +90,7 @@ def test_reload_options_and_errors(cli, edir):
     r = cli(["engine", "dump", "-m", "nope", "--engine-dir", edir])
     assert r.exit_code == 2 and "no managed ledger named 'nope'" in r.stderr
     r = cli(["engine", "dump", "--log", "bad", "--engine-dir", edir])
-    assert r.exit_code == 2 and "--log must be" in r.stderr
+    assert r.exit_code == 2 and "'bad' is not one of 'tc', 'pending-ack', 'all', 'any'" in r.stderr
     cli(["engine", "simulate", "-n", "20", "--engine-dir", edir])
     everything = {l["managedLedger"] for l in cli(["engine", "dump", "--log", "any", "--engine-dir", edir]).jsonl()}
     logs = {l["managedLedger"] for l in cli(["engine", "dump", "--engine-dir", edir]).jsonl()}
