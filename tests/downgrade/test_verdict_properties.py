@@ -182,6 +182,14 @@ def perturbed(draw):
     return o, state["cp"], state["cp_error"], chosen
 
 
+def _has_record(cp, log) -> bool:
+    if cp is None:
+        return True  # checkpoint-none is itself a perturbation: the log's absence still counts
+    if log.kind == COORDINATOR:
+        return log.coordinator_id in cp.coordinators
+    return (log.topic, log.subscription) in cp.subscriptions
+
+
 def _apply(name, s, draw):
     from dataclasses import replace
 
@@ -229,7 +237,9 @@ def _apply(name, s, draw):
         low = record.last_batched_ledger_id if record else 0
         # (ledgers may be None when an earlier perturbation failed the read of this log)
         logs[li] = replace(logs[li], ledgers=(low - draw(st.integers(0, low)),) + (logs[li].ledgers or ()))
-    elif name == "recorded-missing":
+    elif name == "recorded-missing" and _has_record(s["cp"], logs[li]):
+        # Only a log the checkpoint remembers can go missing: deleting one whose record an earlier
+        # record-missing removed would leave a consistent, genuinely SAFE cluster.
         del logs[li]
     elif name == "checkpoint-foreign" and s["cp"] is not None:
         s["cp"] = replace(s["cp"], target="http://b:8080")
