@@ -19,6 +19,7 @@ import pytest
 
 from oauth2 import ADMIN_CLIENT, AUDIENCE, OAUTH2_PLUGIN, TOKEN_LIFETIME, OAuth2Server, start_oauth2_broker
 from tests.conftest import run_cli
+from tool import recording_runner
 
 pytestmark = pytest.mark.secured
 
@@ -56,16 +57,7 @@ def outputs():
 
 @pytest.fixture
 def tool(tmp_path_factory, outputs):
-    state = tmp_path_factory.getbasetemp() / "oauth2-state"
-
-    def run(*args, env=None):
-        result = run_cli([*map(str, args), "--debug"], env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1",
-                                                          "COLUMNS": "200", "PULSARCONFIG": "/nonexistent",
-                                                          **(env or {})})
-        outputs.append(result.stdout + result.stderr)
-        return result
-    run.state = state
-    return run
+    return recording_runner(tmp_path_factory.getbasetemp() / "oauth2-state", outputs, {"PULSARCONFIG": "/nonexistent"})
 
 
 def fetched(result) -> int:

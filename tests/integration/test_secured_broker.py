@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from secured import BASIC_USER, ORDINARY, SUPERUSER, Credentials, start_secured_broker, start_secured_cluster
-from tests.conftest import run_cli
+from tool import recording_runner
 
 pytestmark = pytest.mark.secured
 
@@ -39,15 +39,7 @@ def outputs():
 
 @pytest.fixture
 def tool(tmp_path_factory, outputs):
-    state = tmp_path_factory.getbasetemp() / "secured-state"
-
-    def run(*args, env=None):
-        result = run_cli([*map(str, args), "--debug"], env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1",
-                                                          "COLUMNS": "200", **(env or {})})
-        outputs.append(result.stdout + result.stderr)
-        return result
-    run.state = state
-    return run
+    return recording_runner(tmp_path_factory.getbasetemp() / "secured-state", outputs)
 
 
 def https(broker, host: str = "localhost") -> str:

@@ -15,6 +15,19 @@ class ToolError(AssertionError):
     pass
 
 
+def recording_runner(state: Path, outputs: list, extra_env: dict | None = None):
+    """A `run(*args, env=None)` of the CLI with --debug that keeps its state in `state` and appends
+    everything it printed to `outputs` (the secured suites search that for secrets at the end)."""
+
+    def run(*args, env=None):
+        result = run_cli([*map(str, args), "--debug"], env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1",
+                                                          "COLUMNS": "200", **(extra_env or {}), **(env or {})})
+        outputs.append(result.stdout + result.stderr)
+        return result
+    run.state = state
+    return run
+
+
 class Tool:
     def __init__(self, admin_url: str, state_dir: Path):
         self.admin_url = admin_url
