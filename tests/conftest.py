@@ -33,6 +33,16 @@ class CliResult:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
+def isolate(monkeypatch, tmp_path) -> None:
+    """No target from the environment, and HOME, state and data under tmp_path: a test never reads
+    or writes the user's engine, state, client.conf or pulsarctl config."""
+    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
 def run_cli(args: list[str], input: str | bytes | None = None, env: dict | None = None) -> CliResult:
     """Run `pulsar-txn ARGS` through main.run(), the same path as the console script."""
     runner = CliRunner()

@@ -10,15 +10,15 @@ import time
 
 import pytest
 
+from tests.conftest import isolate
+
 from tests.buffer.test_stuck_readers_engine import held  # noqa: F401 - the fixture: held for 90 s of engine time
 from tests.buffer.test_stuck_readers_http import OPEN_AT, broker  # noqa: F401 - a broker stand-in
 
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
-    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture(params=["engine", "http"])

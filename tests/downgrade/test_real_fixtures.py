@@ -9,6 +9,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from tests.conftest import isolate
+
 from tests.admin.scripted import ScriptedServer
 
 REST = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
@@ -16,9 +18,7 @@ REST = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
-    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    isolate(monkeypatch, tmp_path)
 
 
 def _answers():

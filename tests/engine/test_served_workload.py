@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import isolate
+
 from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 from tests.admin.scripted import ScriptedServer
@@ -21,10 +23,7 @@ WORKLOAD = ["-n", "40", "--concurrency", "5", "--topics", "2", "--subscriptions"
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
-    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    isolate(monkeypatch, tmp_path)
 
 
 def test_a_served_engine_runs_the_same_workload_as_in_process(cli, tmp_path):

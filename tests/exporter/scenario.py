@@ -9,17 +9,10 @@ from pathlib import Path
 
 from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
+from tests.conftest import isolate  # noqa: F401  (the exporter tests call scenario.isolate)
 
 TOPIC = "persistent://public/default/orders"
 HELD = f"{TOPIC}-partition-0"
-
-
-def isolate(monkeypatch, tmp_path: Path) -> None:
-    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
 def downgrade_in_progress(cli, directory: Path) -> Path:
