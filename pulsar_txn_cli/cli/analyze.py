@@ -7,7 +7,8 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.common import SparkConfOption, command
+from pulsar_txn_cli.cli.common import spark_conf as parse_spark_conf
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError
 from pulsar_txn_cli.pipeline import remote
@@ -23,7 +24,7 @@ def analyze(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text; also s3a:// or hdfs:// URLs (Spark reads them).", show_default=False)],
     engine: Annotated[Literal["auto", "local", "spark"], typer.Option("--engine", help="spark, local, or auto (spark when --spark-master is given or an input is an s3a:// or hdfs:// URL, else local).")] = "auto",
     spark_master: Annotated[Optional[str], typer.Option("--spark-master", metavar="URL", help="Spark master URL, e.g. spark://host:7077 or local[4] (--engine spark without it: local[*]). A cluster's executors need only PySpark, pyarrow and pandas: the tool ships its own code.", show_default=False)] = None,
-    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable).", show_default=False)] = None,
+    spark_conf: SparkConfOption = None,
     fmt: Annotated[Literal["auto", "jsonl", "parquet", "readledger"], typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
     managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
     log: Annotated[Optional[Literal["tc", "pending-ack"]], typer.Option("--log", help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.", show_default=False)] = None,
@@ -41,7 +42,7 @@ def analyze(
     from pulsar_txn_cli.pipeline import inputs as inputs_module
 
     env = current()
-    conf = _spark_conf(spark_conf or [])
+    conf = parse_spark_conf(spark_conf)
     if html is not None:
         _check_html(html)  # before the work, not after it
     local_inputs, urls = remote.split(inputs)
@@ -89,16 +90,6 @@ def analyze(
     if errors:
         env.info(f"{errors} of {report['totals']['entries']} entries could not be decoded (see decodeErrorSamples)")
         raise typer.Exit(int(ExitCode.DATA))
-
-
-def _spark_conf(pairs: list[str]) -> dict:
-    conf = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--spark-conf takes KEY=VALUE, not {pair!r}")
-        conf[key.strip()] = value
-    return conf
 
 
 def _dump_parquet(env, files, managed_ledger, out: str, spark_master, conf) -> None:

@@ -140,3 +140,21 @@ def confirm(question: str) -> None:
         raise UsageError(f"{question.rstrip('?')}: stdin is not a terminal, so confirm with --yes")
     if not typer.confirm(question, default=False, err=True):
         raise UsageError("nothing was changed (not confirmed)")
+
+
+SparkConfOption = Annotated[Optional[list[str]], typer.Option(
+    "--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=URL.",
+    show_default=False)]
+
+
+def spark_conf(pairs: list[str] | None) -> dict:
+    """--spark-conf KEY=VALUE pairs as a dict."""
+    from pulsar_txn_cli.errors import UsageError
+
+    conf = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf takes KEY=VALUE, not {pair!r}")
+        conf[key.strip()] = value
+    return conf

@@ -11,19 +11,19 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from pulsar_txn_cli.codec.dumps import dump_line
 from pulsar_txn_cli.errors import DataError, InterruptedWork, UsageError
 
 DEFAULT_CONCURRENCY = 4
 
 
-def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_CONCURRENCY,
-            metadata_uri: str | None = None, progress=None, note=None) -> dict:
-    """Collect into `out`; the summary (what `collect -o json` prints). `shell_options` go to
-    BookieShell (script=, classpath=, timeout=); `note(message)` gets what the user should know."""
+def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_CONCURRENCY, fmt: str = "jsonl",
+            spark_conf: dict | None = None, metadata_uri: str | None = None, progress=None, note=None) -> dict:
+    """Collect into `out` (a directory or a Hadoop file-system URL, sink.py) as `fmt` (jsonl or
+    parquet); the summary (what `collect -o json` prints). `shell_options` go to BookieShell
+    (script=, classpath=, timeout=); `spark_conf` to the Spark that writes to a URL;
+    `note(message)` gets what the user should know."""
     from pulsar_txn_cli.collect import metadata
     from pulsar_txn_cli.collect.plan import plan
-    from pulsar_txn_cli.collect.shell import BookieShell
     from pulsar_txn_cli.collect.sink import open_destination
 
     if concurrency < 1:
@@ -33,20 +33,47 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
     if target.kind == "engine":
         raise UsageError("collect reads a cluster's bookies, and the embedded engine has none: its logs are already at hand "
                          "with `pulsar-txn engine dump --log all > DIR/engine.jsonl` (or give --admin-url)")
-    destination = open_destination(out)
+    destination = open_destination(out, fmt, spark_conf, note)  # checked now, opened once the plan stands
     identity = admin.identity()
     uri = metadata_uri or metadata.service_uri(admin.runtime_config())
     started = time.monotonic()
     tasks, problems = plan(admin, concurrency)
     if not tasks and not problems:
         raise DataError(f"{target.describe()} has no transaction-log ledgers (are transactions enabled?)")
-    done = destination.begin(identity, target.describe())
-    todo = [t for t in tasks if t.key not in done or done[t.key].get("open")]
-    note(f"collect: {len(tasks)} ledgers of {len({t.managed_ledger for t in tasks})} logs, "
-         f"{len(tasks) - len(todo)} already in {destination}, reading {len(todo)} with {concurrency} shells "
-         f"(metadata service {uri})")
+    with destination:
+        done = destination.begin(identity, target.describe())
+        todo = [t for t in tasks if t.key not in done or done[t.key].get("open")]
+        note(f"collect: {len(tasks)} ledgers of {len({t.managed_ledger for t in tasks})} logs, "
+             f"{len(tasks) - len(todo)} already in {destination}, reading {len(todo)} with {concurrency} shells "
+             f"(metadata service {uri})")
+        read, failed = _read_all(destination, tasks, todo, uri, shell_options, concurrency, progress)
+    shell_seconds = sum(r["seconds"] for r in read)
+    return {
+        "out": str(destination),
+        "format": fmt,
+        "target": target.describe(),
+        "identity": identity,
+        "metadataServiceUri": uri,
+        "logs": len({t.managed_ledger for t in tasks}),
+        "ledgers": len(tasks),
+        "alreadyCollected": len(tasks) - len(todo),
+        "read": len(read),
+        "entries": sum(r["entries"] for r in read),
+        "bytes": sum(r["bytes"] for r in read),
+        "failed": sorted(failed, key=lambda f: (f["managedLedger"], f["ledgerId"])),
+        "problems": problems,
+        "concurrency": concurrency,
+        "seconds": round(time.monotonic() - started, 2),
+        "secondsPerLedger": round(shell_seconds / len(read), 3) if read else None,
+    }
+
+
+def _read_all(destination, tasks, todo, uri, shell_options, concurrency, progress) -> tuple[list, list]:
+    """(records of the ledgers read, the ledgers that failed); Ctrl-C keeps what is complete."""
+    from pulsar_txn_cli.collect.shell import BookieShell
+
     shell = BookieShell(uri, **shell_options)
-    failed, read, shell_seconds = [], [], 0.0
+    read, failed = [], []
     if progress is not None:
         progress.update(total=len(todo), completed=0, description="collect")
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="collect")
@@ -62,7 +89,6 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
                 failed.append({"managedLedger": task.managed_ledger, "ledgerId": task.ledger_id, "error": error})
             else:
                 read.append(record)
-                shell_seconds += record["seconds"]
             if progress is not None:
                 progress.advance()
     except KeyboardInterrupt:
@@ -74,24 +100,7 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
     finally:
         pool.shutdown()
         shell.close()
-    wall = time.monotonic() - started
-    return {
-        "out": str(destination),
-        "target": target.describe(),
-        "identity": identity,
-        "metadataServiceUri": uri,
-        "logs": len({t.managed_ledger for t in tasks}),
-        "ledgers": len(tasks),
-        "alreadyCollected": len(tasks) - len(todo),
-        "read": len(read),
-        "entries": sum(r["entries"] for r in read),
-        "bytes": sum(r["bytes"] for r in read),
-        "failed": sorted(failed, key=lambda f: (f["managedLedger"], f["ledgerId"])),
-        "problems": problems,
-        "concurrency": concurrency,
-        "seconds": round(wall, 2),
-        "secondsPerLedger": round(shell_seconds / len(read), 3) if read else None,
-    }
+    return read, failed
 
 
 def _one(shell, destination, task) -> dict:
@@ -101,7 +110,7 @@ def _one(shell, destination, task) -> dict:
     counted = {"entries": 0, "bytes": 0}
     lines = shell.read(task.ledger_id)
     try:
-        relative = destination.write_ledger(task, _lines(task, entries(lines, task.ledger_id, task.entries, task.open), counted))
+        relative = destination.write_ledger(task, _counted(entries(lines, task.ledger_id, task.entries, task.open), counted))
     finally:
         lines.close()  # a failed check or write stops the shell now, not when the generator is collected
     record = {"key": task.key, "managedLedger": task.managed_ledger, "log": task.log, "ledgerId": task.ledger_id,
@@ -110,9 +119,9 @@ def _one(shell, destination, task) -> dict:
     return record
 
 
-def _lines(task, found, counted: dict):
-    """JSONL lines of the entries, counting them and their bytes into `counted`."""
+def _counted(found, counted: dict):
+    """The (entry id, bytes) pairs, counting them and their bytes into `counted`."""
     for entry_id, data in found:
         counted["entries"] += 1
         counted["bytes"] += len(data)
-        yield dump_line(task.managed_ledger, task.ledger_id, entry_id, data)
+        yield entry_id, data

@@ -1,12 +1,16 @@
 """Where collected ledgers go, and the manifest that lets a second run resume.
 
-A destination stores one JSONL dump per ledger (`<managed ledger, quoted>/ledger-<id>.jsonl`) and
-a manifest under `_collect/` (analyze skips names starting with `_` or `.`):
-- `_collect/collect.json`: the cluster's identity; a directory of another cluster is refused;
-- `_collect/done.jsonl`: one line per completed ledger, appended and synced after its dump is in
-  place, so an interrupted run loses at most the ledgers it was reading.
-A dump is written to a temporary name, synced, then renamed (atomic_write.py): a reader never sees half of one.
-`open_destination` picks the destination from --out; only local directories exist today.
+A destination stores one dump per ledger (`<managed ledger, quoted>/ledger-<id>.jsonl`, or
+`.parquet` with --format parquet) and a manifest under `_collect/` (analyze skips names starting
+with `_` or `.`):
+- `_collect/collect.json`: the cluster's identity and the format; a destination of another
+  cluster, or in the other format, is refused;
+- the completed ledgers, one record each, written after the ledger's dump is in place, so an
+  interrupted run loses at most the ledgers it was reading. A local directory appends them to
+  `_collect/done.jsonl` (synced); a Hadoop file system (hadoop_sink.py) keeps one small file per
+  ledger under `_collect/done/`, since object stores cannot append.
+A local dump is written to a hidden temporary name, synced, then renamed: a reader never sees half of one.
+`open_destination` picks the destination from --out.
 """
 from __future__ import annotations
 
@@ -14,29 +18,43 @@ import json
 import os
 import threading
 from pathlib import Path
-from urllib.parse import quote
 
 from pulsar_txn_cli.atomic_write import write_atomically
+from pulsar_txn_cli.collect.layout import FORMATS, MANIFEST_DIR, check_header, header_text, parse_header, relative_name, write_dump
 from pulsar_txn_cli.errors import UsageError
 
-MANIFEST_DIR = "_collect"
 
+def open_destination(out: str, fmt: str = "jsonl", spark_conf: dict | None = None, note=None):
+    """The destination for --out: a local directory (a path or file://), or a Hadoop file system
+    URL (s3a://, hdfs://...) written through a local Spark's JVM. Use it as a context manager."""
+    from pulsar_txn_cli.pipeline import remote
 
-def open_destination(out: str) -> "LocalDir":
-    scheme = out.split("://", 1)[0] if "://" in out else None
-    if scheme == "file":
-        out = out[len("file://"):]
-    elif scheme is not None:
-        raise UsageError(f"--out {out}: collect writes to a local directory (file:// or a path), not {scheme}://")
-    return LocalDir(Path(out))
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt}: collect writes {' or '.join(FORMATS)}")
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise UsageError("--format parquet needs pyarrow, which is not installed: pip install 'pulsar-txn[spark]'") from None
+    if remote.is_url(out):
+        from pulsar_txn_cli.collect.hadoop_sink import HadoopDir
+
+        return HadoopDir(out, fmt, spark_conf or {}, note or (lambda message: None))
+    return LocalDir(Path(remote.local_path(out)), fmt)
 
 
 class LocalDir:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, fmt: str = "jsonl"):
         if root.exists() and not root.is_dir():
             raise UsageError(f"--out {root} is a file; give a directory")
-        self.root = root
+        self.root, self.fmt = root, fmt
         self._lock = threading.Lock()
+
+    def __enter__(self) -> "LocalDir":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
 
     def __str__(self) -> str:
         return str(self.root)
@@ -51,14 +69,12 @@ class LocalDir:
         header = meta_dir / "collect.json"
         if header.exists():
             try:
-                known = json.loads(header.read_text(encoding="utf-8")).get("identity")
-            except (OSError, ValueError, AttributeError):
-                known = None
-            if known != identity:
-                raise UsageError(f"--out {self.root} holds a collection of another cluster ({known or 'unreadable'}); "
-                                 "choose another directory")
+                text = header.read_text(encoding="utf-8")
+            except OSError:
+                text = None
+            check_header(str(self.root), parse_header(text), identity, self.fmt)
         else:
-            write_atomically(header, [json.dumps({"identity": identity, "target": target}, indent=2) + "\n"])
+            write_atomically(header, header_text(identity, target, self.fmt))
         return self._completed()
 
     def _completed(self) -> dict[str, dict]:
@@ -73,13 +89,10 @@ class LocalDir:
                     continue  # a line torn by a crash: that ledger is read again
         return {k: r for k, r in done.items() if (self.root / r.get("file", "")).is_file()}
 
-    def write_ledger(self, task, lines) -> str:
-        """Write one ledger's dump (an iterable of lines, streamed) atomically; its path relative to the root."""
-        name = quote(task.managed_ledger, safe="")
-        if name[:1] in "._":
-            name = f"%{ord(name[0]):02X}{name[1:]}"
-        relative = f"{name}/ledger-{task.ledger_id}.jsonl"
-        write_atomically(self.root / relative, (line + "\n" for line in lines))
+    def write_ledger(self, task, entries) -> str:
+        """Write one ledger's dump ((entry id, bytes) pairs, streamed) atomically; its path relative to the root."""
+        relative = relative_name(task, self.fmt)
+        write_dump(self.root / relative, task, entries, self.fmt)
         return relative
 
     def record(self, record: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -273,7 +274,8 @@ def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
 
     schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{out}.tmp-{os.getpid()}"
+    # hidden (input expansion skips it) and unique per thread: collect writes several at once
+    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.{os.getpid()}-{threading.get_ident()}.tmp")
     count = 0
     columns: list[list] = [[], [], [], []]
     try:
@@ -287,6 +289,8 @@ def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
                     columns = [[], [], [], []]
             if columns[0]:
                 writer.write_table(pa.table(columns, schema=schema), row_group_size=row_group_rows)
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())  # durable before it is renamed (and, in collect, recorded)
         os.replace(tmp, out)
     except BaseException:
         if os.path.exists(tmp):

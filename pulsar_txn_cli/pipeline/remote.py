@@ -131,6 +131,31 @@ def _detect(spark, url: str) -> str:
     return inputs.detect_head(head, url)
 
 
+def exists(spark, url: str) -> bool:
+    path, fs = _fs(spark, url)
+    return bool(fs.exists(path))
+
+
+def read_bytes(spark, url: str) -> bytes | None:
+    """The whole (small) file at a URL; None when there is none."""
+    path, fs = _fs(spark, url)
+    if not fs.exists(path):
+        return None
+    stream = fs.open(path)
+    try:
+        return bytes(stream.readAllBytes())
+    finally:
+        stream.close()
+
+
+def list_files(spark, url: str) -> list[str]:
+    """The URLs of every file under a directory URL (recursively); none when it does not exist."""
+    path, fs = _fs(spark, url)
+    if not fs.exists(path):
+        return []
+    return sorted(name for name, _ in _files(fs, [fs.getFileStatus(path)]))
+
+
 def upload(spark, local_file: str, url: str) -> None:
     """Move a local file to a Hadoop URL (replacing what is there)."""
     jvm = spark.sparkContext._jvm

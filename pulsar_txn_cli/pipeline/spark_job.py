@@ -30,19 +30,17 @@ from pulsar_txn_cli.pipeline.facts import error_sort_key
 INSTALL_HINT = "pip install 'pulsar-txn[spark]'"
 
 
-def require_spark() -> None:
-    """One clear sentence when Spark cannot run here."""
+def require_spark(needs: str = "--engine spark", otherwise: str = " or use --engine local") -> None:
+    """One clear sentence when Spark cannot run here: what `needs` it, and what to do `otherwise`."""
     try:
         import pyspark  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError:
-        raise UsageError(
-            f"--engine spark needs PySpark and pyarrow, which are not installed: run `{INSTALL_HINT}` or use --engine local"
-        ) from None
+        raise UsageError(f"{needs} needs PySpark and pyarrow, which are not installed: run `{INSTALL_HINT}`{otherwise}") from None
     if not java_available():
         raise UsageError(
-            "--engine spark needs Java 17, which was not found (no java on PATH and no JAVA_HOME): "
-            "install it, e.g. `apt-get install openjdk-17-jre-headless`, or use --engine local"
+            f"{needs} needs Java 17, which was not found (no java on PATH and no JAVA_HOME): "
+            f"install it, e.g. `apt-get install openjdk-17-jre-headless`{otherwise}"
         )
 
 

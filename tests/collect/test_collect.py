@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -15,52 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, simulate_into
-
-STANDIN = Path(__file__).with_name("standin_bookkeeper.py")
-URI = "zk+null://127.0.0.1:2181/ledgers"
-
-
-@pytest.fixture
-def fleet(tmp_path, monkeypatch):
-    """A served engine after a batched workload, its JSONL dump for the stand-in, and the stand-in script."""
-    from pulsar_txn_cli.admin import server
-    from pulsar_txn_cli.engine.broker import Engine
-    from pulsar_txn_cli.engine import dump
-
-    simulate_into(tmp_path / "engine", coordinators=2, transactions=60, concurrency=8, topics=2, subscriptions=2, seed=5)
-    where = ["--engine-dir", str(tmp_path / "engine")]
-    for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
-        assert run_cli(["engine", "config", "set", key, "true", *where]).exit_code == 0
-    assert run_cli(["engine", "reload", *where]).exit_code == 0
-    assert run_cli(["engine", "simulate", "-n", "200", "--concurrency", "20", "--seed", "6", *where]).exit_code == 0
-    engine = Engine.open(tmp_path / "engine")
-    dump_path = tmp_path / "engine.jsonl"
-    dump_path.write_text("".join(line + "\n" for line in dump.lines(engine, dump.select(engine, None, "all"))))
-    script = tmp_path / "bookkeeper"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("STANDIN_DUMP", str(dump_path))
-    monkeypatch.setenv("STANDIN_CALLS", str(tmp_path / "calls.txt"))
-    srv = server.start(engine=engine)
-    yield {"url": srv.url, "shell": str(script), "dump": dump_path, "calls": tmp_path / "calls.txt", "tmp": tmp_path}
-    srv.close()
-    engine.close()
-
-
-def args(fleet, out, *extra):
-    return ["collect", "--admin-url", fleet["url"], "--out", str(out), "--bookkeeper-shell", fleet["shell"],
-            "--metadata-service-uri", URI, *extra]
-
-
-def ledgers_of(dump: Path) -> set[tuple[str, int]]:
-    return {(o["managedLedger"], o["ledgerId"]) for o in map(json.loads, dump.read_text().splitlines())}
-
-
-def calls(fleet) -> list[int]:
-    path = fleet["calls"]
-    return [int(x) for x in path.read_text().split()] if path.exists() else []
-
+from tests.collect.fleet import URI, args, calls, ledgers_of
+from tests.conftest import simulate_into
 
 def test_collect_writes_every_ledger_and_analyze_agrees_with_the_dump(cli, fleet):
     out = fleet["tmp"] / "out"
@@ -193,3 +148,26 @@ def test_a_dump_that_cannot_be_written_is_a_failed_ledger_not_a_traceback(cli, f
     failed = result.json()["failed"]
     assert failed and {f["managedLedger"] for f in failed} == {blocked}
     assert all("cannot write its dump" in f["error"] for f in failed)
+
+
+def test_parquet_dumps_analyze_like_the_jsonl_ones_and_resume(cli, fleet):
+    out = fleet["tmp"] / "out"
+    result = cli(args(fleet, out, "--format", "parquet", "-o", "json"))
+    assert result.exit_code == 0, result.stderr
+    summary = result.json()
+    assert summary["format"] == "parquet" and summary["read"] == len(ledgers_of(fleet["dump"]))
+    files = sorted(out.rglob("ledger-*"))
+    assert len(files) == summary["read"] and all(f.suffix == ".parquet" and f.read_bytes()[:4] == b"PAR1" for f in files)
+    assert not [f for f in out.rglob("*") if f.name.startswith(".")]  # no temporary file left behind
+    report = cli(["analyze", str(out), "--engine", "local", "-o", "json"]).json()
+    direct = cli(["analyze", str(fleet["dump"]), "--engine", "local", "-o", "json"]).json()
+    assert report["totals"] == direct["totals"] and report["totals"]["batchedEntries"] > 0
+    fleet["calls"].unlink()
+    again = cli(args(fleet, out, "--format", "parquet", "-o", "json")).json()
+    open_ledgers = {r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]}
+    assert set(calls(fleet)) == open_ledgers and again["alreadyCollected"] == again["ledgers"] - len(open_ledgers)
+    # the other format into the same directory would mix two collections: refused, nothing read
+    fleet["calls"].unlink()
+    mixed = cli(args(fleet, out, "--format", "jsonl"))
+    assert mixed.exit_code == 2 and "holds a parquet collection; give --format parquet" in mixed.stderr
+    assert calls(fleet) == []
