@@ -97,7 +97,11 @@ class Session:
         if active is not None:
             self.spark = active
         else:
-            self.spark = self._start()
+            try:
+                self.spark = self._start()
+            except Exception as exc:  # the JVM did not start (a bad setting), or a package could not be resolved
+                where = f"Spark's own log: {self.jvm_log}" if self.jvm_log else None
+                raise PulsarTxnError(f"cannot start Spark ({self.master}): {failure_summary(exc)}", hint=where) from None
             self.owned = True
         if self.ship and not is_local(self.spark.sparkContext.master):
             from pulsar_txn_cli.pipeline import ship

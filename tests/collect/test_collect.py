@@ -171,3 +171,10 @@ def test_parquet_dumps_analyze_like_the_jsonl_ones_and_resume(cli, fleet):
     mixed = cli(args(fleet, out, "--format", "jsonl"))
     assert mixed.exit_code == 2 and "holds a parquet collection; give --format parquet" in mixed.stderr
     assert calls(fleet) == []
+
+
+def test_a_spark_that_cannot_start_for_an_s3a_destination_is_one_sentence(cli, fleet):
+    result = cli(args(fleet, "s3a://bucket/fleet", "--spark-conf", "spark.driver.memory=plenty"))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "cannot start Spark (local[1]): " in result.stderr and "Spark's own log" in result.stderr
+    assert "Traceback" not in result.stderr and calls(fleet) == []
