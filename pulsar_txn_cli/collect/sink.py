@@ -32,10 +32,9 @@ def open_destination(out: str, fmt: str = "jsonl", spark_conf: dict | None = Non
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt}: collect writes {' or '.join(FORMATS)}")
     if fmt == "parquet":
-        try:
-            import pyarrow.parquet  # noqa: F401
-        except ImportError:
-            raise UsageError("--format parquet needs pyarrow, which is not installed: pip install 'pulsar-txn[spark]'") from None
+        from pulsar_txn_cli.pipeline import inputs
+
+        inputs.pyarrow_parquet(needs="--format parquet needs")
     if remote.is_url(out):
         from pulsar_txn_cli.collect.hadoop_sink import HadoopDir
 

@@ -165,7 +165,7 @@ def contradicted(report: dict, forced_log: str | None, force_log: bool) -> None:
 
 
 def _check_parquet(f: InputFile) -> None:
-    pq = _pyarrow_parquet()
+    pq = pyarrow_parquet()
     try:
         schema = pq.read_schema(f.path)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError... on a damaged file
@@ -177,11 +177,12 @@ def _check_parquet(f: InputFile) -> None:
         raise EmptyInput(f.label, "the Parquet file has no rows")
 
 
-def _pyarrow_parquet():
+def pyarrow_parquet(needs: str = "Parquet input and --dump-parquet need"):
+    """pyarrow.parquet, or one sentence saying what `needs` it and how to install it."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise UsageError("Parquet input and --dump-parquet need pyarrow: pip install 'pulsar-txn[spark]'") from None
+        raise UsageError(f"{needs} pyarrow, which is not installed: pip install 'pulsar-txn[spark]'") from None
     return pq
 
 
@@ -221,7 +222,7 @@ def _text_entries(f: InputFile, stream, managed_ledger, advance, size: int):
 
 
 def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows, row_groups=None, first_row=0):
-    pq = _pyarrow_parquet()
+    pq = pyarrow_parquet()
     parquet = pq.ParquetFile(f.path)
     size = os.path.getsize(f.path)
     rows = max(parquet.metadata.num_rows, 1)
@@ -239,7 +240,7 @@ def work_units(f: InputFile) -> list[tuple[int, int]]:
     (-1, 0) unit for a text file (read whole)."""
     if f.fmt != "parquet":
         return [(-1, 0)]
-    metadata = _pyarrow_parquet().ParquetFile(f.path).metadata
+    metadata = pyarrow_parquet().ParquetFile(f.path).metadata
     units, first = [], 0
     for group in range(metadata.num_row_groups):
         units.append((group, first))
@@ -269,7 +270,7 @@ def parquet_raw(ml, lid, eid, data, label, row_index, managed_ledger=None):
 def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
     """Write raw tuples to one Parquet file; returns the number of rows. Row groups are kept
     small so Spark can split the file across tasks."""
-    pq = _pyarrow_parquet()
+    pq = pyarrow_parquet()
     import pyarrow as pa
 
     schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
