@@ -3,6 +3,7 @@
 Every bench is framed by two `machine:` lines (bench/machine.py): the load and the stolen CPU time
 measured while it ran, so a figure is never published without the conditions it was taken in.
 """
+
 import importlib
 import pkgutil
 import sys
@@ -13,7 +14,9 @@ from bench import machine
 
 def main(argv: list[str]) -> int:
     here = Path(__file__).parent
-    available = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    available = sorted(
+        m.name[len("bench_") :] for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_")
+    )
     names = [a for a in argv if not a.startswith("-")] or available
     extra = [a for a in argv if a.startswith("-")]
     for name in names:

@@ -6,6 +6,7 @@ Builds a small engine (simulate), then measures
   `engine serve --latency-ms N` (a remote broker's round trip).
 Options: --latency-ms N (default 5), --subscriptions N (default 32), --requests N (default 300).
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -54,7 +55,10 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         directory = str(Path(tmp) / "engine")
         engine = Engine.init(directory, coordinators=4)
-        simulate(engine, SimOptions(transactions=200, concurrency=16, topics=8, subscriptions=opts["--subscriptions"], seed=3))
+        simulate(
+            engine,
+            SimOptions(transactions=200, concurrency=16, topics=8, subscriptions=opts["--subscriptions"], seed=3),
+        )
         engine.close()
         print(f"engine with 4 coordinators, {opts['--subscriptions']} transactional subscriptions")
 
@@ -71,10 +75,14 @@ def main(argv):
             remote = _admin_for(url=served.url)
             print(f"over HTTP with {latency} ms added per request:")
             for concurrency in (1, 8):
-                found = _timed(f"subscriptions, concurrency {concurrency}",
-                               lambda c=concurrency: transactional_subscriptions(remote, concurrency=c))
+                found = _timed(
+                    f"subscriptions, concurrency {concurrency}",
+                    lambda c=concurrency: transactional_subscriptions(remote, concurrency=c),
+                )
             for concurrency in (1, 8):
-                _timed(f"get-txn-pending-ack-batch-log-stat, concurrency {concurrency}",
-                       lambda c=concurrency: batchlog.batch_log_stat(remote, batchlog.PENDING_ACK, concurrency=c))
+                _timed(
+                    f"get-txn-pending-ack-batch-log-stat, concurrency {concurrency}",
+                    lambda c=concurrency: batchlog.batch_log_stat(remote, batchlog.PENDING_ACK, concurrency=c),
+                )
             print(f"  ({len(found)} subscriptions found)")
             remote.close()

@@ -11,6 +11,7 @@ printed at each tenth of its run time (memory that stays flat as the input strea
 --pure-python the local runner also runs without the native scanner (as on a machine without a
 C compiler), a figure of the interpreter's own speed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,17 @@ def build_pool():
     for i in range(POOL_ENTRIES):
         if i % 20 == 19:  # an unbatched entry (a large record, or batching off)
             txn += 1
-            pool.append(("tc", codec.encode_single(codec.TcRecord(metadata_op=0, txnid_most_bits=i % 4, txnid_least_bits=txn, timeout_ms=30000, start_time=t0)), 1))
+            pool.append(
+                (
+                    "tc",
+                    codec.encode_single(
+                        codec.TcRecord(
+                            metadata_op=0, txnid_most_bits=i % 4, txnid_least_bits=txn, timeout_ms=30000, start_time=t0
+                        )
+                    ),
+                    1,
+                )
+            )
             continue
         size = (40, 80, 120, 200)[i % 4]
         if i % 3 == 2:
@@ -50,7 +61,9 @@ def build_pool():
                     r = codec.PendingAckRecord(pending_ack_op=1, ack_type=0, txnid_most_bits=1, txnid_least_bits=txn)
                     r.pending_ack_metadata.add(ledgerId=100 + i, entryId=j, batch_size=10, ack_set=[-2])
                 else:
-                    r = codec.PendingAckRecord(pending_ack_op=2 if j % 4 == 1 else 3, txnid_most_bits=1, txnid_least_bits=txn)
+                    r = codec.PendingAckRecord(
+                        pending_ack_op=2 if j % 4 == 1 else 3, txnid_most_bits=1, txnid_least_bits=txn
+                    )
                 records.append(r)
             pool.append(("pa", codec.encode_batch(records), size))
             continue
@@ -58,14 +71,37 @@ def build_pool():
         while len(records) < size:
             txn += 1
             most = i % 4
-            new = codec.TcRecord(metadata_op=0, txnid_most_bits=most, txnid_least_bits=txn, new_status=0, timeout_ms=30000,
-                                 start_time=t0 + txn, last_modification_time=t0 + txn, max_local_txn_id=txn, owner="pulsar://broker-1:6650")
-            part = codec.TcRecord(metadata_op=1, txnid_most_bits=most, txnid_least_bits=txn, partitions=["persistent://public/default/orders-partition-0"])
+            new = codec.TcRecord(
+                metadata_op=0,
+                txnid_most_bits=most,
+                txnid_least_bits=txn,
+                new_status=0,
+                timeout_ms=30000,
+                start_time=t0 + txn,
+                last_modification_time=t0 + txn,
+                max_local_txn_id=txn,
+                owner="pulsar://broker-1:6650",
+            )
+            part = codec.TcRecord(
+                metadata_op=1,
+                txnid_most_bits=most,
+                txnid_least_bits=txn,
+                partitions=["persistent://public/default/orders-partition-0"],
+            )
             sub = codec.TcRecord(metadata_op=2, txnid_most_bits=most, txnid_least_bits=txn)
             sub.subscriptions.add(topic="persistent://public/default/orders-partition-0", subscription="billing")
             end = 2 if txn % 10 else 4
-            records += [new, part, sub, codec.TcRecord(metadata_op=3, txnid_most_bits=most, txnid_least_bits=txn, expected_status=0, new_status=end - 1),
-                        codec.TcRecord(metadata_op=3, txnid_most_bits=most, txnid_least_bits=txn, expected_status=end - 1, new_status=end)]
+            records += [
+                new,
+                part,
+                sub,
+                codec.TcRecord(
+                    metadata_op=3, txnid_most_bits=most, txnid_least_bits=txn, expected_status=0, new_status=end - 1
+                ),
+                codec.TcRecord(
+                    metadata_op=3, txnid_most_bits=most, txnid_least_bits=txn, expected_status=end - 1, new_status=end
+                ),
+            ]
         records = records[:size]
         pool.append(("tc", codec.encode_batch(records), size))
     return pool
@@ -76,7 +112,9 @@ def generate(path: Path, records: int, pool) -> tuple[int, int]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
+    schema = pa.schema(
+        [("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())]
+    )
     tmp = path.with_suffix(".tmp")
     written = entries = 0
     with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
@@ -132,8 +170,10 @@ def child(mode: str, path: str, warm: str | None = None) -> None:
         from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
         import pyarrow.parquet as pq
 
-        kinds = {True: (tc_pb2.BatchedTransactionMetadataEntry, "transaction_logs", tc_pb2.TransactionMetadataEntry),
-                 False: (pa_pb2.BatchedPendingAckMetadataEntry, "pending_ack_logs", pa_pb2.PendingAckMetadataEntry)}
+        kinds = {
+            True: (tc_pb2.BatchedTransactionMetadataEntry, "transaction_logs", tc_pb2.TransactionMetadataEntry),
+            False: (pa_pb2.BatchedPendingAckMetadataEntry, "pending_ack_logs", pa_pb2.PendingAckMetadataEntry),
+        }
         start, cpu = time.perf_counter(), tree_cpu()
         records = 0
         for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=["managedLedger", "data"]):
@@ -160,7 +200,7 @@ def child(mode: str, path: str, warm: str | None = None) -> None:
     else:
         from pulsar_txn_cli.pipeline import spark_job
 
-        cores = int(mode[len("spark"):])
+        cores = int(mode[len("spark") :])
         conf = {"spark.driver.memory": "2g"}
         with spark_job.Session(f"local[{cores}]", conf) as spark:
             # The first analysis in a JVM pays for class loading, JIT and Python workers; it runs on
@@ -210,7 +250,9 @@ def run_sampled(command: list[str], every: float = 0.2) -> tuple[int, str, str, 
     while proc.poll() is None:
         try:
             status = Path(f"/proc/{proc.pid}/status").read_text()
-            samples.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024)
+            samples.append(
+                int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
+            )
         except (OSError, StopIteration):
             pass  # the process ended between poll() and the read
         time.sleep(every)
@@ -232,7 +274,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--workdir", default="/tmp/pulsar-txn-bench-analyze")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
-    parser.add_argument("--pure-python", action="store_true", help="also run the local runner without the native scanner")
+    parser.add_argument(
+        "--pure-python", action="store_true", help="also run the local runner without the native scanner"
+    )
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -242,8 +286,12 @@ def main(argv: list[str]) -> None:
     for path, n in ((big, args.records), (small, args.records // 4)):
         if not path.exists():
             entries, records = generate(path, n, pool)
-            print(f"generated {path.name}: {entries:,} entries, {records:,} records, {path.stat().st_size / 1e6:,.0f} MB")
-    print(f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} before the first run")
+            print(
+                f"generated {path.name}: {entries:,} entries, {records:,} records, {path.stat().st_size / 1e6:,.0f} MB"
+            )
+    print(
+        f"inputs ready in {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f} before the first run"
+    )
     rows = {}
     modes = [("baseline", big), ("local", small), ("local", big)] + ([("local-pure", big)] if args.pure_python else [])
     for mode, path in modes + ([] if args.skip_spark else [("spark1", big), ("spark2", big)]):
@@ -251,18 +299,31 @@ def main(argv: list[str]) -> None:
         rows[key] = measure(mode, path, small if mode.startswith("spark") else None, args.repeat)
         r = rows[key]
         cold = f"  (cold, first analysis in the JVM: {r['cold']:,.0f} records/s)" if "cold" in r else ""
-        print(f"{key:14} {r['records']:>12,} records  {r['seconds']:7.1f} s  {r['rate']:>11,.0f} records/s "
-              f"({r['range'][0]:,.0f} to {r['range'][1]:,.0f})  {r['records'] / r['cpu']:>11,.0f} records/CPU-s  "
-              f"{r['cpu'] / r['seconds']:.2f} cores  peak RSS {r['rss_mb']:,.0f} MB{cold}", flush=True)
+        print(
+            f"{key:14} {r['records']:>12,} records  {r['seconds']:7.1f} s  {r['rate']:>11,.0f} records/s "
+            f"({r['range'][0]:,.0f} to {r['range'][1]:,.0f})  {r['records'] / r['cpu']:>11,.0f} records/CPU-s  "
+            f"{r['cpu'] / r['seconds']:.2f} cores  peak RSS {r['rss_mb']:,.0f} MB{cold}",
+            flush=True,
+        )
     base, loc = rows["baseline"]["rate"], rows["local"]["rate"]
     per_cpu = {k: r["records"] / r["cpu"] for k, r in rows.items()}
-    print(f"local / baseline          = {loc / base:.2f} wall clock, {per_cpu['local'] / per_cpu['baseline']:.2f} per CPU-second  (target >= 0.25)")
-    print(f"local peak RSS            = {rows['local-quarter']['rss_mb']:,.0f} MB at {rows['local-quarter']['records']:,} records, "
-          f"{rows['local']['rss_mb']:,.0f} MB at {rows['local']['records']:,} records")
-    print(f"local RSS over the run    = {rss_over_time(rows['local']['rssSamples'])} MB (at each tenth of the median run's time)")
+    print(
+        f"local / baseline          = {loc / base:.2f} wall clock, {per_cpu['local'] / per_cpu['baseline']:.2f} per CPU-second  (target >= 0.25)"
+    )
+    print(
+        f"local peak RSS            = {rows['local-quarter']['rss_mb']:,.0f} MB at {rows['local-quarter']['records']:,} records, "
+        f"{rows['local']['rss_mb']:,.0f} MB at {rows['local']['records']:,} records"
+    )
+    print(
+        f"local RSS over the run    = {rss_over_time(rows['local']['rssSamples'])} MB (at each tenth of the median run's time)"
+    )
     if not args.skip_spark:
         s1, s2 = rows["spark1"]["rate"], rows["spark2"]["rate"]
-        print(f"spark local[2] / local[1] = {s2 / s1:.2f}  (target >= 1.6); CPU per record local[2] / local[1] = "
-              f"{per_cpu['spark1'] / per_cpu['spark2']:.2f} (1.0 = no parallel overhead; the cores column shows what the machine granted)")
-        print(f"spark per core / local    = {s2 / 2 / loc:.2f} (local[2]), {s1 / loc:.2f} (local[1]) wall clock; "
-              f"{per_cpu['spark2'] / per_cpu['local']:.2f}, {per_cpu['spark1'] / per_cpu['local']:.2f} per CPU-second  (target >= 0.5)")
+        print(
+            f"spark local[2] / local[1] = {s2 / s1:.2f}  (target >= 1.6); CPU per record local[2] / local[1] = "
+            f"{per_cpu['spark1'] / per_cpu['spark2']:.2f} (1.0 = no parallel overhead; the cores column shows what the machine granted)"
+        )
+        print(
+            f"spark per core / local    = {s2 / 2 / loc:.2f} (local[2]), {s1 / loc:.2f} (local[1]) wall clock; "
+            f"{per_cpu['spark2'] / per_cpu['local']:.2f}, {per_cpu['spark1'] / per_cpu['local']:.2f} per CPU-second  (target >= 0.5)"
+        )

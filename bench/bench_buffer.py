@@ -4,6 +4,7 @@ Recovery is what a broker does on topic load: read the last snapshot, then repla
 after its maxReadPosition. With N aborted transactions the single snapshot holds all N ids in
 one entry; the segmented form reads N / capacity segments plus the index.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -18,8 +19,11 @@ def _run(directory: Path, aborted: int, segmented: bool) -> dict:
     from pulsar_txn_cli.engine.store import Store
 
     topic = "persistent://public/default/bench"
-    settings = {"transactionBufferSegmentedSnapshotEnabled": segmented, "transactionBufferSnapshotSegmentSize": 16384,
-                "transactionBufferSnapshotMaxTransactionCount": 1000}
+    settings = {
+        "transactionBufferSegmentedSnapshotEnabled": segmented,
+        "transactionBufferSnapshotSegmentSize": 16384,
+        "transactionBufferSnapshotMaxTransactionCount": 1000,
+    }
     store = Store(directory, create=True)
     service = BufferService(store, Clock(store), lambda name, default: settings.get(name, default))
     started = time.perf_counter()

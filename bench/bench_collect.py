@@ -13,6 +13,7 @@ entry and two stated assumptions: F seconds fixed per ledger (a JVM start and th
 connection; default 2.4, the quiet figure of docs/real-broker-findings.md) and R ms per entry for
 BookieShell's sequential reads (default 1.0, an assumption to replace with a fleet's measurement).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ def ledger_text(entries: int) -> str:
 
     parts = []
     for i in range(entries):
-        record = codec.TcRecord(metadata_op=i % 4, txnid_most_bits=1, txnid_least_bits=i // 4,
-                                last_modification_time=1_763_770_000_000 + i)
+        record = codec.TcRecord(
+            metadata_op=i % 4, txnid_most_bits=1, txnid_least_bits=i // 4, last_modification_time=1_763_770_000_000 + i
+        )
         parts.append(format_entry(7, i, codec.encode_single(record)))
     return "".join(parts)
 
@@ -59,14 +61,20 @@ def main(argv: list[str]) -> None:
             sink.write_ledger(task, _lines(task, found, {"entries": 0, "bytes": 0}))
             spent = time.process_time() - t0
             best = spent if best is None else min(best, spent)
-    print(f"collect's own work for one ledger of {args.entries:,} entries ({len(text) / 1e6:.1f} MB of shell text): "
-          f"{best:.2f} s CPU, {best / args.entries * 1e6:.1f} µs per entry (best of {args.rounds})")
+    print(
+        f"collect's own work for one ledger of {args.entries:,} entries ({len(text) / 1e6:.1f} MB of shell text): "
+        f"{best:.2f} s CPU, {best / args.entries * 1e6:.1f} µs per entry (best of {args.rounds})"
+    )
     per_entry = best / args.entries
     per_ledger = args.fixed_seconds + args.entries * (args.read_ms / 1000 + per_entry)
-    print(f"estimate for {args.ledgers:,} ledgers of {args.entries:,} entries: {per_ledger:.1f} s per ledger "
-          f"(F {args.fixed_seconds:g} s + {args.entries:,} x ({args.read_ms:g} ms read + {per_entry * 1e6:.1f} µs own work))")
+    print(
+        f"estimate for {args.ledgers:,} ledgers of {args.entries:,} entries: {per_ledger:.1f} s per ledger "
+        f"(F {args.fixed_seconds:g} s + {args.entries:,} x ({args.read_ms:g} ms read + {per_entry * 1e6:.1f} µs own work))"
+    )
     for n in (1, 4, 16, 50, 100):
-        print(f"  {n:>3} concurrent shells: {_duration(args.ledgers * per_ledger / n)}, about {0.3 * n:.1f} GB for the shells' JVMs")
+        print(
+            f"  {n:>3} concurrent shells: {_duration(args.ledgers * per_ledger / n)}, about {0.3 * n:.1f} GB for the shells' JVMs"
+        )
 
 
 def _duration(seconds: float) -> str:

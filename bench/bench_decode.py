@@ -13,6 +13,7 @@ Target: objects and json at no less than 0.5x the baseline.
 Part 2 writes a JSONL dump of at least N records (default 1,000,000) in whole 512-record batches and times
 `pulsar-txn decode DUMP -o jsonl > /dev/null` as a real process (wall and CPU). Target: < 10 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,16 @@ def tc_batch(first: int):
     records = []
     for i in range(first, first + BATCH):
         op = i % 4
-        r = codec.TcRecord(metadata_op=op, txnid_most_bits=1, txnid_least_bits=i // 4, last_modification_time=1_763_770_000_000 + i)
+        r = codec.TcRecord(
+            metadata_op=op, txnid_most_bits=1, txnid_least_bits=i // 4, last_modification_time=1_763_770_000_000 + i
+        )
         if op == 0:
-            r.timeout_ms, r.start_time, r.max_local_txn_id, r.owner = 30_000, 1_763_770_000_000 + i, i // 4, "pulsar://broker-1:6650"
+            r.timeout_ms, r.start_time, r.max_local_txn_id, r.owner = (
+                30_000,
+                1_763_770_000_000 + i,
+                i // 4,
+                "pulsar://broker-1:6650",
+            )
         elif op == 1:
             r.partitions.append(f"persistent://public/default/orders-partition-{i % 8}")
         elif op == 2:
@@ -62,8 +70,18 @@ def pa_batch(first: int):
 
 
 def _touch_tc(r) -> None:
-    _ = (r.metadata_op, r.txnid_least_bits, r.txnid_most_bits, r.expected_status, r.new_status, r.timeout_ms,
-         r.start_time, r.last_modification_time, r.max_local_txn_id, r.owner)
+    _ = (
+        r.metadata_op,
+        r.txnid_least_bits,
+        r.txnid_most_bits,
+        r.expected_status,
+        r.new_status,
+        r.timeout_ms,
+        r.start_time,
+        r.last_modification_time,
+        r.max_local_txn_id,
+        r.owner,
+    )
     for _p in r.partitions:
         pass
     for s in r.subscriptions:
@@ -82,8 +100,18 @@ def part1(rounds: int, entries_per_round: int) -> None:
     from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 
     cases = {
-        "tc": ([codec.encode_batch(tc_batch(i * BATCH)) for i in range(entries_per_round)], tc_pb2.BatchedTransactionMetadataEntry, "transaction_logs", _touch_tc),
-        "pending-ack": ([codec.encode_batch(pa_batch(i * BATCH)) for i in range(entries_per_round)], pa_pb2.BatchedPendingAckMetadataEntry, "pending_ack_logs", _touch_pa),
+        "tc": (
+            [codec.encode_batch(tc_batch(i * BATCH)) for i in range(entries_per_round)],
+            tc_pb2.BatchedTransactionMetadataEntry,
+            "transaction_logs",
+            _touch_tc,
+        ),
+        "pending-ack": (
+            [codec.encode_batch(pa_batch(i * BATCH)) for i in range(entries_per_round)],
+            pa_pb2.BatchedPendingAckMetadataEntry,
+            "pending_ack_logs",
+            _touch_pa,
+        ),
     }
     print(f"part 1: {entries_per_round} batched entries x {BATCH} records per round, best of {rounds} rounds")
     print(f"  {'log':<12} {'variant':<9} {'records/s':>12} {'x baseline':>11}")
@@ -146,14 +174,18 @@ def part2(records: int) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         with open(os.devnull, "wb") as sink:
-            result = subprocess.run([*command, "decode", str(dump), "-o", "jsonl"], stdout=sink, stderr=subprocess.PIPE, text=True)
+            result = subprocess.run(
+                [*command, "decode", str(dump), "-o", "jsonl"], stdout=sink, stderr=subprocess.PIPE, text=True
+            )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if result.returncode != 0:
             print(f"part 2: decode failed ({result.returncode}): {result.stderr.strip()}")
             return
-        print(f"part 2: pulsar-txn decode -o jsonl of {written:,} records ({size / 1e6:.0f} MB dump, {entries:,} entries)")
+        print(
+            f"part 2: pulsar-txn decode -o jsonl of {written:,} records ({size / 1e6:.0f} MB dump, {entries:,} entries)"
+        )
         print(f"  wall {wall:.2f} s, CPU {cpu:.2f} s, {written / wall:,.0f} records/s wall (target: < 10 s)")
 
 

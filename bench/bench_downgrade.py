@@ -6,6 +6,7 @@ and the calls PIP-160's manual procedure needs for the same cluster.
 
     python -m bench downgrade [--subscriptions N] [--latency-ms MS] [--repeat R]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,16 @@ def build(directory: Path, coordinators: int, subscriptions: int) -> None:
     engine = Engine.init(directory, coordinators=coordinators)
     try:
         # Each transaction acks 1-2 random subscriptions: enough transactions reach nearly all.
-        simulate(engine, SimOptions(transactions=subscriptions * 4, topics=max(1, subscriptions // 10),
-                                    subscriptions=subscriptions, concurrency=200, seed=7))
+        simulate(
+            engine,
+            SimOptions(
+                transactions=subscriptions * 4,
+                topics=max(1, subscriptions // 10),
+                subscriptions=subscriptions,
+                concurrency=200,
+                seed=7,
+            ),
+        )
     finally:
         engine.close()
 
@@ -58,8 +67,14 @@ def manual_calls(observations) -> dict:
     discovery = 1 + len(tenants) + len(namespaces)  # tenants list, namespaces list, namespaces topics -ist
     ledgers = tcs + subs  # coordinator-internal-stats, pending-ack-internal-stats
     once = step1 + lookup + discovery + ledgers
-    return {"perCheck": once, "recordAndConfirm": 2 * once, "coordinators": tcs, "subscriptions": subs,
-            "brokers": brokers, "namespaces": len(namespaces)}
+    return {
+        "perCheck": once,
+        "recordAndConfirm": 2 * once,
+        "coordinators": tcs,
+        "subscriptions": subs,
+        "brokers": brokers,
+        "namespaces": len(namespaces),
+    }
 
 
 class served_engine:
@@ -73,10 +88,16 @@ class served_engine:
         import subprocess
         import sys
 
-        code = ("import sys; from pulsar_txn_cli.admin import server; "
-                "server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))")
-        self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.directory), str(self.latency_ms)],
-                                     stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        code = (
+            "import sys; from pulsar_txn_cli.admin import server; "
+            "server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(self.directory), str(self.latency_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
         self.url = self.proc.stdout.readline().strip()
         if not self.url.startswith("http"):
             self.proc.kill()
@@ -106,8 +127,11 @@ def main(argv: list[str]) -> None:
         directory = Path(tmp) / "engine"
         t0 = time.perf_counter()
         build(directory, args.coordinators, args.subscriptions)
-        print(f"engine built in {time.perf_counter() - t0:.1f}s ({args.coordinators} coordinators, "
-              f"~{args.subscriptions} transactional subscriptions)", flush=True)
+        print(
+            f"engine built in {time.perf_counter() - t0:.1f}s ({args.coordinators} coordinators, "
+            f"~{args.subscriptions} transactional subscriptions)",
+            flush=True,
+        )
         checkpoint = Path(tmp) / "checkpoint.json"
         with served_engine(directory, args.latency_ms) as served:
             print(f"engine serve at {served.url}, --latency-ms {args.latency_ms:g}", flush=True)
@@ -121,14 +145,21 @@ def main(argv: list[str]) -> None:
                     runs.append(seconds)
                 figures[concurrency] = statistics.median(runs)
                 obs = result.observations
-                print(f"--concurrency {concurrency:>2}: {figures[concurrency]:6.2f}s  verdict {result.verdict.verdict}, "
-                      f"{len(obs.coordinators)} coordinators, {len(obs.subscriptions)} subscriptions, "
-                      f"{result.calls} admin calls", flush=True)
+                print(
+                    f"--concurrency {concurrency:>2}: {figures[concurrency]:6.2f}s  verdict {result.verdict.verdict}, "
+                    f"{len(obs.coordinators)} coordinators, {len(obs.subscriptions)} subscriptions, "
+                    f"{result.calls} admin calls",
+                    flush=True,
+                )
         ratio = figures[16] / figures[1]
         manual = manual_calls(obs)
-        print(f"default concurrency takes {ratio:.3f} of the sequential time "
-              f"({'meets' if ratio <= 0.1 else 'MISSES'} the 1/10 target)")
-        print(f"manual procedure (PIP-160 steps 1, 2-1..2-7, recorded once and confirmed once): "
-              f"{manual['recordAndConfirm']} pulsar-admin calls ({manual['perCheck']} per pass: "
-              f"{1 + manual['brokers']} config, {1 + manual['coordinators']} lookup, "
-              f"{1 + manual['namespaces'] + 1} discovery, {manual['coordinators'] + manual['subscriptions']} ledger lists)")
+        print(
+            f"default concurrency takes {ratio:.3f} of the sequential time "
+            f"({'meets' if ratio <= 0.1 else 'MISSES'} the 1/10 target)"
+        )
+        print(
+            f"manual procedure (PIP-160 steps 1, 2-1..2-7, recorded once and confirmed once): "
+            f"{manual['recordAndConfirm']} pulsar-admin calls ({manual['perCheck']} per pass: "
+            f"{1 + manual['brokers']} config, {1 + manual['coordinators']} lookup, "
+            f"{1 + manual['namespaces'] + 1} discovery, {manual['coordinators'] + manual['subscriptions']} ledger lists)"
+        )

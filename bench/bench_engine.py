@@ -8,6 +8,7 @@ transaction buffer, SQLite commits), counting TC-log records and all log records
 each mode runs R times and the rates are reported as the median and the range. --profile runs the
 batching-on workload once more under cProfile and prints where its time goes, by part of the engine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,9 @@ def run(batch: bool, transactions: int, concurrency: int, subscriptions: int, se
                 engine.config.set("transactionLogBatchedWriteEnabled", "true")
                 engine.config.set("transactionPendingAckBatchedWriteEnabled", "true")
                 engine.reload()
-            options = SimOptions(transactions=transactions, concurrency=concurrency, subscriptions=subscriptions, seed=seed)
+            options = SimOptions(
+                transactions=transactions, concurrency=concurrency, subscriptions=subscriptions, seed=seed
+            )
             start = time.perf_counter()
             result = profiler.runcall(simulate, engine, options) if profiler else simulate(engine, options)
             elapsed = time.perf_counter() - start
@@ -87,24 +90,36 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     rows = {}
     for batch in (True, False):
-        runs = [run(batch, args.transactions, args.concurrency, args.subscriptions, args.seed) for _ in range(args.repeat)]
+        runs = [
+            run(batch, args.transactions, args.concurrency, args.subscriptions, args.seed) for _ in range(args.repeat)
+        ]
         r = rows[batch] = runs[0]
         r["tcRates"] = [r["records"]["tc"] / x["seconds"] for x in runs]
         tc, pa = r["records"]["tc"], r["records"]["pendingAck"]
         seconds = [x["seconds"] for x in runs]
-        print(f"batching {'on ' if batch else 'off'}: {args.transactions} txns, concurrency {args.concurrency}, "
-              f"{args.subscriptions} subscriptions, {statistics.median(seconds):.2f} s (median)")
-        print(f"  TC-log records/s        {spread([tc / s for s in seconds])}   ({tc} records, {r['entries']['tc']} entries)")
-        print(f"  all log records/s       {spread([(tc + pa) / s for s in seconds])}   (+ {pa} pending-ack records, "
-              f"{r['entries']['pendingAck']} entries)")
-        print(f"  entries per 1,000 records: TC {1000 * r['entries']['tc'] / max(tc, 1):.1f}, "
-              f"pending ack {1000 * r['entries']['pendingAck'] / max(pa, 1):.1f}")
+        print(
+            f"batching {'on ' if batch else 'off'}: {args.transactions} txns, concurrency {args.concurrency}, "
+            f"{args.subscriptions} subscriptions, {statistics.median(seconds):.2f} s (median)"
+        )
+        print(
+            f"  TC-log records/s        {spread([tc / s for s in seconds])}   ({tc} records, {r['entries']['tc']} entries)"
+        )
+        print(
+            f"  all log records/s       {spread([(tc + pa) / s for s in seconds])}   (+ {pa} pending-ack records, "
+            f"{r['entries']['pendingAck']} entries)"
+        )
+        print(
+            f"  entries per 1,000 records: TC {1000 * r['entries']['tc'] / max(tc, 1):.1f}, "
+            f"pending ack {1000 * r['entries']['pendingAck'] / max(pa, 1):.1f}"
+        )
         print(f"  add latency p50/p99 (engine ms): {r['addLatencyMs']['p50']} / {r['addLatencyMs']['p99']}")
     on, off = rows[True], rows[False]
     assert on["records"] == off["records"], "the same seed must give the same records"
     ratio = off["entries"]["tc"] / max(on["entries"]["tc"], 1)
-    print(f"TC-log entries without / with batching: {off['entries']['tc']} / {on['entries']['tc']} = {ratio:.1f}x "
-          f"(target >= 20x)")
+    print(
+        f"TC-log entries without / with batching: {off['entries']['tc']} / {on['entries']['tc']} = {ratio:.1f}x "
+        f"(target >= 20x)"
+    )
     print(f"TC-log records/s with batching: {spread(on['tcRates'])} (target >= 20,000)")
     if args.profile:
         profile_shares(args)

@@ -5,6 +5,7 @@ entries a ledger. The first N entries of it are inserted for real into both Pyth
 (1 M by default; `--full` adds 10 M); 36 M (the PIP's hour) is computed by `nack plan`'s model,
 since inserting it in pure Python would take minutes and gigabytes.
 """
+
 from __future__ import annotations
 
 import gc
@@ -45,7 +46,9 @@ def _measure(design: str, count: int) -> dict:
     rate = _fill(tracker, count)
     rss, java = _rss() - before, tracker.java_bytes()
     started, runs = time.perf_counter(), 0
-    while runs < 3 or time.perf_counter() - started < 1.0:  # timer runs that find nothing due yet (old) / one bucket (new)
+    while (
+        runs < 3 or time.perf_counter() - started < 1.0
+    ):  # timer runs that find nothing due yet (old) / one bucket (new)
         tracker.fire(DELAY_MS - 1 + runs * (1 << BITS) if hasattr(tracker, "bits") else 0)
         runs += 1
         if runs >= 50:
@@ -60,15 +63,21 @@ def main(argv: list[str]) -> None:
     from pulsar_txn_cli.nack.plan import Workload, new_design, old_design
 
     sizes = [100_000] if "--quick" in argv else [1_000_000] + ([10_000_000] if "--full" in argv else [])
-    print(f"{'entries':>10} {'design':>7} {'inserts/s':>10} {'timer runs/s':>13} {'Java bytes':>14} {'B/entry':>8} {'Python RSS':>12}")
+    print(
+        f"{'entries':>10} {'design':>7} {'inserts/s':>10} {'timer runs/s':>13} {'Java bytes':>14} {'B/entry':>8} {'Python RSS':>12}"
+    )
     for count in sizes:
         for name in ("old", "new"):
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 m = pool.apply(_measure, (name, count))
-            print(f"{count:>10} {name:>7} {m['inserts_per_s']:>10.0f} {m['fires_per_s']:>13.2f} {m['java']:>14} "
-                  f"{m['java'] / count:>8.2f} {m['rss'] / 2**20:>10.0f} MiB")
+            print(
+                f"{count:>10} {name:>7} {m['inserts_per_s']:>10.0f} {m['fires_per_s']:>13.2f} {m['java']:>14} "
+                f"{m['java'] / count:>8.2f} {m['rss'] / 2**20:>10.0f} MiB"
+            )
     for count in (1_000_000, 10_000_000, 36_000_000):
         w = Workload(RATE, count / RATE, BITS, PER_LEDGER, 1)
         old, new = old_design(w)["atEntries"], new_design(w)  # count entries, no churn
-        print(f"{count:>10} modelled: old {old['bytes']:>13} B ({old['bytesPerEntry']} B/entry, {old['slots']} slots), "
-              f"new {new['bytes']:>11} B ({new['bytesPerEntry']} B/entry, {new['buckets']} buckets)")
+        print(
+            f"{count:>10} modelled: old {old['bytes']:>13} B ({old['bytesPerEntry']} B/entry, {old['slots']} slots), "
+            f"new {new['bytes']:>11} B ({new['bytesPerEntry']} B/entry, {new['buckets']} buckets)"
+        )

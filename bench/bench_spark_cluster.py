@@ -11,6 +11,7 @@ second analysis in the same driver (the first, on a quarter dump, pays for the e
 workers and JIT) and the median of --repeat runs. The load average is printed with the figures:
 on a shared machine it says how far to trust them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,16 @@ def child(master: str, conf: str, path: str, warm: str, repeat: int) -> None:
             report = spark_job.run(spark, inputs.expand([path]), shipment=session.shipment, decoders=decoders)
             rates.append(report["totals"]["records"] / (time.perf_counter() - start))
     rates.sort()
-    print(json.dumps({"rate": rates[len(rates) // 2], "range": [rates[0], rates[-1]], "records": report["totals"]["records"],
-                      "decoders": spark_job.describe_decoders(decoders)}))
+    print(
+        json.dumps(
+            {
+                "rate": rates[len(rates) // 2],
+                "range": [rates[0], rates[-1]],
+                "records": report["totals"]["records"],
+                "decoders": spark_job.describe_decoders(decoders),
+            }
+        )
+    )
 
 
 def on_cluster(workers: int, path: Path, warm: Path, workdir: Path, repeat: int) -> dict:
@@ -48,11 +57,18 @@ def on_cluster(workers: int, path: Path, warm: Path, workdir: Path, repeat: int)
     python = executor_python()
     with Standalone(workdir / f"cluster-{workers}", workers=workers, cores=1) as cluster:
         conf = json.dumps(cluster.driver_conf(python))
-        code = (f"from bench.bench_spark_cluster import child; "
-                f"child({cluster.master!r}, {conf!r}, {str(path)!r}, {str(warm)!r}, {repeat})")
+        code = (
+            f"from bench.bench_spark_cluster import child; "
+            f"child({cluster.master!r}, {conf!r}, {str(path)!r}, {str(warm)!r}, {repeat})"
+        )
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
-        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                              env={**env, "SPARK_LOCAL_IP": "127.0.0.1"})
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**env, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
     if done.returncode:
         raise SystemExit(f"the cluster run with {workers} worker(s) failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,16 +93,22 @@ def main(argv: list[str]) -> None:
     local = measure("local", path, None, args.repeat)
     one = on_cluster(1, path, warm, workdir, args.repeat)
     two = on_cluster(2, path, warm, workdir, args.repeat)
-    print(f"load average (1 min) at the start: {load:.1f}, at the end: {os.getloadavg()[0]:.1f}, on {os.cpu_count()} cores; "
-          f"{time.monotonic() - start:.0f} s in all")
+    print(
+        f"load average (1 min) at the start: {load:.1f}, at the end: {os.getloadavg()[0]:.1f}, on {os.cpu_count()} cores; "
+        f"{time.monotonic() - start:.0f} s in all"
+    )
     print(f"{local['records']:,} records; records/s, median of {args.repeat} (range):")
     print("| run | records/s | per core | per core / local |")
     print("|---|---|---|---|")
-    rows = [("local runner (1 process)", local["rate"], local["range"], 1),
-            ("standalone, 1 worker x 1 core", one["rate"], one["range"], 1),
-            ("standalone, 2 workers x 1 core", two["rate"], two["range"], 2)]
+    rows = [
+        ("local runner (1 process)", local["rate"], local["range"], 1),
+        ("standalone, 1 worker x 1 core", one["rate"], one["range"], 1),
+        ("standalone, 2 workers x 1 core", two["rate"], two["range"], 2),
+    ]
     for name, rate, (low, high), cores in rows:
-        print(f"| {name} | {rate:,.0f} ({low / 1e6:.2f} M to {high / 1e6:.2f} M) | {rate / cores:,.0f} | "
-              f"{rate / cores / local['rate']:.2f} |")
+        print(
+            f"| {name} | {rate:,.0f} ({low / 1e6:.2f} M to {high / 1e6:.2f} M) | {rate / cores:,.0f} | "
+            f"{rate / cores / local['rate']:.2f} |"
+        )
     print(f"two workers / one worker: {two['rate'] / one['rate']:.2f}")
     print(f"1 worker: {one['decoders']}; 2 workers: {two['decoders']}")

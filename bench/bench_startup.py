@@ -8,6 +8,7 @@ Each figure is the best of N (default 10) fresh interpreters run with `python -X
                runtime, httpx, pyspark.sql); the commands that need them import them themselves.
 tests/test_cli_core.py checks that none of them is loaded by the CLI's import.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ def _top_level_ms(stderr: str) -> float:
         if line.strip() == MARK:
             counting = True
         elif counting and line.startswith("import time:") and "|" in line:
-            _self, cumulative, name = line[len("import time:"):].split("|")
+            _self, cumulative, name = line[len("import time:") :].split("|")
             if not name.startswith("  ") and cumulative.strip().isdigit():  # "| package", not "|   nested"
                 total += int(cumulative)
     return total / 1000

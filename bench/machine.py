@@ -1,6 +1,7 @@
 """What the machine did while a bench ran, measured rather than assumed: its cores, the load average
 at the start and at the end, and the CPU time the hypervisor stole (a virtual machine's host may take
 a share of a core for seconds). Each bench's figures are printed between these two lines."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,10 @@ def _cpu_times() -> list[int]:
 @contextmanager
 def report(name: str):
     before = _cpu_times()
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start of bench {name}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start of bench {name}",
+        flush=True,
+    )
     try:
         yield
     finally:
@@ -25,6 +29,8 @@ def report(name: str):
         total = sum(delta[:8]) or 1
         steal = delta[7] if len(delta) > 7 else 0
         busy = total - delta[3] - delta[4]
-        print(f"machine: load average {os.getloadavg()[0]:.1f} at the end of bench {name}; over the run the CPUs were "
-              f"{100 * busy / total:.0f}% busy (this bench and every other process) and {100 * steal / total:.1f}% stolen by the host",
-              flush=True)
+        print(
+            f"machine: load average {os.getloadavg()[0]:.1f} at the end of bench {name}; over the run the CPUs were "
+            f"{100 * busy / total:.0f}% busy (this bench and every other process) and {100 * steal / total:.1f}% stolen by the host",
+            flush=True,
+        )

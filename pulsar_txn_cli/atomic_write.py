@@ -4,6 +4,7 @@ A temp file in the same directory, fsync'd, renamed over the target, then the di
 a reader sees the old file or the new one, never half of one, and a crash right after keeps the
 new one. Imports nothing of the project.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ At each TAB the shell asks `pulsar-txn` itself (with _PULSAR_TXN_COMPLETE set) f
 so a script follows the installed commands, options and choices. `pulsar-txn completion SHELL`
 prints one (pulsarctl's convention); scripts/gen_completions.py writes them all to completions/.
 """
+
 from __future__ import annotations
 
 PROG = "pulsar-txn"
@@ -22,12 +23,16 @@ def script(shell: str) -> str:
 
     _, install = SHELLS[shell]
     body = get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell).rstrip("\n")
-    header = (f"# {shell} completion for {PROG}; printed by `{PROG} completion {shell}` (scripts/gen_completions.py "
-              f"writes completions/), do not edit.\n# Install: {install}.\n")
+    header = (
+        f"# {shell} completion for {PROG}; printed by `{PROG} completion {shell}` (scripts/gen_completions.py "
+        f"writes completions/), do not edit.\n# Install: {install}.\n"
+    )
     if body.startswith("#compdef"):  # zsh's autoloader reads only the first line
         first, _, rest = body.partition("\n")
         body, header = rest, first + "\n" + header
     if shell == "fish":  # Typer's script never completes files (--no-files); these commands take paths
-        body += (f'\ncomplete --command {PROG} --force-files --condition "__fish_seen_subcommand_from '
-                 f'{" ".join(PATH_COMMANDS)}"')
+        body += (
+            f'\ncomplete --command {PROG} --force-files --condition "__fish_seen_subcommand_from '
+            f'{" ".join(PATH_COMMANDS)}"'
+        )
     return header + body + "\n"

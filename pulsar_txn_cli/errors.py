@@ -5,6 +5,7 @@ line on stderr and that code (and names.InvalidName, a topic name, position or t
 does not parse, into a usage error: exit code 2). Messages are full sentences naming what is wrong and where, and
 never contain credentials (admin/redact.py scrubs anything that came from a server).
 """
+
 from __future__ import annotations
 
 from enum import IntEnum

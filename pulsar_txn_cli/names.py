@@ -4,6 +4,7 @@ and the "true"/"false" of its configuration. One parser each.
 A leaf: it imports nothing of the project, so any layer can use it. A name that does not parse
 raises InvalidName, which the CLI's error mapping (cli/main.py) reports as a usage error (exit code 2).
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,9 @@ class TopicName:
         if len(parts) == 1:
             parts = ["public", "default", parts[0]]
         if len(parts) != 3 or not all(parts):
-            raise InvalidName(f"topic {name!r} is not a topic name (persistent://tenant/namespace/topic, tenant/namespace/topic or topic)")
+            raise InvalidName(
+                f"topic {name!r} is not a topic name (persistent://tenant/namespace/topic, tenant/namespace/topic or topic)"
+            )
         if domain != "persistent":
             raise InvalidName(f"topic {name!r} is {domain}; transactions exist only on persistent topics")
         self.tenant, self.namespace, self.local = parts

@@ -1,5 +1,6 @@
 """Natural order of names: runs of digits compare as numbers, so `sub-2` comes before `sub-10`
 and `partition-9` before `partition-10`. Every list of names the tool shows is in this order."""
+
 from __future__ import annotations
 
 import re

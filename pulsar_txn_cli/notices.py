@@ -3,6 +3,7 @@
 The library never prints: it calls `notify(text)`, and the CLI (cli/main.py) installs the
 listener that shows the text on stderr. Without a listener (a library user, a test) nothing is shown.
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -7,6 +7,7 @@ Works through PulsarAdmin only (the same REST paths on a cluster and on the engi
 A partition is held when maxReadPosition is behind the last written position: readers stop
 just before the first message of the oldest open transaction there (its "head" holder).
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
@@ -62,15 +63,19 @@ def holders_by_partition(open_txns: dict) -> dict[str, list[dict]]:
         for partition, in_buffer in (meta.get("producedPartitions") or {}).items():
             if (in_buffer or {}).get("aborted"):
                 continue
-            found.setdefault(partition, []).append({"txnId": meta.get("txnId", txn_id), "metadata": meta,
-                                                    "startPosition": (in_buffer or {}).get("startPosition")})
+            found.setdefault(partition, []).append(
+                {
+                    "txnId": meta.get("txnId", txn_id),
+                    "metadata": meta,
+                    "startPosition": (in_buffer or {}).get("startPosition"),
+                }
+            )
     return found
 
 
 def fix_commands(txn_id: str) -> list[str]:
     most, least = txn_id.strip("()").split(",")
-    return [f"pulsar-txn transaction-metadata '({most},{least})'",
-            f"pulsar-txn abort-transaction -m {most} -l {least}"]
+    return [f"pulsar-txn transaction-metadata '({most},{least})'", f"pulsar-txn abort-transaction -m {most} -l {least}"]
 
 
 # A buffer in these states serves reads; Initializing, None and Close (or an unknown state) do not.
@@ -90,25 +95,30 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     last = Position.find(internal.get("lastConfirmedEntry"))
     behind = entries_between(max_read, last, internal.get("ledgers") or []) if max_read and last else 0
     state = stats.get("state")
-    report.update({
-        "maxReadPosition": stats.get("maxReadPosition"),
-        "lastConfirmedEntry": internal.get("lastConfirmedEntry"),
-        "entriesBehind": behind,
-        "ongoingTxnSize": stats.get("ongoingTxnSize", 0),
-        "bufferState": state,
-        "held": behind > 0 or state not in READY_STATES,
-        "cause": None,
-    })
+    report.update(
+        {
+            "maxReadPosition": stats.get("maxReadPosition"),
+            "lastConfirmedEntry": internal.get("lastConfirmedEntry"),
+            "entriesBehind": behind,
+            "ongoingTxnSize": stats.get("ongoingTxnSize", 0),
+            "bufferState": state,
+            "held": behind > 0 or state not in READY_STATES,
+            "cause": None,
+        }
+    )
     if state not in READY_STATES:
         # Readers wait for the buffer's recovery, whatever the transactions do: a different fix.
         report["cause"] = "recovering"
-        report["note"] = (f"the transaction buffer has not finished recovering (state {state}): readers wait for "
-                          "its recovery, not for open transactions; it usually ends within seconds; if it lasts, "
-                          f"check the owning broker's log and unload the topic (pulsar-admin topics unload {partition})")
+        report["note"] = (
+            f"the transaction buffer has not finished recovering (state {state}): readers wait for "
+            "its recovery, not for open transactions; it usually ends within seconds; if it lasts, "
+            f"check the owning broker's log and unload the topic (pulsar-admin topics unload {partition})"
+        )
         return report
     if not report["held"]:
         return report
     report["cause"] = "open transactions"
+
     def order(holder):  # start position when the coordinator knows it, else open time
         start = Position.find(holder["startPosition"])
         return (start is None, start or (0, 0), holder["metadata"].get("openTimestamp") or 0)
@@ -118,28 +128,33 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     for index, holder in enumerate(ordered):
         meta = holder["metadata"]
         opened = meta.get("openTimestamp")
-        out.append({
-            "txnId": holder["txnId"],
-            "head": index == 0,  # the oldest start: readers stop just before it
-            "status": meta.get("status"),
-            "startPosition": holder["startPosition"],
-            "openTimestamp": opened,
-            "openForMs": max(now_ms - opened, 0) if isinstance(opened, int) else None,
-            "timeoutAt": meta.get("timeoutAt"),
-            "metadata": meta,
-            "fix": fix_commands(holder["txnId"]),
-        })
+        out.append(
+            {
+                "txnId": holder["txnId"],
+                "head": index == 0,  # the oldest start: readers stop just before it
+                "status": meta.get("status"),
+                "startPosition": holder["startPosition"],
+                "openTimestamp": opened,
+                "openForMs": max(now_ms - opened, 0) if isinstance(opened, int) else None,
+                "timeoutAt": meta.get("timeoutAt"),
+                "metadata": meta,
+                "fix": fix_commands(holder["txnId"]),
+            }
+        )
     report["holders"] = out
     report["heldSince"] = out[0]["openTimestamp"] if out else None
     if not out:
-        report["note"] = (f"{report['ongoingTxnSize']} ongoing transaction(s) but no coordinator lists one for this partition: "
-                          "the buffer missed their end; the next commit or abort on this partition applies the "
-                          "coordinator's low-water mark, which aborts them")
+        report["note"] = (
+            f"{report['ongoingTxnSize']} ongoing transaction(s) but no coordinator lists one for this partition: "
+            "the buffer missed their end; the next commit or abort on this partition applies the "
+            "coordinator's low-water mark, which aborts them"
+        )
     return report
 
 
-def find_stuck_readers(admin, *, topic: str | None = None, namespace: str | None = None, now_ms: int,
-                       include_all: bool = False) -> dict:
+def find_stuck_readers(
+    admin, *, topic: str | None = None, namespace: str | None = None, now_ms: int, include_all: bool = False
+) -> dict:
     partitions = partitions_of(admin, topic, namespace)
     # -1, not 0: the broker lists transactions open *longer* than the timeout, and on the engine's
     # virtual clock a transaction may be open for 0 ms.

@@ -1,4 +1,5 @@
 """The fuzzing half of scripts/fuzz_scan.sh: SANITIZED_SO ENTRIES SEED."""
+
 import importlib.util
 import random
 import sys
@@ -15,19 +16,27 @@ def load(path):
 
 
 def tc_record(r):
-    record = codec.TcRecord(metadata_op=r.randrange(4), txnid_most_bits=r.getrandbits(64),
-                            txnid_least_bits=r.getrandbits(r.choice([5, 64])), new_status=r.randrange(5),
-                            owner="o" * r.randrange(200), partitions=["p" * r.randrange(140)] * r.randrange(3))
+    record = codec.TcRecord(
+        metadata_op=r.randrange(4),
+        txnid_most_bits=r.getrandbits(64),
+        txnid_least_bits=r.getrandbits(r.choice([5, 64])),
+        new_status=r.randrange(5),
+        owner="o" * r.randrange(200),
+        partitions=["p" * r.randrange(140)] * r.randrange(3),
+    )
     for _ in range(r.randrange(3)):
         record.subscriptions.add(topic="t", subscription="s" * r.randrange(130))
     return record
 
 
 def pa_record(r):
-    record = codec.PendingAckRecord(pending_ack_op=r.randrange(1, 4), txnid_most_bits=r.getrandbits(64),
-                                    txnid_least_bits=r.getrandbits(64))
+    record = codec.PendingAckRecord(
+        pending_ack_op=r.randrange(1, 4), txnid_most_bits=r.getrandbits(64), txnid_least_bits=r.getrandbits(64)
+    )
     for _ in range(r.randrange(3)):
-        position = record.pending_ack_metadata.add(ledgerId=r.getrandbits(64), entryId=r.getrandbits(30), batch_size=r.randrange(-5, 1000))
+        position = record.pending_ack_metadata.add(
+            ledgerId=r.getrandbits(64), entryId=r.getrandbits(30), batch_size=r.randrange(-5, 1000)
+        )
         position.ack_set.extend(r.getrandbits(63) - (1 << 62) for _ in range(r.randrange(4)))
     return record
 
@@ -39,7 +48,7 @@ def damaged(r, data: bytes) -> bytes:
         if kind == 0 and at < len(out):
             out[at] ^= 1 << r.randrange(8)
         elif kind == 1:
-            del out[at:at + r.randrange(1, 6)]
+            del out[at : at + r.randrange(1, 6)]
         elif kind == 2:
             out[at:at] = bytes(r.randrange(256) for _ in range(r.randrange(1, 4)))
         else:
@@ -61,7 +70,9 @@ def main(path: str, entries: int, seed: int) -> None:
         got = sanitized.scan(data, pending_ack)
         assert normalized(got) == normalized(regular.scan(data, pending_ack)), data.hex()
         answered += got is not None
-    print(f"{entries} entries ({answered} answered by the scanner): no sanitizer report, same answers as the regular build")
+    print(
+        f"{entries} entries ({answered} answered by the scanner): no sanitizer report, same answers as the regular build"
+    )
 
 
 if __name__ == "__main__":

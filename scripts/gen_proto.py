@@ -4,6 +4,7 @@ Usage: python scripts/gen_proto.py [OUT_DIR]   (default: pulsar_txn_cli/codec/ge
 Needs grpcio-tools (installed by the `dev` extra). tests/test_proto_schema.py fails when the
 checked-in modules differ from what this script produces.
 """
+
 import re
 import sys
 from pathlib import Path

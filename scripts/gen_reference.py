@@ -6,6 +6,7 @@ The help is rendered at a fixed width, without colour and with a fixed home dire
 is the same on every machine; tests/test_reference.py fails when the checked-in file differs from
 what this script writes.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -13,9 +14,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH = 100
 # Before typer and rich are imported: they read the terminal's width and colour once.
-FIXED_ENV = {"COLUMNS": str(WIDTH), "TERMINAL_WIDTH": str(WIDTH), "NO_COLOR": "1", "TERM": "dumb",
-             "HOME": "/home/user", "XDG_DATA_HOME": "/home/user/.local/share",
-             "XDG_STATE_HOME": "/home/user/.local/state", "XDG_CONFIG_HOME": "/home/user/.config"}
+FIXED_ENV = {
+    "COLUMNS": str(WIDTH),
+    "TERMINAL_WIDTH": str(WIDTH),
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+    "HOME": "/home/user",
+    "XDG_DATA_HOME": "/home/user/.local/share",
+    "XDG_STATE_HOME": "/home/user/.local/state",
+    "XDG_CONFIG_HOME": "/home/user/.config",
+}
 os.environ.update(FIXED_ENV)
 for name in ("FORCE_COLOR", "PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT"):
     os.environ.pop(name, None)

@@ -4,6 +4,7 @@ A shape is the JSON value with every scalar replaced by its JSON type. Maps whos
 (coordinator ids, transaction ids, topic names, config names) are compared by the shapes of
 their values, not by their keys.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,15 @@ import re
 # ackedPartitions, config names in runtime/values answers.
 _DATA_KEY = re.compile(r"^\d+$|^\(-?\d+,-?\d+\)$|://")
 # Parents whose children are keyed by data whatever the key looks like.
-MAP_PARENTS = {"cursors", "properties", "ackedPartitions", "$item-of-ackedPartitions", "producedPartitions", "lowWaterMarks", "$configuration"}
+MAP_PARENTS = {
+    "cursors",
+    "properties",
+    "ackedPartitions",
+    "$item-of-ackedPartitions",
+    "producedPartitions",
+    "lowWaterMarks",
+    "$configuration",
+}
 
 
 def json_type(value) -> str:

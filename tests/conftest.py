@@ -1,4 +1,5 @@
 """Shared fixtures. `cli` runs the real entry point in process with captured streams."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Suggested commands are safe to paste: each carries the target it was made for (#13.7)."""
+
 import shlex
 
 from pulsar_txn_cli.admin import server

@@ -1,5 +1,6 @@
 """The one atomic-write helper: the new text replaces the old, no temp file stays behind, and a
 failed write leaves the old file as it was."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The CLI core: exit codes, tracebacks only with --debug, global options anywhere, fast start."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,16 @@ from pulsar_txn_cli.errors import ExitCode
 SINGLE = codec.encode_single(codec.TcRecord(metadata_op=0, txnid_most_bits=1, txnid_least_bits=2))
 # Modules that `pulsar-txn --help` must not load: the protobuf runtime and generated modules,
 # the HTTP client, Spark and the SQLite-backed engine.
-HEAVY = ("google.protobuf", "pulsar_txn_cli.codec.gen", "httpx", "pyspark", "pyarrow", "pandas", "sqlite3", "pulsar_txn_cli.engine")
+HEAVY = (
+    "google.protobuf",
+    "pulsar_txn_cli.codec.gen",
+    "httpx",
+    "pyspark",
+    "pyarrow",
+    "pandas",
+    "sqlite3",
+    "pulsar_txn_cli.engine",
+)
 
 
 # ---------------------------------------------------------------- exit codes
@@ -144,5 +154,7 @@ def test_help_loads_no_heavy_module():
 
 
 def test_python_dash_m_runs_the_cli():
-    result = subprocess.run([sys.executable, "-m", "pulsar_txn_cli", "--version"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "pulsar_txn_cli", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and result.stdout.startswith("pulsar-txn ")

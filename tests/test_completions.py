@@ -1,4 +1,5 @@
 """completions/: not stale, and they really complete (bash runs the checked-in script)."""
+
 from __future__ import annotations
 
 import os
@@ -14,18 +15,26 @@ BIN = Path(sys.executable).parent
 
 
 def test_checked_in_completions_are_not_stale(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_completions.py"), str(tmp_path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_completions.py"), str(tmp_path)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     fresh = sorted(p.name for p in tmp_path.iterdir())
     assert fresh == ["_pulsar-txn", "pulsar-txn.bash", "pulsar-txn.fish"]
-    stale = [name for name in fresh if not (COMPLETIONS / name).exists() or (COMPLETIONS / name).read_text() != (tmp_path / name).read_text()]
+    stale = [
+        name
+        for name in fresh
+        if not (COMPLETIONS / name).exists() or (COMPLETIONS / name).read_text() != (tmp_path / name).read_text()
+    ]
     assert not stale, f"completions/{stale} are stale; run: .venv/bin/python scripts/gen_completions.py"
 
 
 def _ask(shell_env: dict) -> str:
     """What pulsar-txn answers a shell's completion request (a real process, as a shell runs it)."""
     env = {**os.environ, **shell_env}
-    result = subprocess.run([sys.executable, "-m", "pulsar_txn_cli"], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "pulsar_txn_cli"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -33,10 +42,22 @@ def _ask(shell_env: dict) -> str:
 def test_zsh_and_fish_requests_are_answered():
     zsh = _ask({"_PULSAR_TXN_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --format "})
     assert all(f'"{choice}"' in zsh for choice in ("auto", "raw", "hex", "base64", "readledger", "jsonl"))
-    fish = _ask({"_PULSAR_TXN_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --st"})
+    fish = _ask(
+        {
+            "_PULSAR_TXN_COMPLETE": "complete_fish",
+            "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+            "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --st",
+        }
+    )
     assert fish.startswith("--strict\t")
     # fish reads one candidate a line: long help texts must not wrap onto lines of their own.
-    every = _ask({"_PULSAR_TXN_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args", "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --"})
+    every = _ask(
+        {
+            "_PULSAR_TXN_COMPLETE": "complete_fish",
+            "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+            "_TYPER_COMPLETE_ARGS": "pulsar-txn decode --",
+        }
+    )
     lines = every.splitlines()
     assert "--format" in [line.split("\t")[0] for line in lines]
     assert all(line.startswith("-") for line in lines), [line for line in lines if not line.startswith("-")]
@@ -91,7 +112,9 @@ def test_fish_completes_file_paths_for_decode_and_analyze(tmp_path):
         pytest.fail("fish is not installed: apt-get install -y fish (./dev setup installs it)", pytrace=False)
     (tmp_path / "dump-one.jsonl").write_text("{}\n")
     for command in ("decode", "analyze", "collect --out"):
-        script = (f"set -x PATH {BIN} $PATH; source {COMPLETIONS / 'pulsar-txn.fish'}; "
-                  f"cd {tmp_path}; complete -C 'pulsar-txn {command} dump-'")
+        script = (
+            f"set -x PATH {BIN} $PATH; source {COMPLETIONS / 'pulsar-txn.fish'}; "
+            f"cd {tmp_path}; complete -C 'pulsar-txn {command} dump-'"
+        )
         result = subprocess.run([fish, "--no-config", "-c", script], capture_output=True, text=True, timeout=120)
         assert "dump-one.jsonl" in result.stdout, (command, result.stdout, result.stderr)

@@ -11,6 +11,7 @@ broker.
 Documented differences carry their reason in ALLOWED; cases where the engine is wrong are
 xfail(strict=True) with the precise difference, so they turn green when the engine is fixed.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,20 +30,17 @@ NS = "persistent://public/default"
 # fixture file -> why the tool does not call it (so it is not a conformance case)
 NOT_USED = {
     "brokers_leaderBroker.json": "the tool never asks for the leader broker",
-    "transactionInBufferStats.json":
-        "the captured transaction had ended on the real broker while the engine's replica keeps it in its "
-        "buffer; the shapes of both answers are checked in tests/buffer/test_shapes.py, the command against "
-        "a live broker in tests/integration/test_cli_real_broker.py",
+    "transactionInBufferStats.json": "the captured transaction had ended on the real broker while the engine's replica keeps it in its "
+    "buffer; the shapes of both answers are checked in tests/buffer/test_shapes.py, the command against "
+    "a live broker in tests/integration/test_cli_real_broker.py",
     "coordinators.json": "the tool lists coordinators from the TC-assign partitions and lookups, not /coordinators",
     "error_404_unknown_path.json": "Jersey's own 404 for a path that does not exist; the tool calls only real paths",
     "error_405_wrong_method_coordinatorStats.json": "the tool never uses a wrong method",
-    "error_500_coordinatorStats_tc_not_loaded.json":
-        "a real coordinator is not loaded between start/unload and the next transactional client; "
-        "the engine's coordinators are always loaded (documented in docs/real-broker-findings.md)",
+    "error_500_coordinatorStats_tc_not_loaded.json": "a real coordinator is not loaded between start/unload and the next transactional client; "
+    "the engine's coordinators are always loaded (documented in docs/real-broker-findings.md)",
     "error_404_coordinatorStats_id_0_tc_not_loaded.json": "same: the engine's coordinator is always loaded",
-    "error_412_invalid_dynamic_config_value.json":
-        "the capture's name is wrong: the real broker accepted 'notaboolean' with 200 (Pulsar does not "
-        "validate dynamic values); the tool only ever sends true/false",
+    "error_412_invalid_dynamic_config_value.json": "the capture's name is wrong: the real broker accepted 'notaboolean' with 200 (Pulsar does not "
+    "validate dynamic values); the tool only ever sends true/false",
 }
 
 # fixture file -> (documented difference, how to make the real answer comparable)
@@ -50,21 +48,25 @@ ALLOWED = {
     "brokers_configuration_runtime.json": (
         "the engine models only the broker keys it implements (engine/broker_config.py KEYS); every one of "
         "them must be in the real answer with the same type",
-        "subset"),
+        "subset",
+    ),
     "brokers_configuration.json": (
         "the engine lists only its dynamic keys; each must be a dynamic key of the real broker",
-        "subset"),
+        "subset",
+    ),
     "clusters_standalone.json": (
         "the engine's cluster metadata also carries its engine id (pulsarTxnEngineId, docs/identity.md); "
         "every other field must be the real broker's",
-        "engine-id"),
+        "engine-id",
+    ),
 }
 
 # fixture file -> the precise difference; xfail(strict=True) until the engine is fixed
 ENGINE_DIFFERS: dict[str, str] = {
     "transactionBufferInternalStats_metadata_true.json": (
         "engine differs: the engine does not compact the snapshot system topic, so its compactedLedger is "
-        "Pulsar's 'none' (-1) and carries no metadata string, where the real broker's compacted ledger has one"),
+        "Pulsar's 'none' (-1) and carries no metadata string, where the real broker's compacted ledger has one"
+    ),
 }
 
 
@@ -131,8 +133,15 @@ def engine_world(tmp_path_factory):
 def engine_answer(transport, method: str, url: str, least: int):
     """(status, JSON or text) from the engine for a captured request, with the engine's txn id."""
     parts = urlsplit(url)
-    path = re.sub(r"(transactionMetadata|transactionInBufferStats/.+|transactionInPendingAckStats/.+)/0/\d+$",
-                  rf"\1/0/{least}", parts.path) if not url.endswith("999999") else parts.path
+    path = (
+        re.sub(
+            r"(transactionMetadata|transactionInBufferStats/.+|transactionInPendingAckStats/.+)/0/\d+$",
+            rf"\1/0/{least}",
+            parts.path,
+        )
+        if not url.endswith("999999")
+        else parts.path
+    )
     status, _headers, raw = transport.request(method, path, dict(parse_qsl(parts.query)) or None)
     if not raw:
         return status, None
@@ -209,18 +218,24 @@ def test_every_endpoint_of_the_admin_client_has_a_captured_answer():
     captured = [_fixture(n)["request"]["path"].split("?")[0] for n in _cases()]
     uncovered = []
     for template in used:
-        pattern = "^" + re.sub(r"\\\{[^}]*\\\}", "[^?]+", re.escape(template.replace("{TXN}", "/admin/v3/transactions"))) + "$"
+        pattern = (
+            "^"
+            + re.sub(r"\\\{[^}]*\\\}", "[^?]+", re.escape(template.replace("{TXN}", "/admin/v3/transactions")))
+            + "$"
+        )
         if not any(re.match(pattern, path) for path in captured):
             uncovered.append(template)
     # abortTransaction was not captured (it would end the capture's open transaction), nor the
     # replicas POST (it would grow the capture's coordinators); positionStatsInPendingAck is newer
     # than the capture and checked against a live broker (tests/integration/test_cli_real_broker.py).
     # brokers/{cluster} is captured as brokers_standalone.json.
-    assert sorted(uncovered) == ["{TXN}/abortTransaction/{int(most)}/{int(least)}",
-                                 "{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}",
-                                 "{TXN}/transactionCoordinator/replicas",
-                                 # captured, but compared by shape only (NOT_USED says why)
-                                 "{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}"], uncovered
+    assert sorted(uncovered) == [
+        "{TXN}/abortTransaction/{int(most)}/{int(least)}",
+        "{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}",
+        "{TXN}/transactionCoordinator/replicas",
+        # captured, but compared by shape only (NOT_USED says why)
+        "{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}",
+    ], uncovered
 
 
 def test_metrics_sample_names_match_the_real_broker(engine_world):
@@ -241,16 +256,30 @@ def test_metrics_sample_names_match_the_real_broker(engine_world):
 
 # ---------------------------------------------------------------- the comparison itself can fail
 
-@pytest.mark.parametrize("real, ours, expected", [
-    ({"a": 1, "b": "x"}, {"a": 2, "b": "y"}, []),
-    ({"a": 1}, {"a": "1"}, ["$.a: real number, engine string"]),
-    ({"a": 1}, {}, ["$.a: missing in the engine (real: number)"]),
-    ({}, {"z": None}, ["$.z: not in the real answer (engine: null)"]),
-    ({"0": {"state": "Ready"}}, {"0": {"state": "Ready"}, "1": {"state": 3}}, ["$['1'].state: real string, engine number"]),
-    ({"ledgers": [{"id": 1, "size": 2}, {"id": 3}]}, {"ledgers": [{"id": 1}, {"id": 3}]},
-     ["$.ledgers[0].size: missing in the engine (real: number)"]),
-    ({"ackedPartitions": {"persistent://a/b/c": {"sub-a": {}}}}, {"ackedPartitions": {"persistent://a/b/d": {"s": []}}},
-     ["$.ackedPartitions['persistent://a/b/d']['s']: real object, engine array"]),
-])
+
+@pytest.mark.parametrize(
+    "real, ours, expected",
+    [
+        ({"a": 1, "b": "x"}, {"a": 2, "b": "y"}, []),
+        ({"a": 1}, {"a": "1"}, ["$.a: real number, engine string"]),
+        ({"a": 1}, {}, ["$.a: missing in the engine (real: number)"]),
+        ({}, {"z": None}, ["$.z: not in the real answer (engine: null)"]),
+        (
+            {"0": {"state": "Ready"}},
+            {"0": {"state": "Ready"}, "1": {"state": 3}},
+            ["$['1'].state: real string, engine number"],
+        ),
+        (
+            {"ledgers": [{"id": 1, "size": 2}, {"id": 3}]},
+            {"ledgers": [{"id": 1}, {"id": 3}]},
+            ["$.ledgers[0].size: missing in the engine (real: number)"],
+        ),
+        (
+            {"ackedPartitions": {"persistent://a/b/c": {"sub-a": {}}}},
+            {"ackedPartitions": {"persistent://a/b/d": {"s": []}}},
+            ["$.ackedPartitions['persistent://a/b/d']['s']: real object, engine array"],
+        ),
+    ],
+)
 def test_shape_differences(real, ours, expected):
     assert differences(real, ours) == expected

@@ -1,4 +1,5 @@
 """The README is a front door and every link in the docs leads somewhere."""
+
 from __future__ import annotations
 
 import re
@@ -50,12 +51,17 @@ def test_every_figure_names_a_command_that_exists():
         title = section.splitlines()[0]
         if title != "To be re-measured":
             assert re.search(r"python -m bench \w+|pytest|\.ci/run", section), f"figures.md: {title!r} names no command"
-    benches = {p.stem[len("bench_"):]: p.read_text() for p in (ROOT / "bench").glob("bench_*.py")}
+    benches = {p.stem[len("bench_") :]: p.read_text() for p in (ROOT / "bench").glob("bench_*.py")}
     wrong = []
     for doc in DOCS:
-        for name, options in re.findall(r"python -m bench ([a-z_]+)((?:\s+\[?--[a-z][\w-]*(?:=\S+?)?\]?)*)", doc.read_text()):
+        for name, options in re.findall(
+            r"python -m bench ([a-z_]+)((?:\s+\[?--[a-z][\w-]*(?:=\S+?)?\]?)*)", doc.read_text()
+        ):
             if name not in benches:
                 wrong.append(f"{doc.name}: no bench {name!r}")
-            wrong += [f"{doc.name}: bench {name} has no {opt}" for opt in re.findall(r"--[\w-]+", options)
-                      if f'"{opt}"' not in benches.get(name, "")]
+            wrong += [
+                f"{doc.name}: bench {name} has no {opt}"
+                for opt in re.findall(r"--[\w-]+", options)
+                if f'"{opt}"' not in benches.get(name, "")
+            ]
     assert not wrong, wrong

@@ -1,5 +1,6 @@
 """Every command's --help at 80 columns: whole option names, no `<bool>` on flags, no doubled
 defaults, choices shown, and engine commands without the cluster options they refuse."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,11 @@ from pulsar_txn_cli.cli.common import TARGET_PANEL
 WIDTH = 80
 # The cluster's options (the root's target options but --engine-dir): an engine command that
 # refuses a cluster must not offer them.
-CLUSTER_OPTIONS = [p.opts[0] for p in get_command(app).params
-                   if getattr(p, "rich_help_panel", None) == TARGET_PANEL and p.opts[0] != "--engine-dir"]
+CLUSTER_OPTIONS = [
+    p.opts[0]
+    for p in get_command(app).params
+    if getattr(p, "rich_help_panel", None) == TARGET_PANEL and p.opts[0] != "--engine-dir"
+]
 
 
 def _commands(command=None, path=()):
@@ -58,11 +62,17 @@ def test_help_reads_well_at_80_columns(cli, path, command):
 def test_help_lists_every_command_with_its_whole_first_sentence(cli):
     flat = " ".join(_help(cli, []).split())
     # click's own listing cuts it to "Stats of the transaction..."
-    assert "coordinator-stats Stats of the transaction coordinators (state, sequence id, low water mark, recover times)." in flat
+    assert (
+        "coordinator-stats Stats of the transaction coordinators (state, sequence id, low water mark, recover times)."
+        in flat
+    )
 
 
-@pytest.mark.parametrize("path,command", [(p, c) for p, c in COMMANDS if p[:1] == ("engine",) and not hasattr(c, "commands")],
-                         ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize(
+    "path,command",
+    [(p, c) for p, c in COMMANDS if p[:1] == ("engine",) and not hasattr(c, "commands")],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
+)
 def test_engine_commands_list_no_cluster_options(cli, path, command):
     text = _help(cli, path).partition("Target options:")[2]
     assert "--engine-dir" in text
@@ -85,7 +95,9 @@ def test_choices_are_shown_and_completed(cli, where):
     choices = CHOICES[where]
     assert f"{option} <{'|'.join(choices)}>" in _help(cli, path.split())
     env = {**os.environ, "_PULSAR_TXN_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": f"pulsar-txn {path} {option} "}
-    asked = subprocess.run([sys.executable, "-m", "pulsar_txn_cli"], env=env, capture_output=True, text=True, timeout=120)
+    asked = subprocess.run(
+        [sys.executable, "-m", "pulsar_txn_cli"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert asked.returncode == 0, asked.stderr
     assert re.findall(r'"([^"]+)"', asked.stdout) == choices, asked.stdout
 

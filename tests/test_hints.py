@@ -19,7 +19,9 @@ def test_a_missing_subscription_is_named_without_the_java_stack(cli, simulated_e
 def test_verify_entries_typos_are_usage_errors_before_any_check(cli, simulated_engine, tmp_path):
     target = ["--engine-dir", str(simulated_engine)]
     checkpoint = tmp_path / "cp.json"
-    missing = cli(["downgrade", "check", "--verify-entries", tmp_path / "nonexistent", "--checkpoint", checkpoint, *target])
+    missing = cli(
+        ["downgrade", "check", "--verify-entries", tmp_path / "nonexistent", "--checkpoint", checkpoint, *target]
+    )
     assert missing.exit_code == 2 and "no such file or directory" in missing.stderr
     assert "WAIT" not in missing.stdout and not checkpoint.exists()
     garbage = tmp_path / "garbage.txt"

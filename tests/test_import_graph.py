@@ -5,6 +5,7 @@ the two modules together). `from pkg import name` counts as an import of pkg.nam
 module, else of pkg. A package's own __init__ is not counted as a dependency of its submodules:
 Python runs it before them either way.
 """
+
 from __future__ import annotations
 
 import ast
@@ -64,7 +65,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
                 state[path.pop()] = 2
                 stack.pop()
             elif state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             elif not state.get(nxt):
                 state[nxt] = 1
                 path.append(nxt)

@@ -1,5 +1,6 @@
 """Ctrl-C: a real SIGINT to a real `pulsar-txn` process. Exit 130 with a sentence that says what
 was kept; a streamed JSON array is closed, so stdout stays valid JSON."""
+
 from __future__ import annotations
 
 import fcntl
@@ -23,8 +24,13 @@ CLI = [sys.executable, "-m", "pulsar_txn_cli"]
 def _start(args, **kw):
     # SIGINT back to its default in the child: a test runner in the background may ignore it,
     # and Python then installs no KeyboardInterrupt handler at all.
-    return subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+    return subprocess.Popen(
+        [*CLI, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **kw,
+    )
 
 
 def _interrupt(proc) -> tuple[int, str, str]:
@@ -53,20 +59,36 @@ def _unread(pipe) -> int:
 def test_interrupted_simulate_says_what_it_left_open(tmp_path):
     engine, acks = tmp_path / "engine", tmp_path / "acks.log"
     assert subprocess.run([*CLI, "engine", "init", "--engine-dir", engine], capture_output=True).returncode == 0
-    proc = _start(["engine", "simulate", "--engine-dir", engine, "-n", "10000000", "--txn-timeout-ms", "3600000",
-                   "--ack-log", acks])
+    proc = _start(
+        [
+            "engine",
+            "simulate",
+            "--engine-dir",
+            engine,
+            "-n",
+            "10000000",
+            "--txn-timeout-ms",
+            "3600000",
+            "--ack-log",
+            acks,
+        ]
+    )
     try:
         _wait_for(lambda: acks.exists() and acks.read_text().count("\nend ") >= 20, "the workload to end transactions")
     finally:
         code, _, err = _interrupt(proc)
     assert code == 130, err
-    match = re.search(r"interrupted \(Ctrl-C\) after (\d+) of 10000000 transactions had ended .*up to (\d+) started "
-                      r"transactions? may be left open: `pulsar-txn slow-transactions --time 0` lists them", err)
+    match = re.search(
+        r"interrupted \(Ctrl-C\) after (\d+) of 10000000 transactions had ended .*up to (\d+) started "
+        r"transactions? may be left open: `pulsar-txn slow-transactions --time 0` lists them",
+        err,
+    )
     assert match, err
     assert "Traceback" not in err
     # What the message promises is there: the engine still opens, and open transactions are listed.
-    listed = subprocess.run([*CLI, "slow-transactions", "--time", "0", "-o", "json", "--engine-dir", engine],
-                            capture_output=True, text=True)
+    listed = subprocess.run(
+        [*CLI, "slow-transactions", "--time", "0", "-o", "json", "--engine-dir", engine], capture_output=True, text=True
+    )
     assert listed.returncode == 0, listed.stderr
     assert 0 < len(json.loads(listed.stdout)) <= int(match.group(2))
 
@@ -96,7 +118,9 @@ def test_interrupted_decode_keeps_stdout_well_formed(tmp_path, output):
     assert code == 130, err
     if output == "json":
         entries = json.loads(out)  # a closed array, not a cut one
-        match = re.search(r"interrupted \(Ctrl-C\): the JSON array on stdout is closed and holds the first (\d+) items?", err)
+        match = re.search(
+            r"interrupted \(Ctrl-C\): the JSON array on stdout is closed and holds the first (\d+) items?", err
+        )
     else:
         entries = [json.loads(text) for text in out.splitlines()]  # every line whole
         match = re.search(r"interrupted \(Ctrl-C\): stdout holds the first (\d+) lines?", err)

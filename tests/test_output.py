@@ -1,4 +1,5 @@
 """The output layer: table (plain or rich), json, jsonl; colour rules (NO_COLOR, --no-color)."""
+
 from __future__ import annotations
 
 import io
@@ -13,7 +14,11 @@ ROWS = [
     {"name": "tc-0", "batched": True, "lag": None, "topics": ["a", "b"], "ratio": 0.5},
     {"name": "tc-1", "batched": False, "lag": 12, "topics": [], "ratio": 12345.6},
 ]
-TABLE = Table([("name", "name"), ("batched", "batched"), ("lag", "lag"), ("topics", "topics"), ("ratio", "ratio")], ROWS, title="Coordinators")
+TABLE = Table(
+    [("name", "name"), ("batched", "batched"), ("lag", "lag"), ("topics", "topics"), ("ratio", "ratio")],
+    ROWS,
+    title="Coordinators",
+)
 
 
 class Terminal(io.StringIO):

@@ -1,6 +1,7 @@
 """One output style everywhere: JSON keys in camelCase (as Pulsar's REST), booleans true/false in
 JSON and yes/no in tables (never Python's True), names in natural order, shares as percentages,
 progress in human units, and `engine dump` honouring -o json."""
+
 from __future__ import annotations
 
 import io
@@ -28,19 +29,37 @@ def engine(tmp_path_factory):
     from tests.conftest import run_cli
 
     directory = tmp_path_factory.mktemp("consistency") / "engine"
-    for args in (["engine", "init"], ["set-txn-tc-batch-log", "--enable", "--yes"],
-                 ["set-txn-pending-ack-batch-log", "--enable", "--yes"], ["engine", "reload"],
-                 ["engine", "simulate", "-n", "300", "--subscriptions", "12", "--topics", "12"]):
+    for args in (
+        ["engine", "init"],
+        ["set-txn-tc-batch-log", "--enable", "--yes"],
+        ["set-txn-pending-ack-batch-log", "--enable", "--yes"],
+        ["engine", "reload"],
+        ["engine", "simulate", "-n", "300", "--subscriptions", "12", "--topics", "12"],
+    ):
         result = run_cli([*args, "--engine-dir", directory])
         assert result.exit_code == 0, (args, result.stderr)
     return directory
 
 
-COMMANDS = [["coordinators-list"], ["coordinator-stats"], ["coordinator-internal-stats", "-c", "0"],
-            ["get-txn-tc-batch-log-stat"], ["get-txn-pending-ack-batch-log-stat"], ["subscriptions"],
-            ["stuck-readers", "-n", "public/default"], ["metrics"], ["transaction-buffer-stats", "-t", "persistent://public/default/sim-topic-1"], ["pending-ack-stats", "-t", "persistent://public/default/sim-topic-1", "-s", "sim-sub-1"], ["slow-transactions", "--time", "0"], ["engine", "metrics"],
-            ["engine", "verify"], ["engine", "dump", "--list"], ["downgrade", "status"], ["upgrade", "check"],
-            ["engine", "simulate", "-n", "20"]]
+COMMANDS = [
+    ["coordinators-list"],
+    ["coordinator-stats"],
+    ["coordinator-internal-stats", "-c", "0"],
+    ["get-txn-tc-batch-log-stat"],
+    ["get-txn-pending-ack-batch-log-stat"],
+    ["subscriptions"],
+    ["stuck-readers", "-n", "public/default"],
+    ["metrics"],
+    ["transaction-buffer-stats", "-t", "persistent://public/default/sim-topic-1"],
+    ["pending-ack-stats", "-t", "persistent://public/default/sim-topic-1", "-s", "sim-sub-1"],
+    ["slow-transactions", "--time", "0"],
+    ["engine", "metrics"],
+    ["engine", "verify"],
+    ["engine", "dump", "--list"],
+    ["downgrade", "status"],
+    ["upgrade", "check"],
+    ["engine", "simulate", "-n", "20"],
+]
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
@@ -69,8 +88,14 @@ def test_decode_json_reads_back_in_both_casings():
 
     record = pending_ack(3, positions=((12, 3), (12, 4)))
     camel = codec.record_to_dict(record, "pending-ack")
-    snake = {"pending_ack_op": camel["pendingAckOp"], "txnid_least_bits": 3, "txnid_most_bits": 1,
-             "pending_ack_metadata": [{"ledgerId": p["ledgerId"], "entryId": p["entryId"]} for p in camel["pendingAckMetadata"]]}
+    snake = {
+        "pending_ack_op": camel["pendingAckOp"],
+        "txnid_least_bits": 3,
+        "txnid_most_bits": 1,
+        "pending_ack_metadata": [
+            {"ledgerId": p["ledgerId"], "entryId": p["entryId"]} for p in camel["pendingAckMetadata"]
+        ],
+    }
     assert codec.record_from_dict(camel, "pending-ack") == record
     back = codec.record_from_dict(snake, "pending-ack")
     assert back.pending_ack_op == record.pending_ack_op
@@ -83,7 +108,9 @@ def test_names_are_in_natural_order(cli, engine):
     names = [(s["topic"], s["subscription"]) for s in result.json()]
     assert names == sorted(names, key=lambda n: (natural_key(n[0]), natural_key(n[1])))
     topics = [t for t, _ in names]
-    assert topics.index("persistent://public/default/sim-topic-2") < topics.index("persistent://public/default/sim-topic-10")
+    assert topics.index("persistent://public/default/sim-topic-2") < topics.index(
+        "persistent://public/default/sim-topic-10"
+    )
     assert subs == sorted(subs, key=natural_key)
 
 

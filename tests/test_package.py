@@ -1,5 +1,6 @@
 """The real package: a wheel and an sdist built with `python -m build`, the wheel installed into a
 clean virtual environment (no project source on its path), and the quick start's demo run there."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(cmd, **kw):
     done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600, **kw)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -33,10 +36,19 @@ def test_the_wheel_installs_into_a_clean_venv_and_runs_the_demo(tmp_path):
     run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", venv])
     run([venv / "bin" / "pip", "install", "-q", wheel])
     home = tmp_path / "home"
-    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
-           "XDG_STATE_HOME": str(home / "state"), "NO_COLOR": "1", "LANG": "C.UTF-8"}
-    where = run([venv / "bin" / "python", "-c", "import pulsar_txn_cli, sys; print(pulsar_txn_cli.__file__)"],
-                cwd=tmp_path, env=env).stdout
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "NO_COLOR": "1",
+        "LANG": "C.UTF-8",
+    }
+    where = run(
+        [venv / "bin" / "python", "-c", "import pulsar_txn_cli, sys; print(pulsar_txn_cli.__file__)"],
+        cwd=tmp_path,
+        env=env,
+    ).stdout
     assert where.startswith(str(venv)), where  # the installed copy, not the source tree
     demo = run([venv / "bin" / "pulsar-txn", "demo"], cwd=tmp_path, env=env)
     assert "SAFE" in demo.stdout + demo.stderr

@@ -1,4 +1,5 @@
 """The project's .proto files: equal to Pulsar's schema (fact sheet §1), generated modules not stale."""
+
 from __future__ import annotations
 
 import subprocess
@@ -28,7 +29,9 @@ SCHEMA = {
         (11, O, "uint64", "max_local_txn_id"),
         (12, O, "string", "owner"),
     ],
-    "pulsar.proto.BatchedTransactionMetadataEntry": [(1, REP, "pulsar.proto.TransactionMetadataEntry", "transaction_logs")],
+    "pulsar.proto.BatchedTransactionMetadataEntry": [
+        (1, REP, "pulsar.proto.TransactionMetadataEntry", "transaction_logs")
+    ],
     "pulsar.proto.Subscription": [(1, R, "string", "topic"), (2, R, "string", "subscription")],
     "pulsar.proto.PendingAckMetadata": [
         (1, R, "uint64", "ledgerId"),
@@ -43,11 +46,18 @@ SCHEMA = {
         (4, O, "uint64", "txnid_most_bits"),
         (5, REP, "pulsar.proto.PendingAckMetadata", "pending_ack_metadata"),
     ],
-    "pulsar.proto.BatchedPendingAckMetadataEntry": [(1, REP, "pulsar.proto.PendingAckMetadataEntry", "pending_ack_logs")],
+    "pulsar.proto.BatchedPendingAckMetadataEntry": [
+        (1, REP, "pulsar.proto.PendingAckMetadataEntry", "pending_ack_logs")
+    ],
 }
 ENUMS = {
     "pulsar.proto.TxnStatus": [("OPEN", 0), ("COMMITTING", 1), ("COMMITTED", 2), ("ABORTING", 3), ("ABORTED", 4)],
-    "pulsar.proto.TransactionMetadataEntry.TransactionMetadataOp": [("NEW", 0), ("ADD_PARTITION", 1), ("ADD_SUBSCRIPTION", 2), ("UPDATE", 3)],
+    "pulsar.proto.TransactionMetadataEntry.TransactionMetadataOp": [
+        ("NEW", 0),
+        ("ADD_PARTITION", 1),
+        ("ADD_SUBSCRIPTION", 2),
+        ("UPDATE", 3),
+    ],
     "pulsar.proto.PendingAckOp": [("ACK", 1), ("COMMIT", 2), ("ABORT", 3)],
     "pulsar.proto.CommandAck.AckType": [("Individual", 0), ("Cumulative", 1)],
 }

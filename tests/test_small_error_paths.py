@@ -1,4 +1,5 @@
 """Small error paths: each one clear sentence with its exit code, before any work (#13.20)."""
+
 import pytest
 
 

@@ -4,6 +4,7 @@ The engine runs on a virtual clock (2026-01-01 plus the time its workloads took)
 `engine serve` used this machine's clock instead and said a transaction was held "325d12h ago"
 where the same engine in process said "1m30s". A broker has no clock endpoint: the wall clock.
 """
+
 from __future__ import annotations
 
 import time

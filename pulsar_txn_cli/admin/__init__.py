@@ -4,6 +4,7 @@
 real cluster over HTTP (http_client.py) or to the embedded engine in process (engine_transport.py).
 Commands use only PulsarAdmin and never ask which backend they have.
 """
+
 from __future__ import annotations
 
 

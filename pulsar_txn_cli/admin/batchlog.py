@@ -10,6 +10,7 @@ store reads the dynamic setting only when it is opened. So the judgement combine
 - the brokers' buffered-writer metrics, as evidence that some store on a broker batches.
 When the answer cannot be known, `effective` is None and `reason` says why.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,11 +36,18 @@ class Log:
 
 
 TC = Log("tc", TC_BATCH_KEY, "txnTcBatchLogEnabled", "coodinatorArray", "pulsar_txn_tc", "coordinator")
-PENDING_ACK = Log("pending-ack", PENDING_ACK_BATCH_KEY, "txnPendingAckBatchLogEnabled", "subscriptionArray",
-                  "pulsar_txn_pending_ack_store", "subscription")
+PENDING_ACK = Log(
+    "pending-ack",
+    PENDING_ACK_BATCH_KEY,
+    "txnPendingAckBatchLogEnabled",
+    "subscriptionArray",
+    "pulsar_txn_pending_ack_store",
+    "subscription",
+)
 
 
 # --- what is configured ---------------------------------------------------------------------------
+
 
 def configured_setting(admin, log: Log) -> dict:
     """{"dynamic": bool|None, "brokers": [{"broker", "version", "runtime"}], "configured": bool|None, "mixed": bool}.
@@ -53,10 +61,17 @@ def configured_setting(admin, log: Log) -> dict:
         at = None if len(urls) == 1 else url
         config = admin.runtime_config(at)
         version = _version(admin, at)
-        brokers.append({"broker": _short(url), "version": version, "runtime": features.batch_flag(config, log.key, version)})
+        brokers.append(
+            {"broker": _short(url), "version": version, "runtime": features.batch_flag(config, log.key, version)}
+        )
     values = {b["runtime"] for b in brokers if b["runtime"] is not None}
     configured = dynamic if dynamic is not None else (values.pop() if len(values) == 1 else None)
-    return {"dynamic": dynamic, "brokers": brokers, "configured": configured, "mixed": len({b["runtime"] for b in brokers}) > 1}
+    return {
+        "dynamic": dynamic,
+        "brokers": brokers,
+        "configured": configured,
+        "mixed": len({b["runtime"] for b in brokers}) > 1,
+    }
 
 
 def _version(admin, broker_url: str | None) -> str | None:
@@ -78,6 +93,7 @@ def cannot_batch(setting: dict) -> str | None:
 
 # --- the stores and their open times ----------------------------------------------------------------
 
+
 def coordinator_stores(admin) -> list[dict]:
     stats, _ = admin.coordinator_stats_each()  # a coordinator left out is judged unknown
     owners = {c["id"]: c for c in admin.coordinators()}
@@ -85,8 +101,16 @@ def coordinator_stores(admin) -> list[dict]:
     for tc_id in sorted(set(owners) | {int(k) for k in stats}):
         s = stats.get(str(tc_id)) or stats.get(tc_id) or {}
         owner = owners.get(tc_id) or {}
-        stores.append({"coordinatorId": tc_id, "broker": owner.get("brokerServiceUrl"), "webServiceUrl": owner.get("webServiceUrl"),
-                       "state": s.get("state"), "recoverStartTime": s.get("recoverStartTime"), "recoverEndTime": s.get("recoverEndTime")})
+        stores.append(
+            {
+                "coordinatorId": tc_id,
+                "broker": owner.get("brokerServiceUrl"),
+                "webServiceUrl": owner.get("webServiceUrl"),
+                "state": s.get("state"),
+                "recoverStartTime": s.get("recoverStartTime"),
+                "recoverEndTime": s.get("recoverEndTime"),
+            }
+        )
     return stores
 
 
@@ -98,8 +122,14 @@ def subscription_stores(admin, concurrency: int = 8, subscriptions: list[dict] |
     subs = subscriptions if subscriptions is not None else transactional_subscriptions(admin, concurrency=concurrency)
 
     def stats(sub):
-        entry = {"topic": sub["topic"], "subscription": sub["subscription"], "discovery": sub["status"],
-                 "state": None, "recoverStartTime": None, "recoverEndTime": None}
+        entry = {
+            "topic": sub["topic"],
+            "subscription": sub["subscription"],
+            "discovery": sub["status"],
+            "state": None,
+            "recoverStartTime": None,
+            "recoverEndTime": None,
+        }
         if sub["status"] == "orphan":
             return entry
         try:
@@ -108,7 +138,9 @@ def subscription_stores(admin, concurrency: int = 8, subscriptions: list[dict] |
             if exc.status != 404:
                 raise
             return entry
-        entry.update(state=s.get("state"), recoverStartTime=s.get("recoverStartTime"), recoverEndTime=s.get("recoverEndTime"))
+        entry.update(
+            state=s.get("state"), recoverStartTime=s.get("recoverStartTime"), recoverEndTime=s.get("recoverEndTime")
+        )
         return entry
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="pending-ack-stats") as pool:
@@ -128,16 +160,26 @@ def stores_of(admin, log: Log, concurrency: int = 8) -> list[dict]:
 
 # --- setting and reloading ---------------------------------------------------------------------------
 
-def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, stores: list[dict] | None = None,
-                  before: dict | None = None) -> dict:
+
+def set_batch_log(
+    admin,
+    log: Log,
+    enabled: bool,
+    *,
+    concurrency: int = 8,
+    stores: list[dict] | None = None,
+    before: dict | None = None,
+) -> dict:
     """Update the dynamic setting and record the moment and every store's open time.
 
     Refused when no broker has the setting (every one predates PIP-160): the broker would answer 412."""
     before = configured_setting(admin, log) if before is None else before
     release = cannot_batch(before)
     if release is not None:
-        raise UsageError(features.no_batched_logs(release, log.key) +
-                         ("" if enabled else "; with no batching there is nothing to turn off"))
+        raise UsageError(
+            features.no_batched_logs(release, log.key)
+            + ("" if enabled else "; with no batching there is nothing to turn off")
+        )
     stores = stores_of(admin, log, concurrency) if stores is None else stores
     snapshot = {store_key(log, s): s.get("recoverStartTime") for s in stores}
     identity = admin.identity()
@@ -145,22 +187,35 @@ def set_batch_log(admin, log: Log, enabled: bool, *, concurrency: int = 8, store
     change = state["changes"].get(log.key)
     # What each store runs with right now, judged under the record in force: a store opened under an
     # earlier change keeps that change's value, not the setting's previous value (#13.6).
-    running = {store_key(log, s): judge(s, _configured_for(s, before), before["dynamic"], change, store_key(log, s))[0]
-               for s in stores}
+    running = {
+        store_key(log, s): judge(s, _configured_for(s, before), before["dynamic"], change, store_key(log, s))[0]
+        for s in stores
+    }
     admin.update_dynamic_config(log.key, enabled)
     if not (change and change.get("value") == enabled and before["configured"] == enabled):
         # A repeated set keeps the first record: stores opened before it still run with the older value.
-        change = {"value": enabled, "previous": before["configured"], "at": admin.now_ms(), "recoverStartTimes": snapshot,
-                  "runningBefore": running}
+        change = {
+            "value": enabled,
+            "previous": before["configured"],
+            "at": admin.now_ms(),
+            "recoverStartTimes": snapshot,
+            "runningBefore": running,
+        }
         state["changes"][log.key] = change
         remembered.save_changes(identity, state, seen_as=admin.target.describe())
     open_stores = [s for s in stores if s.get("state") == "Ready"]
     return {
-        "target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled, "previous": before["configured"],
-        "at": change["at"], log.detail_key: len(stores), "openStores": len(open_stores),
+        "target": admin.target.describe(),
+        "identity": identity,
+        "setting": log.key,
+        "value": enabled,
+        "previous": before["configured"],
+        "at": change["at"],
+        log.detail_key: len(stores),
+        "openStores": len(open_stores),
         "staleStores": sum(1 for s in open_stores if running.get(store_key(log, s)) is not enabled),
         "note": f"takes effect for each {log.store} only when its store is reopened "
-                f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
+        f"({'unload the coordinator-assign partitions' if log is TC else 'unload the topics'}, or use --reload)",
     }
 
 
@@ -171,18 +226,29 @@ def declare_change(admin, log: Log, enabled: bool, at_ms: int) -> dict:
     with AT_MS; the value before the change is unknown, so a store not reopened since is unknown."""
     setting = configured_setting(admin, log)
     if setting["configured"] is not enabled:
-        raise UsageError(f"{admin.target.describe()} has {log.key}={_word(setting['configured'])}, not "
-                         f"{_word(enabled)}: declare the change that is in effect")
+        raise UsageError(
+            f"{admin.target.describe()} has {log.key}={_word(setting['configured'])}, not "
+            f"{_word(enabled)}: declare the change that is in effect"
+        )
     if at_ms > admin.now_ms() + 60_000:
-        raise UsageError(f"--changed-at {iso(at_ms)} is in the future of {admin.target.describe()} ({iso(admin.now_ms())})")
+        raise UsageError(
+            f"--changed-at {iso(at_ms)} is in the future of {admin.target.describe()} ({iso(admin.now_ms())})"
+        )
     identity = admin.identity()
     state = remembered.load_changes(identity)
     change = {"value": enabled, "previous": None, "at": at_ms, "recoverStartTimes": None, "declared": True}
     state["changes"][log.key] = change
     remembered.save_changes(identity, state, seen_as=admin.target.describe())
-    return {"target": admin.target.describe(), "identity": identity, "setting": log.key, "value": enabled,
-            "previous": None, "at": at_ms, "declared": True,
-            "note": f"recorded, not changed: each {log.store} opened after {iso(at_ms)} runs with {_word(enabled)}"}
+    return {
+        "target": admin.target.describe(),
+        "identity": identity,
+        "setting": log.key,
+        "value": enabled,
+        "previous": None,
+        "at": at_ms,
+        "declared": True,
+        "note": f"recorded, not changed: each {log.store} opened after {iso(at_ms)} runs with {_word(enabled)}",
+    }
 
 
 def _word(value) -> str:
@@ -251,7 +317,10 @@ def reload_stores(admin, topics: list[str]) -> list[dict]:
 
 # --- the judgement -------------------------------------------------------------------------------------
 
-def judge(store: dict, configured: bool | None, dynamic: bool | None, change: dict | None, key: str) -> tuple[bool | None, str]:
+
+def judge(
+    store: dict, configured: bool | None, dynamic: bool | None, change: dict | None, key: str
+) -> tuple[bool | None, str]:
     """(effective, reason) for one store. Pure: no I/O."""
     start = store.get("recoverStartTime") or 0
     state = store.get("state")
@@ -265,11 +334,16 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
             if configured is None:
                 return None, "the brokers disagree on the setting and nothing says which broker opened this store"
             return configured, "set in the brokers' configuration files; no dynamic change on record"
-        return None, ("the dynamic setting was changed outside pulsar-txn, so the moment of the change is unknown; "
-                      "set it with this tool or reload the store (--reload) to know")
+        return None, (
+            "the dynamic setting was changed outside pulsar-txn, so the moment of the change is unknown; "
+            "set it with this tool or reload the store (--reload) to know"
+        )
     at = change.get("at") or 0
     if configured is not None and change.get("value") != configured:
-        return None, f"the setting was changed again outside pulsar-txn after {iso(at)}; the moment of that change is unknown"
+        return (
+            None,
+            f"the setting was changed again outside pulsar-txn after {iso(at)}; the moment of that change is unknown",
+        )
     snapshot = change.get("recoverStartTimes")
     if snapshot is not None:  # the store's open time at the change: moved (or new store) = reopened since
         reopened = key not in snapshot or start != snapshot[key]
@@ -279,8 +353,14 @@ def judge(store: dict, configured: bool | None, dynamic: bool | None, change: di
         return change.get("value"), f"the store was reopened (at {iso(start)}) after the change at {iso(at)}"
     previous = (change.get("runningBefore") or {}).get(key, change.get("previous"))
     if previous is None:
-        return None, f"the store was not reopened since the change at {iso(at)}, and the value before the change is unknown"
-    return previous, f"the store was not reopened since the change at {iso(at)} (opened at {iso(start)}); reload it for the change to take effect"
+        return (
+            None,
+            f"the store was not reopened since the change at {iso(at)}, and the value before the change is unknown",
+        )
+    return (
+        previous,
+        f"the store was not reopened since the change at {iso(at)} (opened at {iso(start)}); reload it for the change to take effect",
+    )
 
 
 def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool = True) -> dict:
@@ -293,8 +373,11 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
     for store in stores_of(admin, log, concurrency):
         key = store_key(log, store)
         configured = _configured_for(store, setting)
-        effective, reason = ((False, features.no_batched_logs(release, log.key)) if release else
-                             judge(store, configured, setting["dynamic"], change, key))
+        effective, reason = (
+            (False, features.no_batched_logs(release, log.key))
+            if release
+            else judge(store, configured, setting["dynamic"], change, key)
+        )
         detail.append({**store, "configured": configured, "effective": effective, "reason": reason})
     brokers = setting["brokers"]
     if with_metrics:
@@ -309,7 +392,9 @@ def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool 
         "dynamic": setting["dynamic"],
         "brokers": brokers,
         "withoutBatchedLogs": release,
-        "change": None if change is None else {k: change[k] for k in ("value", "previous", "at", "declared") if k in change},
+        "change": None
+        if change is None
+        else {k: change[k] for k in ("value", "previous", "at", "declared") if k in change},
     }
 
 

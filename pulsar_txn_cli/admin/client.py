@@ -3,6 +3,7 @@
 Every method builds Pulsar's own path and returns the parsed JSON exactly as Pulsar returns it;
 any HTTP error status becomes one ConnectionFailed sentence (http_errors.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -94,8 +95,10 @@ class PulsarAdmin:
             return self.call("POST", f"{ENGINE_API}/simulate", body=options)
         except ConnectionFailed as exc:
             if exc.status in (404, 405):
-                raise UsageError(f"{self.target.describe()} is not an engine served by `pulsar-txn engine serve` (it has no "
-                                 f"{ENGINE_API}/simulate): a simulated workload runs only on the embedded engine") from None
+                raise UsageError(
+                    f"{self.target.describe()} is not an engine served by `pulsar-txn engine serve` (it has no "
+                    f"{ENGINE_API}/simulate): a simulated workload runs only on the embedded engine"
+                ) from None
             raise
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -112,14 +115,17 @@ class PulsarAdmin:
             return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         if not raw:
             if method == "GET":  # every admin GET answers a JSON document; nothing is not "none found"
-                raise ConnectionFailed(f"GET {path} on {self.target.describe()} answered HTTP {status} with an empty body; "
-                                       "check that the URL is Pulsar's admin web service and any proxy in between")
+                raise ConnectionFailed(
+                    f"GET {path} on {self.target.describe()} answered HTTP {status} with an empty body; "
+                    "check that the URL is Pulsar's admin web service and any proxy in between"
+                )
             return None
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise ConnectionFailed(
-                f"{method} {path} on {self.target.describe()} did not answer JSON; check that the URL is Pulsar's admin web service") from None
+                f"{method} {path} on {self.target.describe()} did not answer JSON; check that the URL is Pulsar's admin web service"
+            ) from None
 
     def get(self, path: str, **params):
         return self.call("GET", path, params or None)
@@ -155,10 +161,14 @@ class PulsarAdmin:
         return self.get(f"{TXN}/coordinatorInternalStats/{int(coordinator_id)}", metadata=metadata)
 
     def pending_ack_stats(self, topic: str, subscription: str, low_water_marks: bool = False):
-        return self.get(f"{TXN}/pendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}", lowWaterMarks=low_water_marks)
+        return self.get(
+            f"{TXN}/pendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}", lowWaterMarks=low_water_marks
+        )
 
     def pending_ack_internal_stats(self, topic: str, subscription: str, metadata: bool = False):
-        return self.get(f"{TXN}/pendingAckInternalStats/{TopicName(topic).rest}/{_seg(subscription)}", metadata=metadata)
+        return self.get(
+            f"{TXN}/pendingAckInternalStats/{TopicName(topic).rest}/{_seg(subscription)}", metadata=metadata
+        )
 
     def transaction_metadata(self, most: int, least: int):
         return self.get(f"{TXN}/transactionMetadata/{int(most)}/{int(least)}")
@@ -167,8 +177,11 @@ class PulsarAdmin:
         return self.get(f"{TXN}/slowTransactions/{int(timeout_ms)}", coordinatorId=coordinator_id)
 
     def transaction_buffer_stats(self, topic: str, low_water_marks: bool = False, segment_stats: bool = False):
-        return self.get(f"{TXN}/transactionBufferStats/{TopicName(topic).rest}",
-                        lowWaterMarks=low_water_marks, segmentStats=segment_stats or None)
+        return self.get(
+            f"{TXN}/transactionBufferStats/{TopicName(topic).rest}",
+            lowWaterMarks=low_water_marks,
+            segmentStats=segment_stats or None,
+        )
 
     def transaction_buffer_internal_stats(self, topic: str, metadata: bool = False):
         return self.get(f"{TXN}/transactionBufferInternalStats/{TopicName(topic).rest}", metadata=metadata)
@@ -180,10 +193,13 @@ class PulsarAdmin:
         return self.get(f"{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}")
 
     def transaction_in_pending_ack_stats(self, topic: str, subscription: str, most: int, least: int):
-        return self.get(f"{TXN}/transactionInPendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}/{int(most)}/{int(least)}")
+        return self.get(
+            f"{TXN}/transactionInPendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}/{int(most)}/{int(least)}"
+        )
 
-    def position_stats_in_pending_ack(self, topic: str, subscription: str, ledger_id: int, entry_id: int,
-                                      batch_index: int | None = None):
+    def position_stats_in_pending_ack(
+        self, topic: str, subscription: str, ledger_id: int, entry_id: int, batch_index: int | None = None
+    ):
         path = f"{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}"
         return self.get(path, batchIndex=batch_index)
 
@@ -194,8 +210,9 @@ class PulsarAdmin:
     # --- coordinators, lookup, topics ---------------------------------------------------------
 
     def tc_partitions(self) -> int:
-        meta = self.get("/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions",
-                        checkAllowAutoCreation=False)
+        meta = self.get(
+            "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions", checkAllowAutoCreation=False
+        )
         return int((meta or {}).get("partitions", 0))
 
     def lookup(self, topic: str):
@@ -259,8 +276,13 @@ class PulsarAdmin:
         for tc_id in range(self.tc_partitions()):
             data = self.lookup(f"{TC_ASSIGN}-partition-{tc_id}") or {}
             web = data.get("httpUrlTls") if str(self.target.url or "").startswith("https") else None
-            result.append({"id": tc_id, "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
-                           "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls")})
+            result.append(
+                {
+                    "id": tc_id,
+                    "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
+                    "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls"),
+                }
+            )
         return result
 
     def broker_web_urls(self) -> list[str]:

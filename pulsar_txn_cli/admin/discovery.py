@@ -6,6 +6,7 @@ listed among the namespace's topics as `<topic>-<sub>__transaction_pending_ack` 
 contains `-`, so each candidate split is checked against the topics that exist and against
 the topic's real subscriptions.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,9 @@ from pulsar_txn_cli.natural import natural_key
 DEFAULT_CONCURRENCY = 8
 
 
-def transactional_subscriptions(admin, *, namespaces: list[str] | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> list[dict]:
+def transactional_subscriptions(
+    admin, *, namespaces: list[str] | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> list[dict]:
     """One dict per pending-ack store, sorted by topic then subscription.
 
     Keys: topic, subscription, pendingAckTopic, status ("ok"; "ambiguous" when several splits
@@ -38,7 +41,10 @@ def transactional_subscriptions(admin, *, namespaces: list[str] | None = None, c
         wanted = sorted({topic for _, cands in pending for topic, _ in cands})
         subs_of = dict(zip(wanted, pool.map(lambda t: _subscriptions(admin, t), wanted)))
     found = [_resolve(name, cands, subs_of) for name, cands in pending]
-    return sorted(found, key=lambda d: (natural_key(d["topic"]), natural_key(d["subscription"]), natural_key(d["pendingAckTopic"])))
+    return sorted(
+        found,
+        key=lambda d: (natural_key(d["topic"]), natural_key(d["subscription"]), natural_key(d["pendingAckTopic"])),
+    )
 
 
 def split_candidates(pending_ack_topic: str) -> list[tuple[str, str]]:
@@ -47,8 +53,8 @@ def split_candidates(pending_ack_topic: str) -> list[tuple[str, str]]:
     prefix, _, local = base.rpartition("/")
     splits = []
     for index in range(len(local) - 1, 0, -1):
-        if local[index] == "-" and local[index + 1:]:
-            splits.append((f"{prefix}/{local[:index]}", local[index + 1:]))
+        if local[index] == "-" and local[index + 1 :]:
+            splits.append((f"{prefix}/{local[:index]}", local[index + 1 :]))
     return splits
 
 
@@ -80,4 +86,3 @@ def _subscriptions(admin, topic: str) -> list[str]:
         if exc.status == 404:  # the topic is gone; its pending-ack ledger stays an orphan
             return []
         raise
-

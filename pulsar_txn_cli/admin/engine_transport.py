@@ -3,6 +3,7 @@
 Answers go through JSON bytes exactly like the HTTP server's, so both backends hand PulsarAdmin
 identical data. Calls addressed to one broker (an absolute URL) reach the engine's only broker.
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,8 +23,10 @@ def open_engine(engine_dir: str, source: str = "default"):
 
     if source != "default" and not exists(Path(engine_dir)):
         where = "--engine-dir" if source == "flags" else source
-        raise UsageError(f"no engine in {engine_dir} ({where}); `pulsar-txn engine init --engine-dir {engine_dir}` "
-                         "creates one, or `engine simulate --engine-dir DIR` makes one with a workload")
+        raise UsageError(
+            f"no engine in {engine_dir} ({where}); `pulsar-txn engine init --engine-dir {engine_dir}` "
+            "creates one, or `engine simulate --engine-dir DIR` makes one with a workload"
+        )
     return Engine.open(engine_dir)
 
 

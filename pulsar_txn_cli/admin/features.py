@@ -4,6 +4,7 @@ A 2.10 broker has neither batch-log setting (not even as an unknown key), so a m
 means "cannot batch", while on 2.11 or newer it means the answer is unknown. Imports nothing of
 the project but its names (names.py).
 """
+
 from __future__ import annotations
 
 import re

@@ -12,6 +12,7 @@
 - Transport failures become one ConnectionFailed sentence; HTTP error statuses are returned to
   the caller (PulsarAdmin), which turns them into sentences for both backends alike.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -32,8 +33,17 @@ MAX_RETRY_AFTER = 60.0
 
 
 class RestTransport:
-    def __init__(self, target, *, log=None, retries: int = 3, backoff: float = 0.2, max_backoff: float = 5.0,
-                 max_hops: int = 5, sleep=time.sleep):
+    def __init__(
+        self,
+        target,
+        *,
+        log=None,
+        retries: int = 3,
+        backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        max_hops: int = 5,
+        sleep=time.sleep,
+    ):
         self.target = target
         self.base = target.url.rstrip("/")
         self.log = log
@@ -59,10 +69,12 @@ class RestTransport:
             from pulsar_txn_cli.admin.oauth2 import TokenSource
 
             # The issuer: the system's CAs plus --tls-trust-cert-path; --tls-allow-insecure applies to it too.
-            self.oauth = TokenSource(target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout,
-                                     log=self._log)
-        self.client = httpx.Client(verify=verify, timeout=target.request_timeout, follow_redirects=False,
-                                   trust_env=False)
+            self.oauth = TokenSource(
+                target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout, log=self._log
+            )
+        self.client = httpx.Client(
+            verify=verify, timeout=target.request_timeout, follow_redirects=False, trust_env=False
+        )
 
     def __repr__(self) -> str:
         return f"RestTransport({self.base!r})"
@@ -97,11 +109,14 @@ class RestTransport:
                 raise ConnectionFailed(
                     f"{method} {path} on {self.target.describe()} was redirected from https to plain http "
                     f"({_origin(next_url)}); refusing to send the token unencrypted — check the brokers' advertised web addresses",
-                    status=response.status_code)
+                    status=response.status_code,
+                )
             if next_url in seen:
                 raise ConnectionFailed(
                     f"{method} {path} on {self.target.describe()} ran into a redirect loop at {_origin(next_url)}; "
-                    "check the brokers' advertised addresses and topic ownership", status=response.status_code)
+                    "check the brokers' advertised addresses and topic ownership",
+                    status=response.status_code,
+                )
             seen.add(next_url)
             if response.status_code == 303:
                 method, content = "GET", None
@@ -109,7 +124,9 @@ class RestTransport:
             url = next_url
         raise ConnectionFailed(
             f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
-            "check the brokers' advertised addresses and topic ownership", status=307)
+            "check the brokers' advertised addresses and topic ownership",
+            status=307,
+        )
 
     def _authorized(self, method: str, url: str, content, headers) -> httpx.Response:
         """The request with an OAuth2 bearer token when configured; a 401 gets one fresh token and one retry."""
@@ -158,12 +175,14 @@ class RestTransport:
         started = time.monotonic()
         response = self.client.request(method, url, content=content, headers=headers)
         if self.log:
-            self._log(f"< {response.status_code} {response.reason_phrase} ({(time.monotonic() - started) * 1000:.0f} ms, {len(response.content)} bytes)")
+            self._log(
+                f"< {response.status_code} {response.reason_phrase} ({(time.monotonic() - started) * 1000:.0f} ms, {len(response.content)} bytes)"
+            )
         return response
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with full jitter around the nominal delay."""
-        nominal = min(self.max_backoff, self.backoff * (2 ** attempt))
+        nominal = min(self.max_backoff, self.backoff * (2**attempt))
         return nominal * random.uniform(0.5, 1.5)
 
     @staticmethod
@@ -185,15 +204,19 @@ class RestTransport:
         where = f"{self.target.describe()} ({_origin(url)})"
         text = redact(str(exc)) or type(exc).__name__
         if isinstance(exc, httpx.ConnectError) and ("SSL" in text or "certificate" in text.lower()):
-            msg = (f"TLS handshake with {where} failed ({text}); check --tls-trust-cert-path, the certificate's host name "
-                   "(--no-tls-enable-hostname-verification) or, only for testing, --tls-allow-insecure")
+            msg = (
+                f"TLS handshake with {where} failed ({text}); check --tls-trust-cert-path, the certificate's host name "
+                "(--no-tls-enable-hostname-verification) or, only for testing, --tls-allow-insecure"
+            )
         elif isinstance(exc, httpx.ConnectTimeout):
             msg = f"connecting to {where} timed out; check the URL, the port and the network"
         elif isinstance(exc, httpx.ConnectError):
             msg = f"cannot connect to {where} ({text}); check the URL and that the broker's web service is up"
         elif isinstance(exc, httpx.TimeoutException):
-            msg = (f"{method} {urlsplit(url).path} on {where} got no answer within {self.target.request_timeout:g}s; "
-                   "raise --request-timeout or check the broker's load")
+            msg = (
+                f"{method} {urlsplit(url).path} on {where} got no answer within {self.target.request_timeout:g}s; "
+                "raise --request-timeout or check the broker's load"
+            )
         elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:
@@ -224,7 +247,9 @@ def _issuer_ssl_context(target):
         try:
             context.load_verify_locations(cafile=target.tls_trust_cert_path)
         except (OSError, ssl.SSLError) as exc:
-            raise UsageError(f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}") from None
+            raise UsageError(
+                f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}"
+            ) from None
     return context
 
 
@@ -239,13 +264,17 @@ def _ssl_context(target):
         try:
             context = ssl.create_default_context(cafile=target.tls_trust_cert_path)
         except (OSError, ssl.SSLError) as exc:
-            raise UsageError(f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}") from None
+            raise UsageError(
+                f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}"
+            ) from None
         context.check_hostname = bool(target.tls_enable_hostname_verification)
     if target.tls_cert_file:
         try:
             context.load_cert_chain(target.tls_cert_file, target.tls_key_file)
         except (OSError, ssl.SSLError) as exc:
-            raise UsageError(f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}") from None
+            raise UsageError(
+                f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}"
+            ) from None
     return context
 
 

@@ -1,4 +1,5 @@
 """HTTP error answers -> one ConnectionFailed sentence that names what to check."""
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,12 @@ PERMISSION = "broker dynamic config and transaction stats need a super-user role
 
 def http_failure(status: int, method: str, path: str, where: str, body=None) -> ConnectionFailed:
     if status == 404 and no_such_endpoint(body):
-        return ConnectionFailed(f"{where} has no {endpoint_of(path)} endpoint (404): either its Pulsar release is older "
-                                "than this command (`pulsar-admin brokers version` shows it) or the admin URL has a path "
-                                "(give the web service root, e.g. http://broker:8080)", status=status)
+        return ConnectionFailed(
+            f"{where} has no {endpoint_of(path)} endpoint (404): either its Pulsar release is older "
+            "than this command (`pulsar-admin brokers version` shows it) or the admin URL has a path "
+            "(give the web service root, e.g. http://broker:8080)",
+            status=status,
+        )
     reason = reason_of(body)
     said = f": {reason}" if reason else ""
     what = f"{method} {path} on {where}"
@@ -67,14 +71,18 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
     elif status == 406 and "/replicas" in path:
         msg = f"{what} was refused (406){said}; the number of coordinators can only grow"
     elif status == 409:
-        msg = f"{what} conflicted with the broker's state (409){said}; retry once the operation in progress has finished"
+        msg = (
+            f"{what} conflicted with the broker's state (409){said}; retry once the operation in progress has finished"
+        )
     elif status == 412:
         msg = f"{what} was rejected (412){said}; check the configuration name and value (only dynamic settings can be updated)"
     elif status == 503 and "transactioncoordinatorenabled" in lowered:
         msg = f"{what}: transactions are not enabled (503){said}; set transactionCoordinatorEnabled=true in broker.conf and restart the brokers"
     elif status == 503 and "pending ack" in lowered and "init" in lowered:
-        msg = (f"{what}: the subscription has no pending-ack store yet (503){said}; a broker opens it at the "
-               "subscription's first transactional acknowledgement after the topic loads")
+        msg = (
+            f"{what}: the subscription has no pending-ack store yet (503){said}; a broker opens it at the "
+            "subscription's first transactional acknowledgement after the topic loads"
+        )
     elif status in (502, 503, 504):
         msg = f"{what} failed: the broker is unavailable ({status}){said}; check that the brokers are up and the topic is loaded"
     elif status == 429:
@@ -85,8 +93,10 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what} answered a redirect ({status}) without a usable Location header"
     elif status == 500 and "/pendingAckStats/" in path and ("nullpointerexception" in lowered or "is null" in lowered):
         # A real broker's answer for a subscription the topic does not have: a Java NPE, not a 404.
-        msg = (f"{what}: the topic has no such subscription (500): the broker fails with a NullPointerException "
-               "there; check the subscription name (`pulsar-txn subscriptions` lists those that use transactions)")
+        msg = (
+            f"{what}: the topic has no such subscription (500): the broker fails with a NullPointerException "
+            "there; check the subscription name (`pulsar-txn subscriptions` lists those that use transactions)"
+        )
     elif status == 500:
         msg = f"{what} failed inside the broker (500){said}; retry, and check the broker's log if it persists"
     else:

@@ -8,6 +8,7 @@ proxy or another broker of the same cluster all reach the same cluster. So the k
 - for the embedded engine (in process or served): the engine id made by `engine init`, which its
   cluster metadata carries as an extra field, so `engine reset` starts a new identity.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed
@@ -22,8 +23,10 @@ def target_identity(admin) -> str:
     engine_id = data.get(ENGINE_ID_FIELD)
     if engine_id:
         return f"engine {engine_id}"
-    url = next((data[k] for k in ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
-                if data.get(k)), None)
+    url = next(
+        (data[k] for k in ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls") if data.get(k)),
+        None,
+    )
     return f"cluster {name} ({url})" if url else f"cluster {name}"
 
 
@@ -31,13 +34,17 @@ def own_cluster(admin) -> str:
     """The target's cluster; the broker's own when the configuration store lists several (geo-replication)."""
     names = admin.clusters()
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
-        raise ConnectionFailed(f"GET /admin/v2/clusters on {admin.target.describe()} did not list any cluster; "
-                               "cannot tell which cluster this is")
+        raise ConnectionFailed(
+            f"GET /admin/v2/clusters on {admin.target.describe()} did not list any cluster; "
+            "cannot tell which cluster this is"
+        )
     real = [n for n in names if n != "global"] or names
     if len(real) == 1:
         return real[0]
     own = (admin.runtime_config() or {}).get("clusterName")
     if own in real:
         return own
-    raise ConnectionFailed(f"{admin.target.describe()} lists the clusters {', '.join(sorted(real))} and does not say "
-                           "which one it belongs to (no clusterName in its runtime configuration)")
+    raise ConnectionFailed(
+        f"{admin.target.describe()} lists the clusters {', '.join(sorted(real))} and does not say "
+        "which one it belongs to (no clusterName in its runtime configuration)"
+    )

@@ -11,6 +11,7 @@ form, as Pulsar's Java client sends it (client_secret_post). The token endpoint 
 before they expire; `invalidate()` drops one the broker refused. The secret and every token are
 registered with redact() the moment they are known.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,11 +43,15 @@ def from_auth_params(values: dict) -> OAuth2Params:
     """Pulsar's AuthenticationOAuth2 parameters (already split into a dict)."""
     kind = values.get("type", "client_credentials")
     if kind != "client_credentials":
-        raise UsageError(f"--auth-params for AuthenticationOAuth2 has type {kind!r}; only client_credentials is supported")
+        raise UsageError(
+            f"--auth-params for AuthenticationOAuth2 has type {kind!r}; only client_credentials is supported"
+        )
     issuer, key = values.get("issuerUrl"), values.get("privateKey")
     if not issuer or not key:
-        raise UsageError("--auth-params for AuthenticationOAuth2 needs issuerUrl and privateKey "
-                         '({"type": "client_credentials", "issuerUrl": "...", "privateKey": "file:///..."})')
+        raise UsageError(
+            "--auth-params for AuthenticationOAuth2 needs issuerUrl and privateKey "
+            '({"type": "client_credentials", "issuerUrl": "...", "privateKey": "file:///..."})'
+        )
     return _params(issuer, key, values.get("audience"), values.get("scope"), values.get("clientId"))
 
 
@@ -67,7 +72,7 @@ def _read_key(key: str) -> tuple[dict, str]:
     """(the key file's JSON, where it came from) for a file:// URL, a data: URL or a plain path."""
     if key.startswith("data:"):
         where = "given as a data: URL"
-        meta, _, payload = key[len("data:"):].partition(",")
+        meta, _, payload = key[len("data:") :].partition(",")
         try:
             text = base64.b64decode(payload).decode() if meta.endswith(";base64") else unquote(payload)
         except ValueError:
@@ -123,9 +128,15 @@ class TokenSource:
             warnings.simplefilter("ignore", DeprecationWarning)
             from authlib.integrations.httpx_client import OAuth2Client
 
-        return OAuth2Client(self.params.client_id, self.params.client_secret, scope=self.params.scope,
-                            token_endpoint_auth_method="client_secret_post", verify=self.verify,
-                            timeout=self.timeout, trust_env=False)
+        return OAuth2Client(
+            self.params.client_id,
+            self.params.client_secret,
+            scope=self.params.scope,
+            token_endpoint_auth_method="client_secret_post",
+            verify=self.verify,
+            timeout=self.timeout,
+            trust_env=False,
+        )
 
     def _fetch(self) -> None:
         import httpx
@@ -142,20 +153,27 @@ class TokenSource:
                 raise ConnectionFailed(
                     f"the OAuth2 server {issuer} refused client {self.params.client_id!r} ({exc.error}{redact.redact(said)}); "
                     f"check client_id and client_secret in the key file {self.params.key_source}, the audience and the scope",
-                    status=401) from None
+                    status=401,
+                ) from None
             except httpx.HTTPStatusError as exc:
                 raise ConnectionFailed(
                     f"the OAuth2 server {issuer} answered HTTP {exc.response.status_code} to the token request of client "
                     f"{self.params.client_id!r}; check the issuer URL and the client's credentials",
-                    status=exc.response.status_code) from None
+                    status=exc.response.status_code,
+                ) from None
             except httpx.HTTPError as exc:
                 text = redact.redact(exc) or type(exc).__name__
-                check = ("the issuer's certificate (--tls-trust-cert-path)" if "certificate" in text.lower() or "SSL" in text
-                         else "the issuer URL")
+                check = (
+                    "the issuer's certificate (--tls-trust-cert-path)"
+                    if "certificate" in text.lower() or "SSL" in text
+                    else "the issuer URL"
+                )
                 raise ConnectionFailed(f"cannot reach the OAuth2 server {issuer} ({text}); check {check}") from None
             except ValueError:
-                raise ConnectionFailed(f"the OAuth2 server {issuer} answered the token request with something that is "
-                                       "not a token response; check the issuer URL") from None
+                raise ConnectionFailed(
+                    f"the OAuth2 server {issuer} answered the token request with something that is "
+                    "not a token response; check the issuer URL"
+                ) from None
         access = token.get("access_token")
         if not access:
             raise ConnectionFailed(f"the OAuth2 server {issuer} answered without an access_token; check the issuer URL")
@@ -164,15 +182,19 @@ class TokenSource:
         self._token, self.fetches = access, self.fetches + 1
         self._expires_at = self.clock() + lifetime
         self._leeway = min(MAX_LEEWAY, lifetime / 10)
-        self._log(f"OAuth2: token {self.fetches} for client {self.params.client_id!r} from {issuer}, "
-                  f"valid {lifetime:g}s")
+        self._log(
+            f"OAuth2: token {self.fetches} for client {self.params.client_id!r} from {issuer}, valid {lifetime:g}s"
+        )
 
     def _discover(self, client) -> str:
         url = f"{self.params.issuer_url}/.well-known/openid-configuration"
         response = client.request("GET", url, withhold_token=True)
         if response.status_code != 200:
-            raise ConnectionFailed(f"OAuth2 discovery at {url} answered HTTP {response.status_code}; check the issuer URL "
-                                   "(issuerUrl / issuer_endpoint)", status=response.status_code)
+            raise ConnectionFailed(
+                f"OAuth2 discovery at {url} answered HTTP {response.status_code}; check the issuer URL "
+                "(issuerUrl / issuer_endpoint)",
+                status=response.status_code,
+            )
         try:
             endpoint = response.json()["token_endpoint"]
         except (ValueError, KeyError, TypeError):

@@ -4,6 +4,7 @@ Secrets are registered once when the target is resolved; `redact()` then scrubs 
 text (server answers echo headers or URLs back sometimes), and `redact_headers()` masks the
 headers that carry credentials whatever their value.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,9 @@ _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
 _TOKEN_PARAM = re.compile(r"(?i)\b(token:)(?!//)[^\s,\"']+")
 # OAuth2: a client secret or token in a form body, a query or JSON (client_secret=..., "access_token": "...")
-_OAUTH2_FIELD = re.compile(r"(?i)\b((?:client_secret|access_token|refresh_token|id_token)[\"']?\s*[:=]\s*[\"']?)[^\s&,\"'}]+")
+_OAUTH2_FIELD = re.compile(
+    r"(?i)\b((?:client_secret|access_token|refresh_token|id_token)[\"']?\s*[:=]\s*[\"']?)[^\s&,\"'}]+"
+)
 
 _lock = threading.Lock()
 _secrets: set[str] = set()

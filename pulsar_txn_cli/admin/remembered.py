@@ -7,6 +7,7 @@ Two kinds of record live in the user state directory, one file per identity (adm
 Both name their identity inside, so listing and pruning need no connection to the target.
 Why on this machine and not in the cluster: see docs/identity.md.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -69,19 +70,32 @@ def listing() -> list[dict]:
                 continue  # not ours, or half gone: nothing to list
             if not isinstance(doc, dict) or not isinstance(doc.get("target"), str):
                 continue
-            rows.append({"identity": doc["target"], "kind": kind, "detail": _detail(kind, doc),
-                         "seenAs": doc.get("seenAs") or [], "updatedAt": _iso(mtime), "file": str(path),
-                         "_mtime": mtime})
+            rows.append(
+                {
+                    "identity": doc["target"],
+                    "kind": kind,
+                    "detail": _detail(kind, doc),
+                    "seenAs": doc.get("seenAs") or [],
+                    "updatedAt": _iso(mtime),
+                    "file": str(path),
+                    "_mtime": mtime,
+                }
+            )
     return sorted(rows, key=lambda r: (r["identity"], r["kind"]))
 
 
-def prune(identities: list[str] | None = None, older_than_s: float | None = None, everything: bool = False) -> list[dict]:
+def prune(
+    identities: list[str] | None = None, older_than_s: float | None = None, everything: bool = False
+) -> list[dict]:
     """Delete the record files that match; returns the rows deleted."""
     now = time.time()
     gone = []
     for row in listing():
-        chosen = everything or (identities and row["identity"] in identities) or \
-            (older_than_s is not None and now - row["_mtime"] > older_than_s)
+        chosen = (
+            everything
+            or (identities and row["identity"] in identities)
+            or (older_than_s is not None and now - row["_mtime"] > older_than_s)
+        )
         if chosen:
             Path(row["file"]).unlink(missing_ok=True)
             gone.append(row)
@@ -95,8 +109,14 @@ def public(row: dict) -> dict:
 def _detail(kind: str, doc: dict) -> str:
     if kind == CHANGES:
         changes = doc.get("changes") or {}
-        return ", ".join(f"{k}={str(c.get('value')).lower()}{' (declared)' if c.get('declared') else ''}"
-                         for k, c in sorted(changes.items()) if isinstance(c, dict)) or "none"
+        return (
+            ", ".join(
+                f"{k}={str(c.get('value')).lower()}{' (declared)' if c.get('declared') else ''}"
+                for k, c in sorted(changes.items())
+                if isinstance(c, dict)
+            )
+            or "none"
+        )
     count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
     return f"{count} last-batched ledger record(s)"
 

@@ -5,6 +5,7 @@ time (the engine is single-threaded); `latency_ms` delays every answer, outside 
 model a remote broker in benchmarks. Nothing here prints: the caller learns the bound address
 through `on_ready` (serve) or the returned handle (start).
 """
+
 from __future__ import annotations
 
 import threading
@@ -96,8 +97,15 @@ def make_server(engine, host: str = "127.0.0.1", port: int = 0, latency_ms: floa
     return httpd
 
 
-def start(engine_dir: str | None = None, *, engine=None, host: str = "127.0.0.1", port: int = 0,
-          latency_ms: float = 0, log=None) -> EngineServer:
+def start(
+    engine_dir: str | None = None,
+    *,
+    engine=None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    latency_ms: float = 0,
+    log=None,
+) -> EngineServer:
     """Serve in a background thread (tests, benchmarks, the demo); close() the handle to stop."""
     owned = None
     if engine is None:
@@ -105,7 +113,9 @@ def start(engine_dir: str | None = None, *, engine=None, host: str = "127.0.0.1"
 
         engine = owned = open_engine(engine_dir)
     httpd = make_server(engine, host, port, latency_ms, log)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="engine-serve", daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="engine-serve", daemon=True
+    )
     thread.start()
     handle = EngineServer(httpd, thread, owned)
     if owned is not None:
@@ -113,7 +123,9 @@ def start(engine_dir: str | None = None, *, engine=None, host: str = "127.0.0.1"
     return handle
 
 
-def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0, log=None, on_ready=None) -> None:
+def serve(
+    engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: float = 0, log=None, on_ready=None
+) -> None:
     """Serve in the foreground until interrupted; on_ready(url) is called once listening (else log gets it)."""
     from pulsar_txn_cli.admin.engine_transport import open_engine
 
@@ -125,8 +137,10 @@ def serve(engine_dir: str, host: str = "127.0.0.1", port: int = 0, latency_ms: f
         if on_ready:
             on_ready(handle.url)
         elif log:
-            log(f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop); "
-                f"`pulsar-txn engine simulate --admin-url {handle.url}` adds a workload")
+            log(
+                f"serving the engine in {engine_dir} on {handle.url} (Ctrl-C to stop); "
+                f"`pulsar-txn engine simulate --admin-url {handle.url}` adds a workload"
+            )
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass  # Ctrl-C is the normal way to stop

@@ -12,6 +12,7 @@ Environment variables (the tool's own, kept few):
   PULSAR_TXN_ADMIN_URL, PULSAR_TXN_ENGINE_DIR, PULSAR_TXN_CONTEXT, PULSAR_TXN_TOKEN, PULSAR_TXN_TOKEN_FILE
 and Pulsar's own PULSAR_CLIENT_CONF and PULSAR_HOME, and pulsarctl's PULSARCONFIG (its config file).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,14 +35,28 @@ ENV_PULSAR_HOME = "PULSAR_HOME"
 ENV_PULSARCTL_CONFIG = "PULSARCONFIG"
 
 TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "AuthenticationToken", "token")
-TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "tls",
-               "org.apache.pulsar.client.impl.auth.AuthenticationTLS", "AuthenticationTLS")
+TLS_PLUGINS = (
+    "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+    "AuthenticationTls",
+    "tls",
+    "org.apache.pulsar.client.impl.auth.AuthenticationTLS",
+    "AuthenticationTLS",
+)
 BASIC_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationBasic", "AuthenticationBasic", "basic")
 
 SETTINGS = (
-    "admin_url", "engine_dir", "auth_plugin", "auth_params", "token", "token_file",
-    "tls_trust_cert_path", "tls_allow_insecure", "tls_enable_hostname_verification",
-    "tls_cert_file", "tls_key_file", "request_timeout",
+    "admin_url",
+    "engine_dir",
+    "auth_plugin",
+    "auth_params",
+    "token",
+    "token_file",
+    "tls_trust_cert_path",
+    "tls_allow_insecure",
+    "tls_enable_hostname_verification",
+    "tls_cert_file",
+    "tls_key_file",
+    "request_timeout",
 )
 
 
@@ -87,7 +102,11 @@ def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Tar
     for name, values in layers:
         if values.get("admin_url") and values.get("engine_dir"):
             raise UsageError(f"{name} names both an admin URL and an engine directory; give only one target")
-        if "admin_url" not in merged and "engine_dir" not in merged and (values.get("admin_url") or values.get("engine_dir")):
+        if (
+            "admin_url" not in merged
+            and "engine_dir" not in merged
+            and (values.get("admin_url") or values.get("engine_dir"))
+        ):
             source = name
         for key, value in values.items():
             if value is not None and value != "" and key not in merged:
@@ -105,19 +124,27 @@ def _build(s: dict, source: str) -> Target:
         if not given.startswith(("http://", "https://")):
             raise UsageError(f"admin URL {given!r} ({source}) must start with http:// or https://")
         if not urlsplit(given).hostname:
-            raise UsageError(f"admin URL {given!r} ({source}) names no host; give the broker's web service, "
-                             "e.g. http://broker:8080")
+            raise UsageError(
+                f"admin URL {given!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
+            )
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
         token, cert, key, basic, oauth = _auth(s, cert, key)
         if bool(cert) != bool(key):
             raise UsageError("--tls-cert-file and --tls-key-file go together; give both or neither")
         redact.register(token)
         return Target(
-            kind="cluster", url=url, token=token, basic=basic, oauth2=oauth,
+            kind="cluster",
+            url=url,
+            token=token,
+            basic=basic,
+            oauth2=oauth,
             tls_trust_cert_path=s.get("tls_trust_cert_path"),
             tls_allow_insecure=_bool(s.get("tls_allow_insecure", False)),
             tls_enable_hostname_verification=_bool(s.get("tls_enable_hostname_verification", True)),
-            tls_cert_file=cert, tls_key_file=key, request_timeout=timeout, source=source,
+            tls_cert_file=cert,
+            tls_key_file=key,
+            request_timeout=timeout,
+            source=source,
         )
     engine_dir = s.get("engine_dir") or default_engine_dir()
     if Path(engine_dir).expanduser().is_file():
@@ -148,8 +175,10 @@ def _auth(s: dict, cert, key):
         elif plugin and plugin in oauth2.PLUGINS:
             oauth = oauth2.from_auth_params(_kv_params(params))
         elif plugin and plugin not in TOKEN_PLUGINS:
-            raise UsageError(f"auth plugin {plugin} is not supported; use token, basic, OAuth2 (client credentials) "
-                             "or TLS client-certificate authentication")
+            raise UsageError(
+                f"auth plugin {plugin} is not supported; use token, basic, OAuth2 (client credentials) "
+                "or TLS client-certificate authentication"
+            )
         else:
             redact.register(params)  # token parameters are secret as a whole (token:XXX, JSON)
             token = _token_from_params(params)
@@ -165,8 +194,10 @@ def _basic_from_params(params: str) -> tuple[str, str]:
     values = _kv_params(params)
     user, password = values.get("userId"), values.get("password")
     if not user or password is None:
-        raise UsageError("--auth-params for AuthenticationBasic needs userId and password "
-                         '({"userId": "...", "password": "..."} or userId:...,password:...)')
+        raise UsageError(
+            "--auth-params for AuthenticationBasic needs userId and password "
+            '({"userId": "...", "password": "..."} or userId:...,password:...)'
+        )
     redact.register(password)
     return user, password
 
@@ -183,11 +214,11 @@ def _token_from_params(params: str) -> str:
             return str(values["token"])
         if values.get("file"):
             return _token_from_params(str(values["file"]))
-        raise UsageError("--auth-params JSON needs a \"token\" or \"file\" key")
+        raise UsageError('--auth-params JSON needs a "token" or "file" key')
     if params.startswith("token:"):
-        return params[len("token:"):]
+        return params[len("token:") :]
     if params.startswith("file:"):
-        path = params[len("file:"):]
+        path = params[len("file:") :]
         path = path[2:] if path.startswith("//") else path
         return _read_secret(path, "--auth-params file:")
     return params
@@ -236,6 +267,7 @@ def _number(value, what: str) -> float:
 
 # --- Pulsar's client.conf (Java properties) -------------------------------------------------
 
+
 def client_conf_path(environ) -> Path | None:
     """PULSAR_CLIENT_CONF, else $PULSAR_HOME/conf/client.conf when it exists (pulsar-admin's rule)."""
     if environ.get(ENV_CLIENT_CONF):
@@ -272,6 +304,7 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 # --- pulsarctl's config file (~/.config/pulsar/config, or PULSARCONFIG) ---------------------
+
 
 def pulsarctl_config_path(environ=None, home: Path | None = None) -> Path:
     if environ and environ.get(ENV_PULSARCTL_CONFIG):
@@ -331,8 +364,16 @@ def read_context(name: str, path: Path) -> dict:
 def _oauth2_params(auth: dict, name: str, path: Path) -> str:
     """A pulsarctl context's OAuth2 settings as AuthenticationOAuth2's JSON parameters."""
     if not auth.get("issuer_endpoint") or not auth.get("key_file"):
-        raise UsageError(f"context {name!r} in {path} needs both issuer_endpoint and key_file for OAuth2; pulsar-txn "
-                         "supports the client-credentials flow (pulsarctl context set --issuer-endpoint --key-file)")
-    params = {"type": "client_credentials", "issuerUrl": auth["issuer_endpoint"], "privateKey": auth["key_file"],
-              "audience": auth.get("audience"), "scope": auth.get("scope"), "clientId": auth.get("client_id")}
+        raise UsageError(
+            f"context {name!r} in {path} needs both issuer_endpoint and key_file for OAuth2; pulsar-txn "
+            "supports the client-credentials flow (pulsarctl context set --issuer-endpoint --key-file)"
+        )
+    params = {
+        "type": "client_credentials",
+        "issuerUrl": auth["issuer_endpoint"],
+        "privateKey": auth["key_file"],
+        "audience": auth.get("audience"),
+        "scope": auth.get("scope"),
+        "clientId": auth.get("client_id"),
+    }
     return json.dumps({k: v for k, v in params.items() if v})

@@ -5,6 +5,7 @@ Shipped names (facts §2.7): `<prefix>_bufferedwriter_*` with prefixes `pulsar_t
 The delay histogram's buckets are {1, 5, 10} *seconds* while delays are milliseconds, so
 every sub-second delay lands in le="1"; the exact mean still follows from _sum / _count.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,14 +45,16 @@ def summarize(text: str) -> list[dict]:
             if not name.startswith(head):
                 continue
             key = (labels.get("broker", ""), log)
-            metric = name[len(head):]
+            metric = name[len(head) :]
             if metric == "batch_oldest_record_delay_seconds_bucket":
                 le = float("inf") if labels.get("le") in ("+Inf", "Inf") else float(labels.get("le", "nan"))
                 buckets.setdefault(key, {})[le] = buckets.setdefault(key, {}).get(le, 0.0) + value
             else:
                 groups.setdefault(key, {})[metric] = groups.setdefault(key, {}).get(metric, 0.0) + value
-    return [_summary(broker, log, groups.get((broker, log), {}), buckets.get((broker, log), {}))
-            for broker, log in sorted(set(groups) | set(buckets))]
+    return [
+        _summary(broker, log, groups.get((broker, log), {}), buckets.get((broker, log), {}))
+        for broker, log in sorted(set(groups) | set(buckets))
+    ]
 
 
 def _summary(broker: str, log: str, m: dict, delay_buckets: dict) -> dict:
@@ -59,7 +62,10 @@ def _summary(broker: str, log: str, m: dict, delay_buckets: dict) -> dict:
     records = m.get("batch_records_sum", 0.0)
     size = m.get("batch_size_bytes_sum", 0.0)
     delay_sum = m.get("batch_oldest_record_delay_seconds_sum", 0.0)
-    triggers = {key: int(m.get(f"flush_trigger_{suffix}_total", m.get(f"flush_trigger_{suffix}", 0))) for key, suffix in TRIGGERS.items()}
+    triggers = {
+        key: int(m.get(f"flush_trigger_{suffix}_total", m.get(f"flush_trigger_{suffix}", 0)))
+        for key, suffix in TRIGGERS.items()
+    }
     flushes = sum(triggers.values())
     within_first = delay_buckets.get(1.0, 0.0)
     delay_count = m.get("batch_oldest_record_delay_seconds_count", 0.0)
@@ -83,5 +89,7 @@ def _ratio(part: float, whole: float, digits: int = 2) -> float | None:
     return round(part / whole, digits) if whole else None
 
 
-DELAY_WARNING = ("the delay histogram's buckets are in seconds (le=1, 5, 10) while batching delays are milliseconds, "
-                 "so all sub-second delays fall in le=1 and cannot be told apart; the mean from _sum/_count is exact")
+DELAY_WARNING = (
+    "the delay histogram's buckets are in seconds (le=1, 5, 10) while batching delays are milliseconds, "
+    "so all sub-second delays fall in le=1 and cannot be told apart; the mean from _sum/_count is exact"
+)

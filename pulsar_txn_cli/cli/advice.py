@@ -4,6 +4,7 @@ A `fix:` line printed under `--admin-url URL` must act on URL when pasted, not o
 engine; so every `pulsar-txn ...` command the tool suggests gets the flags that chose the target
 (never a secret: a token or auth parameters are left for the operator to supply).
 """
+
 from __future__ import annotations
 
 import re

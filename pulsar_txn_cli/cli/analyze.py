@@ -1,4 +1,5 @@
 """`pulsar-txn analyze`: ledger analytics on Spark or in one local process."""
+
 from __future__ import annotations
 
 import os
@@ -21,16 +22,69 @@ def register(app: typer.Typer) -> None:
 
 
 def analyze(
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text; also s3a:// or hdfs:// URLs (Spark reads them).", show_default=False)],
-    engine: Annotated[Literal["auto", "local", "spark"], typer.Option("--engine", help="spark, local, or auto (spark when --spark-master is given or an input is an s3a:// or hdfs:// URL, else local).")] = "auto",
-    spark_master: Annotated[Optional[str], typer.Option("--spark-master", metavar="URL", help="Spark master URL, e.g. spark://host:7077 or local[4] (--engine spark without it: local[*]). A cluster's executors need only PySpark, pyarrow and pandas: the tool ships its own code.", show_default=False)] = None,
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="INPUT...",
+            help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text; also s3a:// or hdfs:// URLs (Spark reads them).",
+            show_default=False,
+        ),
+    ],
+    engine: Annotated[
+        Literal["auto", "local", "spark"],
+        typer.Option(
+            "--engine",
+            help="spark, local, or auto (spark when --spark-master is given or an input is an s3a:// or hdfs:// URL, else local).",
+        ),
+    ] = "auto",
+    spark_master: Annotated[
+        Optional[str],
+        typer.Option(
+            "--spark-master",
+            metavar="URL",
+            help="Spark master URL, e.g. spark://host:7077 or local[4] (--engine spark without it: local[*]). A cluster's executors need only PySpark, pyarrow and pandas: the tool ships its own code.",
+            show_default=False,
+        ),
+    ] = None,
     spark_conf: SparkConfOption = None,
-    fmt: Annotated[Literal["auto", "jsonl", "parquet", "readledger"], typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger.")] = "auto",
-    managed_ledger: Annotated[Optional[str], typer.Option("--managed-ledger", "-m", help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).", show_default=False)] = None,
-    log: Annotated[Optional[Literal["tc", "pending-ack"]], typer.Option("--log", help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.", show_default=False)] = None,
-    force_log: Annotated[bool, typer.Option("--force-log", help="Keep --log even where the input's managed-ledger name says the other log.")] = False,
-    dump_parquet: Annotated[Optional[str], typer.Option("--dump-parquet", metavar="OUT", help="Convert the (local) inputs to one Parquet file and stop; OUT may be an s3a:// URL.", show_default=False)] = None,
-    html: Annotated[Optional[Path], typer.Option("--html", metavar="REPORT", help="Also write a self-contained HTML report.", show_default=False)] = None,
+    fmt: Annotated[
+        Literal["auto", "jsonl", "parquet", "readledger"],
+        typer.Option("--format", "-f", help="Input format: auto, jsonl, parquet or readledger."),
+    ] = "auto",
+    managed_ledger: Annotated[
+        Optional[str],
+        typer.Option(
+            "--managed-ledger",
+            "-m",
+            help="Managed-ledger name of readledger input (e.g. pulsar/system/persistent/__transaction_log_0).",
+            show_default=False,
+        ),
+    ] = None,
+    log: Annotated[
+        Optional[Literal["tc", "pending-ack"]],
+        typer.Option(
+            "--log",
+            help="Force the log kind (tc or pending-ack) instead of telling it from the managed-ledger name.",
+            show_default=False,
+        ),
+    ] = None,
+    force_log: Annotated[
+        bool,
+        typer.Option("--force-log", help="Keep --log even where the input's managed-ledger name says the other log."),
+    ] = False,
+    dump_parquet: Annotated[
+        Optional[str],
+        typer.Option(
+            "--dump-parquet",
+            metavar="OUT",
+            help="Convert the (local) inputs to one Parquet file and stop; OUT may be an s3a:// URL.",
+            show_default=False,
+        ),
+    ] = None,
+    html: Annotated[
+        Optional[Path],
+        typer.Option("--html", metavar="REPORT", help="Also write a self-contained HTML report.", show_default=False),
+    ] = None,
 ) -> None:
     """Batching figures per managed ledger and ledger: records and bytes per entry, operations,
     transactions, entries saved, the last ledger with batched entries, decode failures.
@@ -62,14 +116,27 @@ def analyze(
         conf = _connector(env, urls, conf)
         env.info(f"engine: spark ({master}), {len(files) + len(urls)} input(s)")
         with env.progress(None, "analyze on Spark: tasks", unit="tasks") as progress:
-            report = spark_job.analyze(files, master=master, conf=conf, managed_ledger=managed_ledger, forced_log=log,
-                                       progress=progress, tell=env.info, urls=urls, fmt=fmt)
+            report = spark_job.analyze(
+                files,
+                master=master,
+                conf=conf,
+                managed_ledger=managed_ledger,
+                forced_log=log,
+                progress=progress,
+                tell=env.info,
+                urls=urls,
+                fmt=fmt,
+            )
     else:
         if spark_conf or spark_master:
             env.warn("--spark-master and --spark-conf are ignored by --engine local")
         from pulsar_txn_cli.pipeline import facts, local
 
-        decoding = "native scanner" if facts.NATIVE is not None else "pure-Python decoding: the native scanner is not built, see docs/analyze.md"
+        decoding = (
+            "native scanner"
+            if facts.NATIVE is not None
+            else "pure-Python decoding: the native scanner is not built, see docs/analyze.md"
+        )
         env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
         with env.progress(None, "analyze", unit="bytes") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
@@ -111,7 +178,9 @@ def _dump_parquet(env, files, managed_ledger, out: str, spark_master, conf) -> N
         with tempfile.TemporaryDirectory(prefix="pulsar-txn-parquet-") as tmp:
             local = os.path.join(tmp, "dump.parquet")
             count = inputs.write_parquet(raw(), local)
-            with spark_job.Session(spark_master or spark_job.DEFAULT_MASTER, _connector(env, [out], conf), ship=False) as spark:
+            with spark_job.Session(
+                spark_master or spark_job.DEFAULT_MASTER, _connector(env, [out], conf), ship=False
+            ) as spark:
                 remote.upload(spark, local, out)
     env.info(f"wrote {count} entries from {len(files)} input file(s) to {out}")
 
@@ -139,27 +208,54 @@ def tables(report: dict):
     totals = report["totals"]
     out = [
         Table(
-            [("name", "managed ledger"), ("log", "log"), ("entries", "entries"), ("batchedEntries", "batched"),
-             ("unbatchedEntries", "unbatched"), ("records", "records"), ("entriesSaved", "saved"), ("bytes", "bytes"),
-             ("transactions", "txns"), ("lastBatchedLedgerId", "last batched ledger"), ("decodeErrors", "errors")],
-            [{**m, "transactions": _txns(m)} for m in managed] + [{**totals, "name": "TOTAL", "log": "", "transactions": _txns(totals)}],
+            [
+                ("name", "managed ledger"),
+                ("log", "log"),
+                ("entries", "entries"),
+                ("batchedEntries", "batched"),
+                ("unbatchedEntries", "unbatched"),
+                ("records", "records"),
+                ("entriesSaved", "saved"),
+                ("bytes", "bytes"),
+                ("transactions", "txns"),
+                ("lastBatchedLedgerId", "last batched ledger"),
+                ("decodeErrors", "errors"),
+            ],
+            [{**m, "transactions": _txns(m)} for m in managed]
+            + [{**totals, "name": "TOTAL", "log": "", "transactions": _txns(totals)}],
             title="Managed ledgers",
         ),
         Table(
-            [("managedLedger", "managed ledger"), ("ledgerId", "ledger"), ("entries", "entries"), ("batchedEntries", "batched"),
-             ("records", "records"), ("bytes", "bytes"), ("entriesSaved", "saved"), ("decodeErrors", "errors")],
+            [
+                ("managedLedger", "managed ledger"),
+                ("ledgerId", "ledger"),
+                ("entries", "entries"),
+                ("batchedEntries", "batched"),
+                ("records", "records"),
+                ("bytes", "bytes"),
+                ("entriesSaved", "saved"),
+                ("decodeErrors", "errors"),
+            ],
             [{"managedLedger": m["name"], **ledger} for m in managed for ledger in m["ledgers"]],
             title="Ledgers",
         ),
-        Table([("op", "operation"), ("count", "records")], [{"op": k, "count": v} for k, v in totals["ops"].items() if v],
-              title="Operations (all managed ledgers)"),
+        Table(
+            [("op", "operation"), ("count", "records")],
+            [{"op": k, "count": v} for k, v in totals["ops"].items() if v],
+            title="Operations (all managed ledgers)",
+        ),
         histogram_table(totals["recordsPerEntry"], "Records per entry (all managed ledgers)"),
         histogram_table(totals["entrySizeBytes"], "Entry size in bytes (all managed ledgers)"),
     ]
     samples = [{"managedLedger": m["name"], **s} for m in managed for s in m["decodeErrorSamples"]]
     if samples:
-        out.append(Table([("managedLedger", "managed ledger"), ("position", "position"), ("error", "error")], samples,
-                         title="Decode failures (first few per managed ledger)"))
+        out.append(
+            Table(
+                [("managedLedger", "managed ledger"), ("position", "position"), ("error", "error")],
+                samples,
+                title="Decode failures (first few per managed ledger)",
+            )
+        )
     return out
 
 
@@ -170,10 +266,18 @@ def _txns(summary: dict) -> str:
 def histogram_table(histogram: dict, title: str):
     from pulsar_txn_cli.output import Table
 
-    return Table([("le", "<="), ("count", "entries"), ("bar", "")], [
-        {"le": b["le"], "count": b["count"], "bar": bar(b["count"], max((x["count"] for x in histogram["buckets"]), default=0))}
-        for b in histogram["buckets"]
-    ], title=f"{title}, mean {histogram['mean']}")
+    return Table(
+        [("le", "<="), ("count", "entries"), ("bar", "")],
+        [
+            {
+                "le": b["le"],
+                "count": b["count"],
+                "bar": bar(b["count"], max((x["count"] for x in histogram["buckets"]), default=0)),
+            }
+            for b in histogram["buckets"]
+        ],
+        title=f"{title}, mean {histogram['mean']}",
+    )
 
 
 def bar(value: int, peak: int, width: int = BAR_WIDTH) -> str:

@@ -1,12 +1,27 @@
 """Wires the command groups and the global options; nothing else lives here."""
+
 from __future__ import annotations
 
 import typer
 
 from pulsar_txn_cli import __version__
 from pulsar_txn_cli.cli import (
-    analyze, batchlog, collect, common, completion, decode, demo, downgrade, engine, exporter, helptext, metrics,
-    nack, state, stuck_readers, transactions,
+    analyze,
+    batchlog,
+    collect,
+    common,
+    completion,
+    decode,
+    demo,
+    downgrade,
+    engine,
+    exporter,
+    helptext,
+    metrics,
+    nack,
+    state,
+    stuck_readers,
+    transactions,
 )
 
 app = typer.Typer(
@@ -30,7 +45,9 @@ def _version(value: bool) -> None:
 
 
 def root(
-    version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "-V", "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Global options given before the subcommand apply to it."""
 
@@ -38,7 +55,20 @@ def root(
 common.root_callback(app, root)
 
 # In the order an operator meets them (the help lists commands in registration order).
-for group in (demo, batchlog, transactions, stuck_readers, metrics, exporter, downgrade, decode, collect, analyze, engine,
-              nack, state,
-              completion):
+for group in (
+    demo,
+    batchlog,
+    transactions,
+    stuck_readers,
+    metrics,
+    exporter,
+    downgrade,
+    decode,
+    collect,
+    analyze,
+    engine,
+    nack,
+    state,
+    completion,
+):
     group.register(app)

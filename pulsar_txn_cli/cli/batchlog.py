@@ -4,6 +4,7 @@ set-txn-tc-batch-log / set-txn-pending-ack-batch-log update the dynamic setting 
 --reload, reopen the stores; get-txn-tc-batch-log-stat / get-txn-pending-ack-batch-log-stat judge
 per coordinator / subscription whether batching is configured and effective.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -23,20 +24,37 @@ def register(app: typer.Typer) -> None:
     command(app, "get-txn-pending-ack-batch-log-stat", target=True)(get_txn_pending_ack_batch_log_stat)
 
 
-Value = Annotated[Optional[str], typer.Argument(metavar="[true|false]", help="With --enable: the value (default true).", show_default=False)]
+Value = Annotated[
+    Optional[str],
+    typer.Argument(metavar="[true|false]", help="With --enable: the value (default true).", show_default=False),
+]
 Enable = Annotated[bool, typer.Option("--enable", help="Turn batching on (or --enable true|false).")]
 Disable = Annotated[bool, typer.Option("--disable", help="Turn batching off.")]
-Reload = Annotated[bool, typer.Option("--reload", help="Reopen the stores now so the change takes effect (unloads topics).")]
+Reload = Annotated[
+    bool, typer.Option("--reload", help="Reopen the stores now so the change takes effect (unloads topics).")
+]
 Yes = Annotated[bool, typer.Option("-y", "--yes", help="Do not ask before unloading.")]
-ChangedAt = Annotated[Optional[str], typer.Option(
-    "--changed-at", metavar="TIME", show_default=False,
-    help="Record a change made with another tool at TIME (ISO 8601, e.g. 2026-05-01T10:00:00Z, or epoch ms, "
-         "in the target's clock) instead of changing the setting.")]
+ChangedAt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--changed-at",
+        metavar="TIME",
+        show_default=False,
+        help="Record a change made with another tool at TIME (ISO 8601, e.g. 2026-05-01T10:00:00Z, or epoch ms, "
+        "in the target's clock) instead of changing the setting.",
+    ),
+]
 Concurrency = Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)]
 
 
-def set_txn_tc_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False,
-                         yes: Yes = False, changed_at: ChangedAt = None) -> None:
+def set_txn_tc_batch_log(
+    value: Value = None,
+    enable: Enable = False,
+    disable: Disable = False,
+    reload: Reload = False,
+    yes: Yes = False,
+    changed_at: ChangedAt = None,
+) -> None:
     """Turn batching of the transaction coordinators' log on or off (transactionLogBatchedWriteEnabled).
 
     A coordinator picks the setting up only when its store is reopened; --reload unloads the
@@ -49,8 +67,15 @@ def set_txn_tc_batch_log(value: Value = None, enable: Enable = False, disable: D
     _set_or_declare(TC, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=8)
 
 
-def set_txn_pending_ack_batch_log(value: Value = None, enable: Enable = False, disable: Disable = False, reload: Reload = False,
-                                  yes: Yes = False, changed_at: ChangedAt = None, concurrency: Concurrency = 8) -> None:
+def set_txn_pending_ack_batch_log(
+    value: Value = None,
+    enable: Enable = False,
+    disable: Disable = False,
+    reload: Reload = False,
+    yes: Yes = False,
+    changed_at: ChangedAt = None,
+    concurrency: Concurrency = 8,
+) -> None:
     """Turn batching of the pending-ack logs on or off (transactionPendingAckBatchedWriteEnabled).
 
     A subscription picks the setting up only when its pending-ack store is reopened; --reload
@@ -77,6 +102,7 @@ def get_txn_pending_ack_batch_log_stat(concurrency: Concurrency = 8) -> None:
 
 
 # --- the work -------------------------------------------------------------------------------------------
+
 
 def _enabled(value: str | None, enable: bool, disable: bool) -> bool:
     if enable and disable:
@@ -106,11 +132,28 @@ def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str
     admin = env.admin()
     result = batchlog.declare_change(admin, log, enabled, parse_time(changed_at, "--changed-at"))
     result["clock"] = clock = admin.clock()[1]  # TIME is compared with the stores' open times, on that clock
-    env.info(f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {batchlog.iso(result['at'])} "
-             f"({clock}; nothing was changed on the target)")
-    emit(Result(data=result, records=[result], tables=[Table(
-        [("setting", "setting"), ("value", "value"), ("at", f"changed at ({clock})"), ("identity", "identity")],
-        [{**result, "at": batchlog.iso(result["at"])}])]), env)
+    env.info(
+        f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {batchlog.iso(result['at'])} "
+        f"({clock}; nothing was changed on the target)"
+    )
+    emit(
+        Result(
+            data=result,
+            records=[result],
+            tables=[
+                Table(
+                    [
+                        ("setting", "setting"),
+                        ("value", "value"),
+                        ("at", f"changed at ({clock})"),
+                        ("identity", "identity"),
+                    ],
+                    [{**result, "at": batchlog.iso(result["at"])}],
+                )
+            ],
+        ),
+        env,
+    )
 
 
 def parse_time(text: str, option: str) -> int:
@@ -123,7 +166,9 @@ def parse_time(text: str, option: str) -> int:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds") from None
+        raise UsageError(
+            f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
@@ -141,8 +186,10 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     if enabled and old and len(old) < len(before["brokers"]):
         # PIP-160's upgrade order: a broker that cannot read batched entries must not meet them.
         names = ", ".join(f"{b['broker']} ({b['version']})" for b in old)
-        env.warn(f"{len(old)} of {len(before['brokers'])} broker(s) of {target} predate PIP-160 and cannot read "
-                 f"batched logs: {names}; finish the rolling upgrade first (pulsar-txn upgrade check)")
+        env.warn(
+            f"{len(old)} of {len(before['brokers'])} broker(s) of {target} predate PIP-160 and cannot read "
+            f"batched logs: {names}; finish the rolling upgrade first (pulsar-txn upgrade check)"
+        )
         if not yes:
             confirm(f"Enable {log.key} on {target} while those brokers still run?")
     stores = batchlog.stores_of(admin, log, concurrency)
@@ -157,27 +204,41 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
         stores = batchlog.settle(admin, log, stores)
         opening = {s["topic"] for s in stores if batchlog.opening(s)}
         if opening:
-            env.warn(f"{len(opening)} topic(s) still have a pending-ack store that is not Ready after "
-                     f"{batchlog.SETTLE_SECONDS:g} s; they are not "
-                     "unloaded (an unload during its replay can leave it stuck); rerun with --reload later")
+            env.warn(
+                f"{len(opening)} topic(s) still have a pending-ack store that is not Ready after "
+                f"{batchlog.SETTLE_SECONDS:g} s; they are not "
+                "unloaded (an unload during its replay can leave it stuck); rerun with --reload later"
+            )
         reloaded = batchlog.reload_stores(admin, [t for t in topics if t not in opening])
-        reloaded += [{"topic": t, "unloaded": False, "error": "its pending-ack store is not Ready yet"} for t in sorted(opening)]
+        reloaded += [
+            {"topic": t, "unloaded": False, "error": "its pending-ack store is not Ready yet"} for t in sorted(opening)
+        ]
         ok = sum(1 for r in reloaded if r["unloaded"])
-        env.info(f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened.")
+        env.info(
+            f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened."
+        )
     elif result["staleStores"]:
-        env.info(f"It takes effect for each {log.store} only when its store is reopened: {result['staleStores']} of the "
-                 f"{result['openStores']} open {log.store} store(s) do not run with it yet. Rerun with --reload to reopen "
-                 f"them now, then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat.")
+        env.info(
+            f"It takes effect for each {log.store} only when its store is reopened: {result['staleStores']} of the "
+            f"{result['openStores']} open {log.store} store(s) do not run with it yet. Rerun with --reload to reopen "
+            f"them now, then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat."
+        )
     else:
         env.info(f"Every open {log.store} store already runs with batching {word}; nothing needs reopening.")
     data = {**result, "reload": reloaded}
-    tables = [Table([("setting", "setting"), ("value", "value"), ("previous", "previous"), ("target", "target")], [result])]
+    tables = [
+        Table([("setting", "setting"), ("value", "value"), ("previous", "previous"), ("target", "target")], [result])
+    ]
     if reloaded is not None:
-        tables.append(Table([("topic", "topic"), ("unloaded", "unloaded"), ("error", "error")], reloaded, title="reload"))
+        tables.append(
+            Table([("topic", "topic"), ("unloaded", "unloaded"), ("error", "error")], reloaded, title="reload")
+        )
     emit(Result(data=data, records=[data], tables=tables), env)
     failed = [r for r in reloaded or [] if not r["unloaded"]]
     if failed:
-        raise ConnectionFailed(f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}")
+        raise ConnectionFailed(
+            f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}"
+        )
 
 
 def _stat(log, *, concurrency: int) -> None:
@@ -189,20 +250,45 @@ def _stat(log, *, concurrency: int) -> None:
     data = batchlog.batch_log_stat(admin, log, concurrency=concurrency)
     detail = data[log.detail_key]
     rows = [{**d, "opened": batchlog.iso(d.get("recoverStartTime"))} for d in detail]
-    key_columns = [("coordinatorId", "coordinator"), ("broker", "broker")] if log.kind == "tc" else [("topic", "topic"), ("subscription", "subscription")]
-    columns = key_columns + [("state", "state"), ("configured", "configured"), ("effective", "effective"), ("opened", "opened"), ("reason", "reason")]
-    brokers = Table([("broker", "broker"), ("version", "version"), ("runtime", "runtime value"), ("batches", "batches written")],
-                    data["brokers"], title="brokers")
+    key_columns = (
+        [("coordinatorId", "coordinator"), ("broker", "broker")]
+        if log.kind == "tc"
+        else [("topic", "topic"), ("subscription", "subscription")]
+    )
+    columns = key_columns + [
+        ("state", "state"),
+        ("configured", "configured"),
+        ("effective", "effective"),
+        ("opened", "opened"),
+        ("reason", "reason"),
+    ]
+    brokers = Table(
+        [("broker", "broker"), ("version", "version"), ("runtime", "runtime value"), ("batches", "batches written")],
+        data["brokers"],
+        title="brokers",
+    )
     effective = [d["effective"] for d in detail]
-    verdict = (f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
-               f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "
-               f"{effective.count(True)} of {len(detail)} {log.store}(s), off in {effective.count(False)}, unknown in {effective.count(None)}.")
+    verdict = (
+        f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
+        f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "
+        f"{effective.count(True)} of {len(detail)} {log.store}(s), off in {effective.count(False)}, unknown in {effective.count(None)}."
+    )
     if data["withoutBatchedLogs"]:
         verdict += f" Every broker runs {data['withoutBatchedLogs']}, which predates PIP-160: no store can batch."
     elif effective.count(None) or (data[log.pip_flag] is not None and effective.count(not data[log.pip_flag])):
-        env.info("hint: reopen the stores with "
-                 f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload")
-    emit(Result(data=data, records=detail, tables=[Table(columns, rows, title=f"{log.store}s"), brokers], lines=["", verdict]), env)
+        env.info(
+            "hint: reopen the stores with "
+            f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload"
+        )
+    emit(
+        Result(
+            data=data,
+            records=detail,
+            tables=[Table(columns, rows, title=f"{log.store}s"), brokers],
+            lines=["", verdict],
+        ),
+        env,
+    )
 
 
 def _shown(value) -> str:

@@ -4,6 +4,7 @@
 (and, with target=True, the connection options) to its signature, so `pulsar-txn -o json X`
 and `pulsar-txn X -o json` both work without every command redeclaring them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,26 +32,90 @@ def _opt(*names, help, panel, **kw):
 
 
 OUTPUT_OPTIONS = [
-    ("output", Optional[OutputFormat], _opt("-o", "--output", help="Output format: table (default), json or jsonl.", panel=OUTPUT_PANEL)),
+    (
+        "output",
+        Optional[OutputFormat],
+        _opt("-o", "--output", help="Output format: table (default), json or jsonl.", panel=OUTPUT_PANEL),
+    ),
     ("no_color", Optional[bool], _opt("--no-color", help="No colour (also NO_COLOR=1).", panel=OUTPUT_PANEL)),
-    ("quiet", Optional[bool], _opt("-q", "--quiet", help="Only data on stdout; no messages on stderr.", panel=OUTPUT_PANEL)),
-    ("debug", Optional[bool], _opt("--debug", help="Show tracebacks and HTTP requests (Authorization redacted).", panel=OUTPUT_PANEL)),
+    (
+        "quiet",
+        Optional[bool],
+        _opt("-q", "--quiet", help="Only data on stdout; no messages on stderr.", panel=OUTPUT_PANEL),
+    ),
+    (
+        "debug",
+        Optional[bool],
+        _opt("--debug", help="Show tracebacks and HTTP requests (Authorization redacted).", panel=OUTPUT_PANEL),
+    ),
 ]
 
 TARGET_OPTIONS = [
-    ("admin_url", Optional[str], _opt("--admin-url", help="Pulsar admin URL (webServiceUrl), e.g. http://broker:8080.", panel=TARGET_PANEL)),
-    ("engine_dir", Optional[str], _opt("--engine-dir", help="Embedded engine directory (default: the user data directory).", panel=TARGET_PANEL)),
-    ("context", Optional[str], _opt("--context", help="A pulsarctl context from ~/.config/pulsar/config.", panel=TARGET_PANEL)),
-    ("auth_plugin", Optional[str], _opt("--auth-plugin", help="Authentication plugin class, as in client.conf (token, basic, TLS, OAuth2 client credentials).", panel=TARGET_PANEL)),
-    ("auth_params", Optional[str], _opt("--auth-params", help="Authentication parameters, e.g. token:XXX, file:///path or OAuth2's JSON (issuerUrl, privateKey, audience).", panel=TARGET_PANEL)),
+    (
+        "admin_url",
+        Optional[str],
+        _opt("--admin-url", help="Pulsar admin URL (webServiceUrl), e.g. http://broker:8080.", panel=TARGET_PANEL),
+    ),
+    (
+        "engine_dir",
+        Optional[str],
+        _opt("--engine-dir", help="Embedded engine directory (default: the user data directory).", panel=TARGET_PANEL),
+    ),
+    (
+        "context",
+        Optional[str],
+        _opt("--context", help="A pulsarctl context from ~/.config/pulsar/config.", panel=TARGET_PANEL),
+    ),
+    (
+        "auth_plugin",
+        Optional[str],
+        _opt(
+            "--auth-plugin",
+            help="Authentication plugin class, as in client.conf (token, basic, TLS, OAuth2 client credentials).",
+            panel=TARGET_PANEL,
+        ),
+    ),
+    (
+        "auth_params",
+        Optional[str],
+        _opt(
+            "--auth-params",
+            help="Authentication parameters, e.g. token:XXX, file:///path or OAuth2's JSON (issuerUrl, privateKey, audience).",
+            panel=TARGET_PANEL,
+        ),
+    ),
     ("token", Optional[str], _opt("--token", help="Bearer token (prefer --token-file).", panel=TARGET_PANEL)),
     ("token_file", Optional[str], _opt("--token-file", help="File that holds the bearer token.", panel=TARGET_PANEL)),
-    ("tls_trust_cert_path", Optional[str], _opt("--tls-trust-cert-path", help="CA bundle that signs the broker's certificate.", panel=TARGET_PANEL)),
-    ("tls_allow_insecure", Optional[bool], _opt("--tls-allow-insecure", help="Accept any broker certificate (unsafe).", panel=TARGET_PANEL)),
-    ("tls_enable_hostname_verification", Optional[bool], _opt("--tls-enable-hostname-verification/--no-tls-enable-hostname-verification", help="Check the certificate's host name (default on).", panel=TARGET_PANEL)),
-    ("tls_cert_file", Optional[str], _opt("--tls-cert-file", help="Client certificate for mutual TLS.", panel=TARGET_PANEL)),
+    (
+        "tls_trust_cert_path",
+        Optional[str],
+        _opt("--tls-trust-cert-path", help="CA bundle that signs the broker's certificate.", panel=TARGET_PANEL),
+    ),
+    (
+        "tls_allow_insecure",
+        Optional[bool],
+        _opt("--tls-allow-insecure", help="Accept any broker certificate (unsafe).", panel=TARGET_PANEL),
+    ),
+    (
+        "tls_enable_hostname_verification",
+        Optional[bool],
+        _opt(
+            "--tls-enable-hostname-verification/--no-tls-enable-hostname-verification",
+            help="Check the certificate's host name (default on).",
+            panel=TARGET_PANEL,
+        ),
+    ),
+    (
+        "tls_cert_file",
+        Optional[str],
+        _opt("--tls-cert-file", help="Client certificate for mutual TLS.", panel=TARGET_PANEL),
+    ),
     ("tls_key_file", Optional[str], _opt("--tls-key-file", help="Client key for mutual TLS.", panel=TARGET_PANEL)),
-    ("request_timeout", Optional[float], _opt("--request-timeout", help="Seconds to wait for each HTTP request (default 30).", panel=TARGET_PANEL)),
+    (
+        "request_timeout",
+        Optional[float],
+        _opt("--request-timeout", help="Seconds to wait for each HTTP request (default 30).", panel=TARGET_PANEL),
+    ),
 ]
 
 OUTPUT_NAMES = [name for name, _, _ in OUTPUT_OPTIONS]
@@ -142,9 +207,15 @@ def confirm(question: str) -> None:
         raise UsageError("nothing was changed (not confirmed)")
 
 
-SparkConfOption = Annotated[Optional[list[str]], typer.Option(
-    "--spark-conf", metavar="KEY=VALUE", help="A Spark setting (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=URL.",
-    show_default=False)]
+SparkConfOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        help="A Spark setting (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=URL.",
+        show_default=False,
+    ),
+]
 
 
 def spark_conf(pairs: list[str] | None) -> dict:

@@ -1,4 +1,5 @@
 """`pulsar-txn completion bash|zsh|fish`: print the shell's completion script (pulsarctl's convention)."""
+
 from __future__ import annotations
 
 from enum import Enum
@@ -20,7 +21,9 @@ def register(app: typer.Typer) -> None:
     command(app, "completion")(completion)
 
 
-def completion(shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh or fish.", show_default=False)]) -> None:
+def completion(
+    shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh or fish.", show_default=False)],
+) -> None:
     """Print the completion script for SHELL, e.g. `source <(pulsar-txn completion bash)`.
 
     Installed from a wheel, this is where completions come from; the script's header says where to put it.

@@ -1,4 +1,5 @@
 """`pulsar-txn decode`: ledger entries of the TC log or a pending-ack log, batched or not."""
+
 from __future__ import annotations
 
 import sys
@@ -33,12 +34,41 @@ def register(app: typer.Typer) -> None:
 
 
 def decode(
-    inputs: Annotated[Optional[list[str]], typer.Argument(metavar="[FILE]...", help="Dump files, or - for stdin (the default when stdin is not a terminal).", show_default=False)] = None,
-    hex_: Annotated[Optional[list[str]], typer.Option("--hex", help="One entry as hexadecimal (repeatable).", show_default=False)] = None,
-    base64_: Annotated[Optional[list[str]], typer.Option("--base64", help="One entry as base64 (repeatable).", show_default=False)] = None,
-    fmt: Annotated[InputFormat, typer.Option("--format", "-f", help="Format of the files: auto (detect), raw (one entry's bytes), hex or base64 (one entry a line), readledger (`bookkeeper shell readledger -m -ef hex` output) or jsonl (the project's dump format).")] = InputFormat.auto,
-    log: Annotated[LogChoice, typer.Option("--log", help="Which log the bytes come from: tc, pending-ack, or auto (from the managed-ledger name of JSONL dumps).")] = LogChoice.auto,
-    force_log: Annotated[bool, typer.Option("--force-log", help="Decode as --log says even where the input's managed-ledger name says the other log.")] = False,
+    inputs: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            metavar="[FILE]...",
+            help="Dump files, or - for stdin (the default when stdin is not a terminal).",
+            show_default=False,
+        ),
+    ] = None,
+    hex_: Annotated[
+        Optional[list[str]], typer.Option("--hex", help="One entry as hexadecimal (repeatable).", show_default=False)
+    ] = None,
+    base64_: Annotated[
+        Optional[list[str]], typer.Option("--base64", help="One entry as base64 (repeatable).", show_default=False)
+    ] = None,
+    fmt: Annotated[
+        InputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Format of the files: auto (detect), raw (one entry's bytes), hex or base64 (one entry a line), readledger (`bookkeeper shell readledger -m -ef hex` output) or jsonl (the project's dump format).",
+        ),
+    ] = InputFormat.auto,
+    log: Annotated[
+        LogChoice,
+        typer.Option(
+            "--log",
+            help="Which log the bytes come from: tc, pending-ack, or auto (from the managed-ledger name of JSONL dumps).",
+        ),
+    ] = LogChoice.auto,
+    force_log: Annotated[
+        bool,
+        typer.Option(
+            "--force-log", help="Decode as --log says even where the input's managed-ledger name says the other log."
+        ),
+    ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first entry that cannot be decoded.")] = False,
 ) -> None:
     """Decode transaction-log entries: PIP-160 batched entries (0x0E01) and single records.
@@ -62,8 +92,9 @@ def decode(
     def on_error(error) -> None:
         print(f"error: {error}", file=env.stderr)
 
-    stream = decoding.decode_sources(sources, log.value, report, on_error=on_error, on_warning=env.warn,
-                                     strict=strict, force_log=force_log)
+    stream = decoding.decode_sources(
+        sources, log.value, report, on_error=on_error, on_warning=env.warn, strict=strict, force_log=force_log
+    )
     stream = _primed(stream, report)
     if env.output == "table":
         emit(Result(data=None, tables=lambda: [decoding.record_table(stream)]), env)
@@ -90,7 +121,9 @@ def _finish(report, strict: bool, env) -> None:
     if isinstance(report.stopped, (UsageError, EmptyInput)):
         raise report.stopped
     if report.stopped is not None and strict:
-        raise DataError(f"stopped at the first entry that could not be decoded (--strict), after {_count(report.total - 1, 'good entry', 'good entries')}")
+        raise DataError(
+            f"stopped at the first entry that could not be decoded (--strict), after {_count(report.total - 1, 'good entry', 'good entries')}"
+        )
     if report.failed:
         good = report.total - report.failed
         rest = f"; the other {_count(good, 'was', 'were')} decoded" if good else ""
@@ -111,7 +144,11 @@ def _sources(inputs: list[str], hex_: list[str], base64_: list[str], fmt: str):
     from pulsar_txn_cli.codec.dumps import check_not_empty
 
     # All --hex values form one input (one entry a line), so they are numbered --hex #1, #2...
-    sources = [Source(flag, io.BytesIO("\n".join(values).encode()), fmt_) for flag, values, fmt_ in (("--hex", hex_, "hex"), ("--base64", base64_, "base64")) if values]
+    sources = [
+        Source(flag, io.BytesIO("\n".join(values).encode()), fmt_)
+        for flag, values, fmt_ in (("--hex", hex_, "hex"), ("--base64", base64_, "base64"))
+        if values
+    ]
     for name in inputs:
         if name == "-":
             sources.append(Source("stdin", sys.stdin.buffer, fmt))

@@ -3,6 +3,7 @@
 It calls the library (engine, admin layer, downgrade runner) in process, on one engine instance,
 and leaves the engine directory in place so the user can try the commands on it.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -18,12 +19,19 @@ def register(app: typer.Typer) -> None:
 
 
 def demo(
-    directory: Annotated[Optional[str], typer.Option(
-        "--dir", metavar="DIR", show_default=False,
-        help="A new directory for the demo's engine (default: a new temporary directory).")] = None,
+    directory: Annotated[
+        Optional[str],
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            show_default=False,
+            help="A new directory for the demo's engine (default: a new temporary directory).",
+        ),
+    ] = None,
     coordinators: Annotated[int, typer.Option("--coordinators", min=1, max=64, help="Transaction coordinators.")] = 4,
-    transactions: Annotated[int, typer.Option("--transactions", min=10, max=100_000,
-                                              help="Transactions per workload round.")] = 400,
+    transactions: Annotated[
+        int, typer.Option("--transactions", min=10, max=100_000, help="Transactions per workload round.")
+    ] = 400,
 ) -> None:
     """Walk PIP-160 on a fresh embedded engine: enable batching, run a workload, see the entries
     saved, disable it, and follow the downgrade check from WAIT to SAFE."""
@@ -39,5 +47,4 @@ def demo(
     if summary.get("verdict") != "SAFE":  # the story did not end where it should: say so
         from pulsar_txn_cli.errors import ExitCode, Verdict
 
-        raise Verdict(f"the demo's downgrade check ended at {summary.get('verdict')}, not SAFE",
-                      ExitCode.NOT_YET)
+        raise Verdict(f"the demo's downgrade check ended at {summary.get('verdict')}, not SAFE", ExitCode.NOT_YET)

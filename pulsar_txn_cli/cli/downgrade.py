@@ -3,6 +3,7 @@
 The verdict line names the target; exit codes: SAFE/COMPLETE 0, WAIT/INCOMPLETE 5, BLOCKED 6,
 connection or HTTP error 4 (errors.Verdict is raised after the verdict is printed).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -14,19 +15,33 @@ from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
 
-CheckpointOpt = Annotated[Optional[str], typer.Option(
-    "--checkpoint", metavar="FILE", show_default=False,
-    help="Checkpoint file (default: one per target in the user state directory).")]
-ConcurrencyOpt = Annotated[int, typer.Option(
-    "--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
+CheckpointOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--checkpoint",
+        metavar="FILE",
+        show_default=False,
+        help="Checkpoint file (default: one per target in the user state directory).",
+    ),
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
 
-EXIT = {"SAFE": ExitCode.OK, "COMPLETE": ExitCode.OK, "WAIT": ExitCode.NOT_YET,
-        "INCOMPLETE": ExitCode.NOT_YET, "BLOCKED": ExitCode.BLOCKED}
+EXIT = {
+    "SAFE": ExitCode.OK,
+    "COMPLETE": ExitCode.OK,
+    "WAIT": ExitCode.NOT_YET,
+    "INCOMPLETE": ExitCode.NOT_YET,
+    "BLOCKED": ExitCode.BLOCKED,
+}
 
 
 def register(app: typer.Typer) -> None:
-    downgrade = typer.Typer(cls=helptext.Group, help="PIP-160's downgrade procedure, checked: is it safe to go back to a broker "
-                                 "version that cannot read batched transaction logs?", no_args_is_help=True)
+    downgrade = typer.Typer(
+        cls=helptext.Group,
+        help="PIP-160's downgrade procedure, checked: is it safe to go back to a broker "
+        "version that cannot read batched transaction logs?",
+        no_args_is_help=True,
+    )
     command(downgrade, "check", target=True)(check)
     command(downgrade, "status", target=True)(status)
     command(downgrade, "reset", target=True)(reset)
@@ -39,14 +54,32 @@ def register(app: typer.Typer) -> None:
 def check(
     checkpoint: CheckpointOpt = None,
     concurrency: ConcurrencyOpt = 16,
-    wait: Annotated[bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")] = False,
-    interval: Annotated[float, typer.Option("--interval", min=0.0, metavar="S", help="Seconds between checks with --wait.")] = 30.0,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.0, metavar="S", show_default=False,
-                                                     help="Give up waiting after S seconds (verdict WAIT).")] = None,
-    verify_entries: Annotated[Optional[list[str]], typer.Option(
-        "--verify-entries", metavar="DUMP", show_default=False,
-        help="Also decode this dump of the remaining ledgers (repeatable; files, directories, globs; any dump "
-             "format) and fail if a batched entry remains in a ledger the ids said was clear.")] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.0, metavar="S", help="Seconds between checks with --wait.")
+    ] = 30.0,
+    timeout: Annotated[
+        Optional[float],
+        typer.Option(
+            "--timeout",
+            min=0.0,
+            metavar="S",
+            show_default=False,
+            help="Give up waiting after S seconds (verdict WAIT).",
+        ),
+    ] = None,
+    verify_entries: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--verify-entries",
+            metavar="DUMP",
+            show_default=False,
+            help="Also decode this dump of the remaining ledgers (repeatable; files, directories, globs; any dump "
+            "format) and fail if a batched entry remains in a ledger the ids said was clear.",
+        ),
+    ] = None,
 ) -> None:
     """Is it safe to downgrade? PIP-160's step 1 and steps 2-1..2-7, checked.
 
@@ -73,9 +106,15 @@ def check(
         from pulsar_txn_cli.output.live import LiveView
 
         with LiveView(env) as view:
-            result = runner.wait(admin, path, interval=interval, timeout=timeout,
-                                 on_check=lambda r, n, failure: _on_check(env, view, r, n, failure, interval),
-                                 **options, progress=None)
+            result = runner.wait(
+                admin,
+                path,
+                interval=interval,
+                timeout=timeout,
+                on_check=lambda r, n, failure: _on_check(env, view, r, n, failure, interval),
+                **options,
+                progress=None,
+            )
     else:
         with env.progress(None, "discovering coordinators and subscriptions") as bar:
             result = runner.check(admin, path, progress=bar, **options)
@@ -91,8 +130,12 @@ def _on_check(env, view, result, n: int, failure, interval: float) -> None:
     from pulsar_txn_cli.output import Table
 
     held = [{"log": i.observation.label, **i.to_json()} for i in result.verdict.items if not i.clear]
-    columns = [("log", "log"), ("oldestLedgerId", "oldest"), ("lastBatchedLedgerId", "last batched"),
-               ("cause", "cause")]
+    columns = [
+        ("log", "log"),
+        ("oldestLedgerId", "oldest"),
+        ("lastBatchedLedgerId", "last batched"),
+        ("cause", "cause"),
+    ]
     view.show(Table(columns, held, f"Logs holding the downgrade back ({len(held)})"), line)
 
 
@@ -104,8 +147,10 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
         return f"check {n}: {verdict.verdict}"
     items = verdict.items
     held = sum(not i.clear for i in items)
-    return (f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
-            f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s")
+    return (
+        f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
+        f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s"
+    )
 
 
 def _emit_downgrade(env, result) -> None:
@@ -126,8 +171,12 @@ def _downgrade_tables(verdict):
 
     coordinators = [i.to_json() for i in verdict.coordinators]
     held_subs = [i.to_json() for i in verdict.subscriptions if not i.clear]
-    columns = [("oldestLedgerId", "oldest"), ("lastBatchedLedgerId", "last batched"), ("clear", "clear"),
-               ("reason", "reason")]
+    columns = [
+        ("oldestLedgerId", "oldest"),
+        ("lastBatchedLedgerId", "last batched"),
+        ("clear", "clear"),
+        ("reason", "reason"),
+    ]
     tables = [Table([("coordinatorId", "coordinator"), *columns], coordinators, "Coordinators (TC logs)")]
     clear_subs = len(verdict.subscriptions) - len(held_subs)
     title = f"Subscriptions (pending-ack logs) that hold the downgrade back; {clear_subs} more are clear"
@@ -147,8 +196,11 @@ def _downgrade_lines(verdict, result, fixes: list[str]) -> list[str]:
         lines.append(f"advice ({shown}): {text}")
     lines += [f"problem: {p}" for p in verdict.problems]
     lines += [f"fix: {f}" for f in fixes]
-    recorded = (f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
-                if verdict.newly_recorded else "")
+    recorded = (
+        f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
+        if verdict.newly_recorded
+        else ""
+    )
     from pulsar_txn_cli.downgrade.verdict import verdict_line
 
     lines.append(verdict_line(verdict) + recorded)
@@ -165,18 +217,28 @@ def status(checkpoint: CheckpointOpt = None) -> None:
     saved = store.load(path)
     if saved is None:
         data = {"target": identity, "checkpoint": str(path), "exists": False}
-        emit(Result(data=data, tables=[], lines=[f"no downgrade checkpoint for {identity} ({path}); "
-                                                 "`pulsar-txn downgrade check` takes one"]), env)
+        emit(
+            Result(
+                data=data,
+                tables=[],
+                lines=[f"no downgrade checkpoint for {identity} ({path}); `pulsar-txn downgrade check` takes one"],
+            ),
+            env,
+        )
         return
     clock = env.admin().clock()[1]  # checks record times on the target's clock (downgrade/gather.py)
     data = {**store.to_json(saved), "checkpoint": str(path), "exists": True, "clock": clock}
-    rows = ([{"log": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]]
-            + [{"log": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]])
+    rows = [{"log": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]] + [
+        {"log": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]
+    ]
     lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at} ({clock}), {saved.size} record(s)"]
     if saved.target != identity:
         lines.append(f"warning: it belongs to {saved.target!r}, not to the selected target {identity!r}")
-    table = Table([("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", f"recorded at ({clock})")],
-                  rows, "Recorded last batched ledgers")
+    table = Table(
+        [("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", f"recorded at ({clock})")],
+        rows,
+        "Recorded last batched ledgers",
+    )
     emit(Result(data=data, records=rows, tables=[table], lines=lines), env)
 
 
@@ -192,8 +254,11 @@ def reset(checkpoint: CheckpointOpt = None) -> None:
     env = current()
     path, identity = _checkpoint_location(env, checkpoint)
     removed = store.remove(path, ours=checkpoint is None)
-    line = f"forgot the downgrade checkpoint of {identity} ({path})" if removed else \
-        f"no downgrade checkpoint for {identity} ({path})"
+    line = (
+        f"forgot the downgrade checkpoint of {identity} ({path})"
+        if removed
+        else f"no downgrade checkpoint for {identity} ({path})"
+    )
     emit(Result(data={"target": identity, "checkpoint": str(path), "removed": removed}, tables=[], lines=[line]), env)
 
 
@@ -231,19 +296,37 @@ def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
 
         off = [r for r in data["coordinators"] + data["subscriptions"] if r["effectiveBatching"] is not True]
         return [
-            Table([("broker", "broker"), ("version", "version"), (TC_BATCH_KEY, "tc batching"),
-                   (PENDING_ACK_BATCH_KEY, "pending-ack batching"), ("error", "error")], data["brokers"], "Brokers"),
-            Table([("coordinatorId", "coordinator"), ("topic", "topic"), ("subscription", "subscription"),
-                   ("effectiveBatching", "batching"), ("reason", "reason")], off,
-                  f"Logs where batching is not effective ({len(off)} of "
-                  f"{len(data['coordinators']) + len(data['subscriptions'])})"),
+            Table(
+                [
+                    ("broker", "broker"),
+                    ("version", "version"),
+                    (TC_BATCH_KEY, "tc batching"),
+                    (PENDING_ACK_BATCH_KEY, "pending-ack batching"),
+                    ("error", "error"),
+                ],
+                data["brokers"],
+                "Brokers",
+            ),
+            Table(
+                [
+                    ("coordinatorId", "coordinator"),
+                    ("topic", "topic"),
+                    ("subscription", "subscription"),
+                    ("effectiveBatching", "batching"),
+                    ("reason", "reason"),
+                ],
+                off,
+                f"Logs where batching is not effective ({len(off)} of "
+                f"{len(data['coordinators']) + len(data['subscriptions'])})",
+            ),
         ]
 
-    lines = ([""] + [f"problem: {carry_target(p, env)}" for p in verdict.problems]
-             + [f"fix: {f}" for f in data["fixes"]])
-    what = {"COMPLETE": "the upgrade is complete: one broker version, batching on and effective everywhere",
-            "INCOMPLETE": "the upgrade is not complete yet (see the problems above)",
-            "BLOCKED": "batching is on while brokers run different versions; turn it off first"}[verdict.verdict]
+    lines = [""] + [f"problem: {carry_target(p, env)}" for p in verdict.problems] + [f"fix: {f}" for f in data["fixes"]]
+    what = {
+        "COMPLETE": "the upgrade is complete: one broker version, batching on and effective everywhere",
+        "INCOMPLETE": "the upgrade is not complete yet (see the problems above)",
+        "BLOCKED": "batching is on while brokers run different versions; turn it off first",
+    }[verdict.verdict]
     lines.append(f"{verdict.verdict}: {verdict.target}: {what}")
     emit(Result(data=data, records=[data], tables=tables, lines=lines), env)
     if verdict.verdict != "COMPLETE":

@@ -1,4 +1,5 @@
 """`pulsar-txn engine ...`: the embedded engine (a local model of a broker's transaction logs)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
@@ -16,7 +17,12 @@ app = typer.Typer(
     help="The embedded engine: a durable local model of a Pulsar broker's transaction logs (SQLite).",
     no_args_is_help=True,
 )
-config_app = typer.Typer(cls=helptext.Group, name="config", help="The engine broker's configuration (Pulsar key names).", no_args_is_help=True)
+config_app = typer.Typer(
+    cls=helptext.Group,
+    name="config",
+    help="The engine broker's configuration (Pulsar key names).",
+    no_args_is_help=True,
+)
 
 
 def register(root: typer.Typer) -> None:
@@ -36,15 +42,19 @@ def _dir():
 
     env = current()
     if env.target.admin_url:
-        raise UsageError("engine commands act on the embedded engine; --admin-url does not apply to them "
-                         "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)")
+        raise UsageError(
+            "engine commands act on the embedded engine; --admin-url does not apply to them "
+            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+        )
     if not env.target.engine_dir:
         # The environment points the other commands at a cluster: acting on the default engine
         # instead, silently, is the surprise an operator does not expect.
         for name in (ENV_ADMIN_URL, ENV_CONTEXT):
             if os.environ.get(name):
-                raise UsageError(f"engine commands act on an embedded engine, but {name} names a cluster "
-                                 f"({os.environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}")
+                raise UsageError(
+                    f"engine commands act on an embedded engine, but {name} names a cluster "
+                    f"({os.environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}"
+                )
     directory = resolve_dir(env.target.engine_dir)
     if directory.is_file():
         raise UsageError(f"engine directory {directory} is a file; give a directory")
@@ -61,8 +71,10 @@ def _open(*, readonly: bool = False, auto_init: bool = True):
         if not auto_init:
             raise UsageError(f"no engine in {directory}; run `pulsar-txn engine init` first")
         engine = Engine.init(directory)
-        current().info(f"created a new engine in {directory} ({DEFAULT_COORDINATORS} coordinators); "
-                       "`engine init` chooses other settings")
+        current().info(
+            f"created a new engine in {directory} ({DEFAULT_COORDINATORS} coordinators); "
+            "`engine init` chooses other settings"
+        )
         if readonly:
             engine.close()
             return Engine.open(directory, readonly=True)
@@ -87,17 +99,32 @@ def _kv_table(rows: dict, title: str | None = None):
 
 @command(app, "init", target=ENGINE_TARGET)
 def init(
-    coordinators: Annotated[int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")] = 4,
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")] = "standalone",
+    coordinators: Annotated[
+        int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")
+    ] = 4,
+    cluster: Annotated[
+        str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")
+    ] = "standalone",
 ) -> None:
     """Create an engine: a broker with transactions enabled and N coordinators."""
     from pulsar_txn_cli.engine.broker import Engine
 
     directory = _dir()
     with Engine.init(directory, coordinators=coordinators, cluster=cluster) as engine:
-        data = {"engineDir": str(directory), "coordinators": engine.coordinator_count, "cluster": engine.cluster,
-                "logs": engine.tc_log_names()}
-    _emit(data, tables=[_kv_table({"engine dir": data["engineDir"], "coordinators": data["coordinators"], "cluster": data["cluster"]})])
+        data = {
+            "engineDir": str(directory),
+            "coordinators": engine.coordinator_count,
+            "cluster": engine.cluster,
+            "logs": engine.tc_log_names(),
+        }
+    _emit(
+        data,
+        tables=[
+            _kv_table(
+                {"engine dir": data["engineDir"], "coordinators": data["coordinators"], "cluster": data["cluster"]}
+            )
+        ],
+    )
 
 
 @command(app, "reset", target=ENGINE_TARGET)
@@ -125,10 +152,17 @@ def reset(
         raise
     store.reset()
     forgotten = remembered.prune([f"engine {engine_id}"]) if engine_id else []
-    current().info(f"deleted the engine in {directory}"
-                   + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else ""))
-    _emit({"engineDir": str(directory), "deleted": True, "engineId": engine_id,
-           "forgotten": [r["file"] for r in forgotten]})
+    current().info(
+        f"deleted the engine in {directory}" + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else "")
+    )
+    _emit(
+        {
+            "engineDir": str(directory),
+            "deleted": True,
+            "engineId": engine_id,
+            "forgotten": [r["file"] for r in forgotten],
+        }
+    )
 
 
 # ---------------------------------------------------------------- config
@@ -143,12 +177,31 @@ def config_list() -> None:
     with _open() as engine:
         values = engine.config.values()
         rows = [
-            {"key": name, "value": to_text(values[name]), "default": to_text(key.default), "dynamic": key.dynamic,
-             "source": engine.config.source(name)}
+            {
+                "key": name,
+                "value": to_text(values[name]),
+                "default": to_text(key.default),
+                "dynamic": key.dynamic,
+                "source": engine.config.source(name),
+            }
             for name, key in KEYS.items()
         ]
-    _emit(rows, tables=[Table([("key", "KEY"), ("value", "VALUE"), ("default", "DEFAULT"), ("dynamic", "DYNAMIC"), ("source", "SOURCE")], rows)],
-          lines=["Changes reach a coordinator or pending-ack store when it is reopened: `pulsar-txn engine reload`."])
+    _emit(
+        rows,
+        tables=[
+            Table(
+                [
+                    ("key", "KEY"),
+                    ("value", "VALUE"),
+                    ("default", "DEFAULT"),
+                    ("dynamic", "DYNAMIC"),
+                    ("source", "SOURCE"),
+                ],
+                rows,
+            )
+        ],
+        lines=["Changes reach a coordinator or pending-ack store when it is reopened: `pulsar-txn engine reload`."],
+    )
 
 
 @command(config_app, "get", target=ENGINE_TARGET)
@@ -176,8 +229,10 @@ def config_set(
     with _open() as engine:
         layer = engine.config.set(key, value)
         data = {"key": key, "value": to_text(engine.config.get(key)), "layer": layer}
-    current().info(f"{key} set ({'dynamic override' if layer == 'dynamic' else 'broker.conf'}); "
-                   "`pulsar-txn engine reload` applies it to open stores")
+    current().info(
+        f"{key} set ({'dynamic override' if layer == 'dynamic' else 'broker.conf'}); "
+        "`pulsar-txn engine reload` applies it to open stores"
+    )
     _emit(data, tables=[_kv_table(data)])
 
 
@@ -186,8 +241,25 @@ def config_set(
 
 @command(app, "reload", target=ENGINE_TARGET)
 def reload(
-    coordinator: Annotated[Optional[int], typer.Option("--coordinator-id", "--coordinator", "-c", help="Reopen only this transaction coordinator.", show_default=False)] = None,
-    topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Reopen only the pending-ack stores of this topic's subscriptions.", show_default=False)] = None,
+    coordinator: Annotated[
+        Optional[int],
+        typer.Option(
+            "--coordinator-id",
+            "--coordinator",
+            "-c",
+            help="Reopen only this transaction coordinator.",
+            show_default=False,
+        ),
+    ] = None,
+    topic: Annotated[
+        Optional[str],
+        typer.Option(
+            "--topic",
+            "-t",
+            help="Reopen only the pending-ack stores of this topic's subscriptions.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Reopen stores as a broker restart or unload would (new ledgers, configuration read again).
 
@@ -213,12 +285,23 @@ def simulate(
     concurrency: Annotated[int, typer.Option("--concurrency", help="Transactions in flight.")] = 50,
     topics: Annotated[int, typer.Option("--topics", help="Topics (persistent://public/default/sim-topic-N).")] = 4,
     partitions: Annotated[int, typer.Option("--partitions", help="Partitions per topic (1: not partitioned).")] = 1,
-    subscriptions: Annotated[int, typer.Option("--subscriptions", help="Subscriptions acking in transactions, in total.")] = 8,
+    subscriptions: Annotated[
+        int, typer.Option("--subscriptions", help="Subscriptions acking in transactions, in total.")
+    ] = 8,
     abort_ratio: Annotated[float, typer.Option("--abort-ratio", help="Share of transactions the client aborts.")] = 0.1,
-    timeout_ratio: Annotated[float, typer.Option("--timeout-ratio", help="Share left to time out (the coordinator aborts them).")] = 0.0,
+    timeout_ratio: Annotated[
+        float, typer.Option("--timeout-ratio", help="Share left to time out (the coordinator aborts them).")
+    ] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same transactions.")] = 1,
     txn_timeout_ms: Annotated[int, typer.Option("--txn-timeout-ms", help="Transaction timeout.")] = 10_000,
-    ack_log: Annotated[Optional[str], typer.Option("--ack-log", help="Append `new TC ID` / `end TC ID` lines as transactions are acknowledged / ended (for crash tests).", show_default=False)] = None,
+    ack_log: Annotated[
+        Optional[str],
+        typer.Option(
+            "--ack-log",
+            help="Append `new TC ID` / `end TC ID` lines as transactions are acknowledged / ended (for crash tests).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a seeded, reproducible transactional workload on the engine's clock.
 
@@ -226,9 +309,18 @@ def simulate(
     from pulsar_txn_cli.engine.simulate import SimOptions
     from pulsar_txn_cli.engine.simulate import simulate as run
 
-    opts = SimOptions(transactions=transactions, concurrency=concurrency, topics=topics, partitions=partitions,
-                      subscriptions=subscriptions, abort_ratio=abort_ratio, timeout_ratio=timeout_ratio, seed=seed,
-                      txn_timeout_ms=txn_timeout_ms, ack_log=ack_log)
+    opts = SimOptions(
+        transactions=transactions,
+        concurrency=concurrency,
+        topics=topics,
+        partitions=partitions,
+        subscriptions=subscriptions,
+        abort_ratio=abort_ratio,
+        timeout_ratio=timeout_ratio,
+        seed=seed,
+        txn_timeout_ms=txn_timeout_ms,
+        ack_log=ack_log,
+    )
     opts.check()
     env = current()
     if env.target.admin_url:
@@ -257,16 +349,21 @@ def _simulate_served(env, opts) -> dict:
         with env.progress(None, f"{opts.transactions} transactions on {admin.target.url}"):
             return admin.engine_simulate(body)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted (Ctrl-C) while {admin.target.url} ran the workload: the server runs it to its end; "
-                          f"`pulsar-txn slow-transactions --time 0 --admin-url {admin.target.url}` lists what is still open") from None
+        raise Interrupted(
+            f"interrupted (Ctrl-C) while {admin.target.url} ran the workload: the server runs it to its end; "
+            f"`pulsar-txn slow-transactions --time 0 --admin-url {admin.target.url}` lists what is still open"
+        ) from None
 
 
 def _simulate_rows(result: dict) -> dict:
     from pulsar_txn_cli.output.table import cell
 
     return {
-        "transactions": result["transactions"], "committed": result["committed"], "aborted": result["aborted"],
-        "timed out": result["timedOut"], "failed": result["failed"],
+        "transactions": result["transactions"],
+        "committed": result["committed"],
+        "aborted": result["aborted"],
+        "timed out": result["timedOut"],
+        "failed": result["failed"],
         "TC-log records / entries": f"{result['records']['tc']} / {result['entries']['tc']}",
         "pending-ack records / entries": f"{result['records']['pendingAck']} / {result['entries']['pendingAck']}",
         "flush triggers (records/size/delay/large)": "/".join(str(v) for v in result["flushTriggers"].values()),
@@ -280,7 +377,12 @@ def _simulate_rows(result: dict) -> dict:
 
 @command(app, "verify", target=ENGINE_TARGET)
 def verify(
-    acked: Annotated[Optional[str], typer.Option("--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False)] = None,
+    acked: Annotated[
+        Optional[str],
+        typer.Option(
+            "--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
     from pulsar_txn_cli.engine.verify import verify as run
@@ -295,16 +397,43 @@ def verify(
     lines = [f"problem: {p}" for p in report["problems"]] + ["OK: every invariant holds" if report["ok"] else "FAILED"]
     from pulsar_txn_cli.output import Table
 
-    _emit(report, tables=[Table([("managedLedger", "MANAGED LEDGER"), ("ledgers", "LEDGERS"), ("entries", "LIVE ENTRIES"),
-                                 ("liveRecords", "LIVE RECORDS"), ("liveTransactions", "LIVE TXNS")], report["logs"])], lines=lines)
+    _emit(
+        report,
+        tables=[
+            Table(
+                [
+                    ("managedLedger", "MANAGED LEDGER"),
+                    ("ledgers", "LEDGERS"),
+                    ("entries", "LIVE ENTRIES"),
+                    ("liveRecords", "LIVE RECORDS"),
+                    ("liveTransactions", "LIVE TXNS"),
+                ],
+                report["logs"],
+            )
+        ],
+        lines=lines,
+    )
     if not report["ok"]:
         raise Verdict("", ExitCode.DATA)
 
 
 @command(app, "dump", target=ENGINE_TARGET)
 def dump(
-    managed_ledger: Annotated[Optional[list[str]], typer.Option("--managed-ledger", "-m", help="A managed ledger to dump (repeatable); default: every transaction log.", show_default=False)] = None,
-    log: Annotated[Literal["tc", "pending-ack", "all", "any"], typer.Option("--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger).")] = "all",
+    managed_ledger: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--managed-ledger",
+            "-m",
+            help="A managed ledger to dump (repeatable); default: every transaction log.",
+            show_default=False,
+        ),
+    ] = None,
+    log: Annotated[
+        Literal["tc", "pending-ack", "all", "any"],
+        typer.Option(
+            "--log", help="Without -m: tc, pending-ack, all (both transaction logs) or any (every managed ledger)."
+        ),
+    ] = "all",
     list_: Annotated[bool, typer.Option("--list", help="List the managed ledgers instead of dumping.")] = False,
 ) -> None:
     """Write entries in the project's JSONL dump format (read by `pulsar-txn decode`).
@@ -319,8 +448,21 @@ def dump(
             rows = dumping.listing(engine)
             from pulsar_txn_cli.output import Table
 
-            _emit(rows, tables=[Table([("managedLedger", "MANAGED LEDGER"), ("log", "LOG"), ("ledgers", "LEDGERS"),
-                                       ("entries", "ENTRIES"), ("size", "BYTES")], rows)])
+            _emit(
+                rows,
+                tables=[
+                    Table(
+                        [
+                            ("managedLedger", "MANAGED LEDGER"),
+                            ("log", "LOG"),
+                            ("ledgers", "LEDGERS"),
+                            ("entries", "ENTRIES"),
+                            ("size", "BYTES"),
+                        ],
+                        rows,
+                    )
+                ],
+            )
             return
         names = dumping.select(engine, managed_ledger, log)
         count = [0]
@@ -363,7 +505,9 @@ def metrics() -> None:
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
-    latency_ms: Annotated[int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")] = 0,
+    latency_ms: Annotated[
+        int, typer.Option("--latency-ms", help="Added latency per request, to rehearse against a slow broker.")
+    ] = 0,
 ) -> None:
     """Serve the engine over Pulsar's admin REST paths (for pulsar-admin, curl, or --admin-url).
 

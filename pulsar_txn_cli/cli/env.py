@@ -3,6 +3,7 @@
 It carries the streams, the global options (output format, colour, verbosity) and the target
 flags, and hands out the admin client. Tests build their own Env to swap streams and tty-ness.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """`pulsar-txn exporter`: serve the downgrade's progress, batch-log effectiveness and held readers
 to Prometheus (or print them once with --once); `--dashboard` prints the Grafana dashboard."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,20 +21,46 @@ def register(app: typer.Typer) -> None:
 
 
 def exporter(
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port of /metrics (0: any free port).")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port of /metrics (0: any free port).")
+    ] = DEFAULT_PORT,
     bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
-    interval: Annotated[float, typer.Option("--interval", min=1.0, metavar="S",
-                                            help="Seconds between observations of the target.")] = 60.0,
-    namespaces: Annotated[Optional[list[str]], typer.Option(
-        "-n", "--namespace", metavar="TENANT/NS", show_default=False,
-        help="Namespaces whose held readers are exported (repeatable; default: every namespace but pulsar/system).")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option(
-        "--checkpoint", metavar="FILE", show_default=False,
-        help="The downgrade checkpoint (default: the one `downgrade check` uses for the target).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")] = 16,
-    once: Annotated[bool, typer.Option("--once", help="Observe once, print the metrics (Prometheus text) and exit; "
-                                                      "e.g. for node_exporter's textfile collector.")] = False,
-    dashboard: Annotated[bool, typer.Option("--dashboard", help="Print the Grafana dashboard (JSON) and exit.")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=1.0, metavar="S", help="Seconds between observations of the target.")
+    ] = 60.0,
+    namespaces: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "-n",
+            "--namespace",
+            metavar="TENANT/NS",
+            show_default=False,
+            help="Namespaces whose held readers are exported (repeatable; default: every namespace but pulsar/system).",
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        Optional[str],
+        typer.Option(
+            "--checkpoint",
+            metavar="FILE",
+            show_default=False,
+            help="The downgrade checkpoint (default: the one `downgrade check` uses for the target).",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")
+    ] = 16,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once",
+            help="Observe once, print the metrics (Prometheus text) and exit; "
+            "e.g. for node_exporter's textfile collector.",
+        ),
+    ] = False,
+    dashboard: Annotated[
+        bool, typer.Option("--dashboard", help="Print the Grafana dashboard (JSON) and exit.")
+    ] = False,
 ) -> None:
     """Prometheus metrics about the target, observed every --interval seconds.
 
@@ -62,9 +89,12 @@ def _exporter(env, checkpoint, concurrency, namespaces):
     from pulsar_txn_cli.exporter.service import Exporter
 
     def observe():
-        return snapshot.take(lambda: connect(env.target, log=env.debug_log if env.debug else None),
-                             checkpoint=Path(checkpoint).expanduser() if checkpoint else None,
-                             concurrency=concurrency, namespaces=namespaces)
+        return snapshot.take(
+            lambda: connect(env.target, log=env.debug_log if env.debug else None),
+            checkpoint=Path(checkpoint).expanduser() if checkpoint else None,
+            concurrency=concurrency,
+            namespaces=namespaces,
+        )
 
     def report(shot):
         if shot.ok:
@@ -95,8 +125,9 @@ def _serve(env, service, bind: str, port: int, interval: float) -> None:
     except OSError as exc:
         raise UsageError(f"cannot listen on {bind}:{port}: {exc.strerror or exc}") from None
     host, bound = server.server_address[:2]
-    env.info(f"serving Prometheus metrics on http://{host}:{bound}/metrics, observing every {interval:g}s "
-             "(Ctrl-C stops)")
+    env.info(
+        f"serving Prometheus metrics on http://{host}:{bound}/metrics, observing every {interval:g}s (Ctrl-C stops)"
+    )
     stop = threading.Event()
     try:
         service.refresh()

@@ -7,6 +7,7 @@ flag. Click's layout wraps the help text under the names and never cuts a name; 
 keep the panels (Options, Output options, Target options). tests/test_help_texts.py checks every
 command's help at 80 columns.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,11 @@ class Group(TyperGroup):
 
     def format_commands(self, ctx, formatter) -> None:
         """Each command with its first sentence, wrapped (click would cut it at about 40 characters)."""
-        rows = [(name, command.get_short_help_str(limit=300)) for name in self.list_commands(ctx)
-                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        rows = [
+            (name, command.get_short_help_str(limit=300))
+            for name in self.list_commands(ctx)
+            if (command := self.get_command(ctx, name)) is not None and not command.hidden
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

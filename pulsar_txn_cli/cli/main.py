@@ -1,4 +1,5 @@
 """Entry point: runs the app and maps every failure to one line on stderr and an exit code."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """`pulsar-txn metrics`: PIP-160's buffered-writer metrics per broker, summarised."""
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -14,7 +15,14 @@ def register(app: typer.Typer) -> None:
 
 
 def metrics(
-    broker: Annotated[Optional[list[str]], typer.Option("--broker", help="A broker's web URL to scrape; repeatable (default: every broker of the target's cluster).", show_default=False)] = None,
+    broker: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--broker",
+            help="A broker's web URL to scrape; repeatable (default: every broker of the target's cluster).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Scrape /metrics and summarise the batched writers: batches, records and bytes per batch, flush triggers.
 
@@ -35,11 +43,22 @@ def metrics(
         for summary in summarize(admin.metrics_text(url)):
             summaries.append({"scraped": url or admin.target.describe(), **summary})
     if not summaries:
-        env.info("no buffered-writer metrics found: batching has not written anything yet, or transactions are disabled")
+        env.info(
+            "no buffered-writer metrics found: batching has not written anything yet, or transactions are disabled"
+        )
     if any(s["delayHistogramBlind"] for s in summaries):
         env.warn(DELAY_WARNING)
     rows = [{**s, **{f"share_{k}": percent(v) for k, v in s["flushTriggerShare"].items()}} for s in summaries]
-    columns = [("broker", "broker"), ("log", "log"), ("batches", "batches"), ("avgRecordsPerBatch", "records/batch"),
-               ("avgBytesPerBatch", "bytes/batch"), ("avgOldestRecordDelayMs", "avg delay ms"),
-               ("share_maxRecords", "by records"), ("share_maxSize", "by size"), ("share_maxDelay", "by delay"), ("share_largeData", "by large data")]
+    columns = [
+        ("broker", "broker"),
+        ("log", "log"),
+        ("batches", "batches"),
+        ("avgRecordsPerBatch", "records/batch"),
+        ("avgBytesPerBatch", "bytes/batch"),
+        ("avgOldestRecordDelayMs", "avg delay ms"),
+        ("share_maxRecords", "by records"),
+        ("share_maxSize", "by size"),
+        ("share_maxDelay", "by delay"),
+        ("share_largeData", "by large data"),
+    ]
     emit(Result(data=summaries, tables=[Table(columns, rows)]), env)

@@ -4,6 +4,7 @@ The records (batch-log changes, downgrade checkpoints) are keyed by what the tar
 (admin/identity.py), not by the URL; these commands show and delete them without a connection,
 except `prune --current`, which asks the selected target who it is.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -15,13 +16,22 @@ from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
 
-COLUMNS = [("identity", "identity"), ("kind", "record"), ("detail", "detail"), ("updatedAt", "updated"),
-           ("file", "file")]
+COLUMNS = [
+    ("identity", "identity"),
+    ("kind", "record"),
+    ("detail", "detail"),
+    ("updatedAt", "updated"),
+    ("file", "file"),
+]
 
 
 def register(app: typer.Typer) -> None:
-    state = typer.Typer(cls=helptext.Group, help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
-                             "checkpoints), keyed by each cluster's or engine's identity.", no_args_is_help=True)
+    state = typer.Typer(
+        cls=helptext.Group,
+        help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
+        "checkpoints), keyed by each cluster's or engine's identity.",
+        no_args_is_help=True,
+    )
     command(state, "list")(list_records)
     command(state, "prune", target=True)(prune)
     app.add_typer(state, name="state")
@@ -39,12 +49,28 @@ def list_records() -> None:
 
 
 def prune(
-    identities: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[IDENTITY]...", show_default=False, help="Forget these identities (as `state list` shows them).")] = None,
-    older_than: Annotated[Optional[float], typer.Option(
-        "--older-than", metavar="DAYS", min=0.0, show_default=False, help="Forget records not updated for DAYS days.")] = None,
-    this_target: Annotated[bool, typer.Option(
-        "--current", help="Forget the records of the selected target (--admin-url/--engine-dir; asks it who it is).")] = False,
+    identities: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            metavar="[IDENTITY]...", show_default=False, help="Forget these identities (as `state list` shows them)."
+        ),
+    ] = None,
+    older_than: Annotated[
+        Optional[float],
+        typer.Option(
+            "--older-than",
+            metavar="DAYS",
+            min=0.0,
+            show_default=False,
+            help="Forget records not updated for DAYS days.",
+        ),
+    ] = None,
+    this_target: Annotated[
+        bool,
+        typer.Option(
+            "--current", help="Forget the records of the selected target (--admin-url/--engine-dir; asks it who it is)."
+        ),
+    ] = False,
     everything: Annotated[bool, typer.Option("--all", help="Forget every record.")] = False,
 ) -> None:
     """Forget records: a forgotten batch-log change makes the stat say `unknown` until the stores
@@ -56,11 +82,15 @@ def prune(
     env = current()
     chosen = list(identities or [])
     if not (chosen or older_than is not None or this_target or everything):
-        raise UsageError("say what to forget: IDENTITY..., --current, --older-than DAYS or --all "
-                         "(`pulsar-txn state list` shows what is remembered)")
+        raise UsageError(
+            "say what to forget: IDENTITY..., --current, --older-than DAYS or --all "
+            "(`pulsar-txn state list` shows what is remembered)"
+        )
     if this_target:
         chosen.append(env.admin().identity())
-    gone = [remembered.public(r) for r in remembered.prune(
-        chosen, None if older_than is None else older_than * 86400, everything)]
+    gone = [
+        remembered.public(r)
+        for r in remembered.prune(chosen, None if older_than is None else older_than * 86400, everything)
+    ]
     env.info(f"forgot {len(gone)} record(s)")
     emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, gone, "Forgotten")] if gone else []), env)

@@ -1,4 +1,5 @@
 """`pulsar-txn stuck-readers`: partitions whose readers wait behind open transactions."""
+
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -15,8 +16,14 @@ def register(app: typer.Typer) -> None:
 
 
 def stuck_readers(
-    topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="A topic (all its partitions when partitioned).", show_default=False)] = None,
-    namespace: Annotated[Optional[str], typer.Option("-n", "--namespace", help="Every topic of a namespace, tenant/namespace.", show_default=False)] = None,
+    topic: Annotated[
+        Optional[str],
+        typer.Option("-t", "--topic", help="A topic (all its partitions when partitioned).", show_default=False),
+    ] = None,
+    namespace: Annotated[
+        Optional[str],
+        typer.Option("-n", "--namespace", help="Every topic of a namespace, tenant/namespace.", show_default=False),
+    ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also list partitions that are not held back.")] = False,
 ) -> None:
     """Which partitions hold readers back behind open transactions, by whom, since when, how far.
@@ -53,8 +60,15 @@ def stuck_readers(
             lines.append(carry_target(f"  {partition['topic']}: {partition['note']}", env))
         if partition.get("error"):
             env.warn(f"{partition['topic']}: {partition['error']}")
-    columns = [("topic", "TOPIC"), ("bufferState", "BUFFER"), ("maxReadPosition", "MAX READ"), ("lastConfirmedEntry", "LAST WRITTEN"),
-               ("entriesBehind", "BEHIND"), ("heldSince", f"HELD SINCE ({clock})"), ("holders", "HOLDERS (head first)")]
+    columns = [
+        ("topic", "TOPIC"),
+        ("bufferState", "BUFFER"),
+        ("maxReadPosition", "MAX READ"),
+        ("lastConfirmedEntry", "LAST WRITTEN"),
+        ("entriesBehind", "BEHIND"),
+        ("heldSince", f"HELD SINCE ({clock})"),
+        ("holders", "HOLDERS (head first)"),
+    ]
     emit(Result(data=report, records=report["partitions"], tables=[Table(columns, rows)], lines=lines), env)
 
 
@@ -66,8 +80,11 @@ def _row(partition: dict) -> dict:
     age = holders[0]["openForMs"] if holders else None
     return {
         **partition,
-        "heldSince": f"{_iso(since)} ({duration(age)} ago)" if since else ("-" if partition.get("cause") != "open transactions" else "unknown"),
-        "holders": " ".join(h["txnId"] for h in holders) or {"recovering": "(buffer recovering)", "open transactions": "?"}.get(partition.get("cause"), "-"),
+        "heldSince": f"{_iso(since)} ({duration(age)} ago)"
+        if since
+        else ("-" if partition.get("cause") != "open transactions" else "unknown"),
+        "holders": " ".join(h["txnId"] for h in holders)
+        or {"recovering": "(buffer recovering)", "open transactions": "?"}.get(partition.get("cause"), "-"),
         "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
     }
 

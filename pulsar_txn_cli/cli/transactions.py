@@ -3,6 +3,7 @@
 Each command calls one PulsarAdmin method and renders Pulsar's JSON unchanged for -o json/jsonl;
 tables pick the fields an operator reads first.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,12 @@ def register(app: typer.Typer) -> None:
     command(app, "scale-transactionCoordinators", target=True)(scale_coordinators)
 
 
-Topic = Annotated[str, typer.Option("-t", "--topic", help="Topic: persistent://tenant/ns/topic, tenant/ns/topic or topic.", show_default=False)]
+Topic = Annotated[
+    str,
+    typer.Option(
+        "-t", "--topic", help="Topic: persistent://tenant/ns/topic, tenant/ns/topic or topic.", show_default=False
+    ),
+]
 
 
 def coordinators_list() -> None:
@@ -45,7 +51,10 @@ def coordinators_list() -> None:
 
 
 def coordinator_stats(
-    coordinator_id: Annotated[Optional[int], typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False)] = None,
+    coordinator_id: Annotated[
+        Optional[int],
+        typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False),
+    ] = None,
 ) -> None:
     """Stats of the transaction coordinators (state, sequence id, low water mark, recover times)."""
     env = current()
@@ -55,12 +64,18 @@ def coordinator_stats(
             env.warn(f"coordinator {tc_id} is left out: {reason}")
     else:
         data = env.admin().coordinator_stats(coordinator_id)
-    rows = [{"id": coordinator_id, **data}] if coordinator_id is not None else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
+    rows = (
+        [{"id": coordinator_id, **data}]
+        if coordinator_id is not None
+        else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
+    )
     _emit(data, STATS_COLUMNS, rows=_timed(rows), records=rows if coordinator_id is None else None)
 
 
 def coordinator_internal_stats(
-    coordinator_id: Annotated[int, typer.Option("-c", "--coordinator-id", help="The coordinator id.", show_default=False)],
+    coordinator_id: Annotated[
+        int, typer.Option("-c", "--coordinator-id", help="The coordinator id.", show_default=False)
+    ],
     metadata: Annotated[bool, typer.Option("-m", "--metadata", help="Include the ledgers' metadata.")] = False,
 ) -> None:
     """The coordinator's transaction-log managed ledger: ledgers, entries, cursor."""
@@ -71,8 +86,12 @@ def coordinator_internal_stats(
 
 def pending_ack_stats(
     topic: Topic,
-    subscription: Annotated[str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)],
-    low_water_mark: Annotated[bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")] = False,
+    subscription: Annotated[
+        str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)
+    ],
+    low_water_mark: Annotated[
+        bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")
+    ] = False,
 ) -> None:
     """Stats of a subscription's pending-ack handle."""
     env = current()
@@ -83,7 +102,9 @@ def pending_ack_stats(
 
 def pending_ack_internal_stats(
     topic: Topic,
-    subscription: Annotated[str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)],
+    subscription: Annotated[
+        str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)
+    ],
     metadata: Annotated[bool, typer.Option("-m", "--metadata", help="Include the ledgers' metadata.")] = False,
 ) -> None:
     """The subscription's pending-ack managed ledger: ledgers, entries, cursor."""
@@ -93,9 +114,19 @@ def pending_ack_internal_stats(
 
 
 def transaction_metadata(
-    txn_id: Annotated[Optional[str], typer.Argument(metavar="[TXN_ID]", help="The transaction id as (most,least), as printed everywhere.", show_default=False)] = None,
-    most: Annotated[Optional[int], typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False)] = None,
-    least: Annotated[Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)] = None,
+    txn_id: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[TXN_ID]", help="The transaction id as (most,least), as printed everywhere.", show_default=False
+        ),
+    ] = None,
+    most: Annotated[
+        Optional[int],
+        typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False),
+    ] = None,
+    least: Annotated[
+        Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)
+    ] = None,
 ) -> None:
     """Metadata of one transaction: status, timeout, produced and acknowledged partitions."""
     env = current()
@@ -105,9 +136,17 @@ def transaction_metadata(
 
 
 def abort_transaction(
-    txn_id: Annotated[Optional[str], typer.Argument(metavar="[TXN_ID]", help="The transaction id as (most,least).", show_default=False)] = None,
-    most: Annotated[Optional[int], typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False)] = None,
-    least: Annotated[Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)] = None,
+    txn_id: Annotated[
+        Optional[str],
+        typer.Argument(metavar="[TXN_ID]", help="The transaction id as (most,least).", show_default=False),
+    ] = None,
+    most: Annotated[
+        Optional[int],
+        typer.Option("-m", "--most-sig-bits", help="Most significant bits (the coordinator id).", show_default=False),
+    ] = None,
+    least: Annotated[
+        Optional[int], typer.Option("-l", "--least-sig-bits", help="Least significant bits.", show_default=False)
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Abort an open transaction (PIP-325), e.g. one that holds readers back (see stuck-readers)."""
@@ -124,7 +163,10 @@ def abort_transaction(
 
 def slow_transactions(
     time_: Annotated[str, typer.Option("-t", "--time", help="Older than this: 1s, 10s, 1m, 5h, 3d.")] = "1s",
-    coordinator_id: Annotated[Optional[int], typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False)] = None,
+    coordinator_id: Annotated[
+        Optional[int],
+        typer.Option("-c", "--coordinator-id", help="One coordinator (default: all).", show_default=False),
+    ] = None,
 ) -> None:
     """Transactions open for longer than --time."""
     env = current()
@@ -137,14 +179,24 @@ def slow_transactions(
 
 def transaction_buffer_stats(
     topic: Topic,
-    low_water_mark: Annotated[bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")] = False,
-    segment_stats: Annotated[bool, typer.Option("-s", "--segment-stats", help="Include segmented-snapshot stats.")] = False,
+    low_water_mark: Annotated[
+        bool, typer.Option("-l", "--low-water-mark", help="Include the low water marks.")
+    ] = False,
+    segment_stats: Annotated[
+        bool, typer.Option("-s", "--segment-stats", help="Include segmented-snapshot stats.")
+    ] = False,
 ) -> None:
     """Stats of a topic's transaction buffer."""
     env = current()
     data = env.admin().transaction_buffer_stats(topic, low_water_mark, segment_stats)
-    columns = [("state", "state"), ("maxReadPosition", "max read position"), ("ongoingTxnSize", "ongoing"),
-               ("lastSnapshotTimestamps", "last snapshot"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
+    columns = [
+        ("state", "state"),
+        ("maxReadPosition", "max read position"),
+        ("ongoingTxnSize", "ongoing"),
+        ("lastSnapshotTimestamps", "last snapshot"),
+        ("recoverStartTime", "recover start"),
+        ("recoverEndTime", "recover end"),
+    ]
     _emit(data, columns, rows=_timed([data or {}], ("lastSnapshotTimestamps", "recoverStartTime", "recoverEndTime")))
 
 
@@ -160,39 +212,70 @@ def buffer_snapshot_internal_stats(
         stats = data.get(key)
         if stats:
             rows.append({"kind": key, **_ml_summary(stats)})
-    _emit(data, [("kind", "snapshot topic")] + ML_COLUMNS, rows=rows, lines=[f"snapshot type: {data.get('snapshotType')}"])
+    _emit(
+        data, [("kind", "snapshot topic")] + ML_COLUMNS, rows=rows, lines=[f"snapshot type: {data.get('snapshotType')}"]
+    )
 
 
-Most = Annotated[int, typer.Option("-m", "--most-sig-bits", help="Most significant bits of the transaction id (the coordinator id).", show_default=False)]
-Least = Annotated[int, typer.Option("-l", "--least-sig-bits", help="Least significant bits of the transaction id.", show_default=False)]
+Most = Annotated[
+    int,
+    typer.Option(
+        "-m",
+        "--most-sig-bits",
+        help="Most significant bits of the transaction id (the coordinator id).",
+        show_default=False,
+    ),
+]
+Least = Annotated[
+    int,
+    typer.Option("-l", "--least-sig-bits", help="Least significant bits of the transaction id.", show_default=False),
+]
 
 
 def transaction_in_buffer_stats(topic: Topic, most: Most, least: Least) -> None:
     """One transaction in a topic's transaction buffer: where it starts and whether it was aborted."""
     data = current().admin().transaction_in_buffer_stats(topic, most, least)
     row = {"txnId": f"({most},{least})", "topic": topic, **(data or {})}
-    _emit(data, [("txnId", "txn id"), ("topic", "topic"), ("startPosition", "start position"), ("aborted", "aborted")], rows=[row])
+    _emit(
+        data,
+        [("txnId", "txn id"), ("topic", "topic"), ("startPosition", "start position"), ("aborted", "aborted")],
+        rows=[row],
+    )
 
 
 def transaction_in_pending_ack_stats(
     topic: Topic,
-    subscription: Annotated[str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)],
+    subscription: Annotated[
+        str, typer.Option("-s", "--sub-name", "--subscription-name", help="The subscription.", show_default=False)
+    ],
     most: Most,
     least: Least,
 ) -> None:
     """One transaction in a subscription's pending-ack store: its cumulative ack position."""
     data = current().admin().transaction_in_pending_ack_stats(topic, subscription, most, least)
     row = {"txnId": f"({most},{least})", "topic": topic, "subscription": subscription, **(data or {})}
-    _emit(data, [("txnId", "txn id"), ("topic", "topic"), ("subscription", "subscription"),
-                 ("cumulativeAckPosition", "cumulative ack position")], rows=[row])
+    _emit(
+        data,
+        [
+            ("txnId", "txn id"),
+            ("topic", "topic"),
+            ("subscription", "subscription"),
+            ("cumulativeAckPosition", "cumulative ack position"),
+        ],
+        rows=[row],
+    )
 
 
 def position_stats_in_pending_ack(
     topic: Topic,
-    subscription: Annotated[str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)],
+    subscription: Annotated[
+        str, typer.Option("-s", "--subscription-name", "--sub-name", help="The subscription.", show_default=False)
+    ],
     ledger_id: Annotated[int, typer.Option("-l", "--ledger-id", help="The position's ledger id.", show_default=False)],
     entry_id: Annotated[int, typer.Option("-e", "--entry-id", help="The position's entry id.", show_default=False)],
-    batch_index: Annotated[Optional[int], typer.Option("-b", "--batch-index", help="The message's index in a batch.", show_default=False)] = None,
+    batch_index: Annotated[
+        Optional[int], typer.Option("-b", "--batch-index", help="The message's index in a batch.", show_default=False)
+    ] = None,
 ) -> None:
     """Where one position stands in a subscription's pending-ack store (PendingAck, MarkDelete, ...).
 
@@ -204,7 +287,16 @@ def position_stats_in_pending_ack(
 
 
 def scale_coordinators(
-    replicas: Annotated[int, typer.Option("-r", "--replicas", min=1, help="The new number of transaction coordinators (more than now; they never shrink).", show_default=False)],
+    replicas: Annotated[
+        int,
+        typer.Option(
+            "-r",
+            "--replicas",
+            min=1,
+            help="The new number of transaction coordinators (more than now; they never shrink).",
+            show_default=False,
+        ),
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign)."""
@@ -212,8 +304,10 @@ def scale_coordinators(
     admin = env.admin()
     before = admin.tc_partitions()
     if not yes:
-        confirm(f"Grow the transaction coordinators of {admin.target.describe()} from {before} to {replicas}? "
-                "This cannot be undone")
+        confirm(
+            f"Grow the transaction coordinators of {admin.target.describe()} from {before} to {replicas}? "
+            "This cannot be undone"
+        )
     admin.scale_coordinators(replicas)
     data = {"target": admin.target.describe(), "previous": before, "replicas": replicas}
     env.info(f"{admin.target.describe()} now has {replicas} transaction coordinators (was {before})")
@@ -221,7 +315,12 @@ def scale_coordinators(
 
 
 def subscriptions(
-    namespace: Annotated[Optional[list[str]], typer.Option("-n", "--namespace", help="Only these namespaces (tenant/ns); repeatable. Default: all.", show_default=False)] = None,
+    namespace: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "-n", "--namespace", help="Only these namespaces (tenant/ns); repeatable. Default: all.", show_default=False
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)] = 8,
 ) -> None:
     """Every subscription that uses transactions, from the pending-ack topics of all namespaces."""
@@ -263,15 +362,41 @@ def parse_duration_ms(text: str) -> int:
 
 # --- rendering ----------------------------------------------------------------------------------------
 
-STATS_COLUMNS = [("id", "id"), ("state", "state"), ("leastSigBits", "sequence id"), ("lowWaterMark", "low water mark"),
-                 ("ongoingTxnSize", "ongoing"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
+STATS_COLUMNS = [
+    ("id", "id"),
+    ("state", "state"),
+    ("leastSigBits", "sequence id"),
+    ("lowWaterMark", "low water mark"),
+    ("ongoingTxnSize", "ongoing"),
+    ("recoverStartTime", "recover start"),
+    ("recoverEndTime", "recover end"),
+]
 # A pending-ack handle has no id, sequence id or low water mark of its own (those are a coordinator's).
-PENDING_ACK_COLUMNS = [("topic", "topic"), ("subscription", "subscription"), ("state", "state"),
-                       ("ongoingTxnSize", "ongoing"), ("recoverStartTime", "recover start"), ("recoverEndTime", "recover end")]
-TXN_COLUMNS = [("txnId", "txn id"), ("status", "status"), ("openTimestamp", "opened"), ("timeoutAt", "timeout"),
-               ("producedPartitions", "produced"), ("ackedPartitions", "acked")]
-ML_COLUMNS = [("managedLedgerName", "managed ledger"), ("ledgers", "ledgers"), ("ledgerIds", "ledger ids"), ("numberOfEntries", "entries"),
-              ("totalSize", "bytes"), ("lastConfirmedEntry", "last confirmed"), ("state", "state")]
+PENDING_ACK_COLUMNS = [
+    ("topic", "topic"),
+    ("subscription", "subscription"),
+    ("state", "state"),
+    ("ongoingTxnSize", "ongoing"),
+    ("recoverStartTime", "recover start"),
+    ("recoverEndTime", "recover end"),
+]
+TXN_COLUMNS = [
+    ("txnId", "txn id"),
+    ("status", "status"),
+    ("openTimestamp", "opened"),
+    ("timeoutAt", "timeout"),
+    ("producedPartitions", "produced"),
+    ("ackedPartitions", "acked"),
+]
+ML_COLUMNS = [
+    ("managedLedgerName", "managed ledger"),
+    ("ledgers", "ledgers"),
+    ("ledgerIds", "ledger ids"),
+    ("numberOfEntries", "entries"),
+    ("totalSize", "bytes"),
+    ("lastConfirmedEntry", "last confirmed"),
+    ("state", "state"),
+]
 
 
 def _emit(data, columns, *, rows=None, records=None, lines=None) -> None:
@@ -298,17 +423,29 @@ def _txn_row(meta: dict) -> dict:
     # timeoutAt is the transaction's timeout, a duration in ms, despite its name (a real broker's
     # answer: docs/real-broker-findings.md); shown as one, never as a date in 1970.
     timeout = meta.get("timeoutAt")
-    return {**meta, "openTimestamp": iso(meta.get("openTimestamp")), "timeoutAt": None if timeout is None else duration(timeout),
-            "producedPartitions": sorted(meta.get("producedPartitions") or {}),
-            "ackedPartitions": sorted(f"{t} / {s}" for t, subs in (meta.get("ackedPartitions") or {}).items() for s in subs)}
+    return {
+        **meta,
+        "openTimestamp": iso(meta.get("openTimestamp")),
+        "timeoutAt": None if timeout is None else duration(timeout),
+        "producedPartitions": sorted(meta.get("producedPartitions") or {}),
+        "ackedPartitions": sorted(
+            f"{t} / {s}" for t, subs in (meta.get("ackedPartitions") or {}).items() for s in subs
+        ),
+    }
 
 
 def _ml_summary(log_stats: dict) -> dict:
     ml = log_stats.get("managedLedgerInternalStats") or {}
     ledgers = ml.get("ledgers") or []
-    return {"managedLedgerName": log_stats.get("managedLedgerName"), "ledgers": len(ledgers),
-            "ledgerIds": [l.get("ledgerId") for l in ledgers], "numberOfEntries": ml.get("numberOfEntries"),
-            "totalSize": ml.get("totalSize"), "lastConfirmedEntry": ml.get("lastConfirmedEntry"), "state": ml.get("state")}
+    return {
+        "managedLedgerName": log_stats.get("managedLedgerName"),
+        "ledgers": len(ledgers),
+        "ledgerIds": [l.get("ledgerId") for l in ledgers],
+        "numberOfEntries": ml.get("numberOfEntries"),
+        "totalSize": ml.get("totalSize"),
+        "lastConfirmedEntry": ml.get("lastConfirmedEntry"),
+        "state": ml.get("state"),
+    }
 
 
 def _emit_log_stats(data, key: str) -> None:
@@ -318,9 +455,19 @@ def _emit_log_stats(data, key: str) -> None:
     stats = (data or {}).get(key) or {}
     ml = stats.get("managedLedgerInternalStats") or {}
     summary = Table(ML_COLUMNS, [_ml_summary(stats)], title="managed ledger")
-    ledgers = Table([("ledgerId", "ledger id"), ("entries", "entries"), ("size", "bytes"), ("offloaded", "offloaded")],
-                    ml.get("ledgers") or [], title="ledgers")
-    cursors = Table([("name", "cursor"), ("markDeletePosition", "mark delete"), ("readPosition", "read position"),
-                     ("individuallyDeletedMessages", "deleted ranges")],
-                    [{"name": name, **c} for name, c in (ml.get("cursors") or {}).items()], title="cursors")
+    ledgers = Table(
+        [("ledgerId", "ledger id"), ("entries", "entries"), ("size", "bytes"), ("offloaded", "offloaded")],
+        ml.get("ledgers") or [],
+        title="ledgers",
+    )
+    cursors = Table(
+        [
+            ("name", "cursor"),
+            ("markDeletePosition", "mark delete"),
+            ("readPosition", "read position"),
+            ("individuallyDeletedMessages", "deleted ranges"),
+        ],
+        [{"name": name, **c} for name, c in (ml.get("cursors") or {}).items()],
+        title="cursors",
+    )
     emit(Result(data=data, tables=[summary, ledgers, cursors]), env)

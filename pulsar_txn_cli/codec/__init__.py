@@ -10,25 +10,63 @@ This package's __init__ only re-exports: logs.py (the two logs and their record 
 entries.py (RawEntry, DecodedEntry), framing.py (batch prefix, decode and encode), records.py
 (records <-> JSON), summaries.py (table summaries), dumps.py and readledger.py (input formats).
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec.entries import DecodedEntry, RawEntry
 from pulsar_txn_cli.codec.framing import (
-    MAGIC, PREFIX, PREFIX_LEN, VERSION, decode_entry, encode_batch, encode_batch_serialized, encode_single, is_batched,
+    MAGIC,
+    PREFIX,
+    PREFIX_LEN,
+    VERSION,
+    decode_entry,
+    encode_batch,
+    encode_batch_serialized,
+    encode_single,
+    is_batched,
 )
 from pulsar_txn_cli.codec.logs import (
-    LOGS, PENDING_ACK_LOG, PENDING_ACK_MARKER, TC_LOG, TC_LOG_MARKER, PendingAckPosition, PendingAckRecord,
-    Subscription, TcRecord, log_of_managed_ledger,
+    LOGS,
+    PENDING_ACK_LOG,
+    PENDING_ACK_MARKER,
+    TC_LOG,
+    TC_LOG_MARKER,
+    PendingAckPosition,
+    PendingAckRecord,
+    Subscription,
+    TcRecord,
+    log_of_managed_ledger,
 )
 from pulsar_txn_cli.codec.records import entry_to_json, record_from_dict, record_to_dict, records_to_dicts, txn_id
 from pulsar_txn_cli.codec.summaries import op_name, summarize
 
 __all__ = [
-    "DecodedEntry", "RawEntry",
-    "MAGIC", "PREFIX", "PREFIX_LEN", "VERSION", "decode_entry", "encode_batch", "encode_batch_serialized",
-    "encode_single", "is_batched",
-    "LOGS", "PENDING_ACK_LOG", "PENDING_ACK_MARKER", "TC_LOG", "TC_LOG_MARKER", "PendingAckPosition",
-    "PendingAckRecord", "Subscription", "TcRecord", "log_of_managed_ledger",
-    "entry_to_json", "record_from_dict", "record_to_dict", "records_to_dicts", "txn_id",
-    "op_name", "summarize",
+    "DecodedEntry",
+    "RawEntry",
+    "MAGIC",
+    "PREFIX",
+    "PREFIX_LEN",
+    "VERSION",
+    "decode_entry",
+    "encode_batch",
+    "encode_batch_serialized",
+    "encode_single",
+    "is_batched",
+    "LOGS",
+    "PENDING_ACK_LOG",
+    "PENDING_ACK_MARKER",
+    "TC_LOG",
+    "TC_LOG_MARKER",
+    "PendingAckPosition",
+    "PendingAckRecord",
+    "Subscription",
+    "TcRecord",
+    "log_of_managed_ledger",
+    "entry_to_json",
+    "record_from_dict",
+    "record_to_dict",
+    "records_to_dicts",
+    "txn_id",
+    "op_name",
+    "summarize",
 ]

@@ -5,6 +5,7 @@ entry is decoded. With `strict`, or when the log of an entry cannot be told, the
 cleanly and `report.stopped` says why, so a caller can still close its JSON array. An input
 that holds no entries stops it too (EmptyInput): an empty input is an error, not an empty result.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,7 +47,9 @@ def resolve_log(log: str, managed_ledger: str | None, where: str, force: bool = 
             )
         else:
             reason = "the input names no managed ledger (only the JSONL dump format does)"
-        raise UsageError(f"cannot tell which log entry {where} comes from: {reason}; pass --log tc or --log pending-ack")
+        raise UsageError(
+            f"cannot tell which log entry {where} comes from: {reason}; pass --log tc or --log pending-ack"
+        )
     return found
 
 
@@ -101,7 +104,9 @@ def decode_sources(
                 report.total += 1
                 try:
                     # An unreadable entry is reported as such, before asking which log it is from.
-                    entry_log = log if raw.error is not None else resolve_log(log, raw.managed_ledger, raw.where, force_log)
+                    entry_log = (
+                        log if raw.error is not None else resolve_log(log, raw.managed_ledger, raw.where, force_log)
+                    )
                     entry = decode_raw(raw, entry_log)
                 except UsageError as exc:
                     report.stopped = exc

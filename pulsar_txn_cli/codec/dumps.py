@@ -9,6 +9,7 @@
 Readers yield RawEntry objects; an entry that cannot be read carries its error instead of
 data, so one bad entry never hides the rest. Nothing here raises for bad input.
 """
+
 from __future__ import annotations
 
 import base64
@@ -86,10 +87,15 @@ def read_entries(stream: IO[bytes], fmt: str = "auto", source: str | None = None
         fmt = detect_format(head)
         if fmt is None:
             where = source or "the input"
-            yield RawEntry(None, 0, source=source, error=DecodeError(
-                f"cannot tell the format of {where}: its first line is not hex, base64, JSON or readledger "
-                "output; pass --format"
-            ))
+            yield RawEntry(
+                None,
+                0,
+                source=source,
+                error=DecodeError(
+                    f"cannot tell the format of {where}: its first line is not hex, base64, JSON or readledger "
+                    "output; pass --format"
+                ),
+            )
             return
     if fmt == "raw":
         yield RawEntry(head + stream.read(), 0, source=source)
@@ -217,8 +223,12 @@ PARSERS = {
 
 def dump_object(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> dict:
     """One entry of the project's dump format, as an object."""
-    return {"managedLedger": managed_ledger, "ledgerId": ledger_id, "entryId": entry_id,
-            "data": base64.b64encode(data).decode("ascii")}
+    return {
+        "managedLedger": managed_ledger,
+        "ledgerId": ledger_id,
+        "entryId": entry_id,
+        "data": base64.b64encode(data).decode("ascii"),
+    }
 
 
 def dump_line(managed_ledger: str | None, ledger_id: int | None, entry_id: int | None, data: bytes) -> str:

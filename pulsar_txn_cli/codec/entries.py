@@ -1,4 +1,5 @@
 """Entries as read from an input (RawEntry: bytes and where they came from) and as decoded (DecodedEntry)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,6 +1,7 @@
 """Entry framing: one record's protobuf, or since PIP-160 a batch (magic 0x0E01, a version, then the
 batched container's protobuf); decoding with located errors, and encoding.
 """
+
 from __future__ import annotations
 
 import struct

@@ -1,4 +1,5 @@
 """The two transaction logs: their names, record types and how a managed-ledger name tells them apart."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec.gen import PulsarApi_pb2 as api_pb2

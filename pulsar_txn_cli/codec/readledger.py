@@ -17,6 +17,7 @@ An entry ends at the next header (or, without headers, at a row whose offset res
 Only lines that match the row grammar at the next expected offset are taken, so interleaved log
 lines cannot corrupt an entry.
 """
+
 from __future__ import annotations
 
 import re
@@ -98,7 +99,13 @@ def parse(lines: Iterable[str], source: str | None = None) -> Iterator[RawEntry]
             current.buf += bytes.fromhex(row["cells"].replace(" ", ""))
             current.pretty = current.pretty or pretty
             continue
-        if current is not None and not current.buf and line.strip() and not _LOG_LINE.search(line) and not _BORDER.match(line):
+        if (
+            current is not None
+            and not current.buf
+            and line.strip()
+            and not _LOG_LINE.search(line)
+            and not _BORDER.match(line)
+        ):
             current.stray += 1
     if current is not None:
         yield _finish(current, previous)
@@ -169,7 +176,9 @@ def _finish(entry: _Entry, previous: _Entry | None) -> RawEntry:
     ok, sure = _expected_size(entry, previous)
     if sure is not None and len(buf) not in ok:
         if len(buf) < sure:
-            raw.error = DecodeError(f"the hex dump of the entry stops after {len(buf)} of {sure} bytes", offset=len(buf))
+            raw.error = DecodeError(
+                f"the hex dump of the entry stops after {len(buf)} of {sure} bytes", offset=len(buf)
+            )
             return raw
         raw.warnings.append(f"the dump holds {len(buf)} bytes but its header announces {sure}")
     data = bytes(buf)
@@ -220,7 +229,9 @@ def format_entry(ledger_id, entry_id: int, data: bytes, log_prefix: str = "", en
     return "\n".join([header, *hexdump_rows(data)]) + "\n"
 
 
-def format_ledger(ledger_id, entries: list[bytes], log_prefix: str = "", first_entry: int = 0, start_length: int = 0) -> str:
+def format_ledger(
+    ledger_id, entries: list[bytes], log_prefix: str = "", first_entry: int = 0, start_length: int = 0
+) -> str:
     """Entries first_entry.. of a ledger as readledger prints them, with cumulative EntrySize
     (start_length: the ledger's length before first_entry)."""
     out, length = [], start_length

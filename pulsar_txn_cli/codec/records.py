@@ -1,4 +1,5 @@
 """Records <-> the documented JSON shape (entry_to_json, record_to_dict and back)."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import tojson
@@ -67,8 +68,10 @@ def _from_dict(message, data: dict):
             continue
         if fd.enum_type is not None:
             numbers = fd.enum_type.values_by_name
+
             def to_number(v, numbers=numbers):
                 return numbers[v].number if isinstance(v, str) else v
+
             value = [to_number(v) for v in value] if fd.is_repeated else to_number(value)
         if fd.is_repeated:
             getattr(message, key).extend(value)

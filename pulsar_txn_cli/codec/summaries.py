@@ -1,4 +1,5 @@
 """Short human summaries of records, for tables."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec.gen import PulsarApi_pb2 as api_pb2

@@ -7,6 +7,7 @@ strings checked for UTF-8 (upb hands back bytes for a proto2 string that is not 
 it is shown lossy). Keys are the fields' JSON names (lowerCamelCase, `txnidMostBits`), as in
 protobuf's JSON mapping and Pulsar's REST answers. This reads every field about as fast as hand-written code would.
 """
+
 from __future__ import annotations
 
 import keyword

@@ -4,6 +4,7 @@ The protobuf runtime only says "Error parsing message". When it fails, this walk
 the same bytes with the schema at hand and names the first problem it meets. It runs only on
 the error path, so it may be slow; it must never raise anything but WireProblem.
 """
+
 from __future__ import annotations
 
 _VARINT, _I64, _LEN, _SGROUP, _EGROUP, _I32 = range(6)
@@ -69,7 +70,11 @@ def _read_field(data: bytes, pos: int, end: int, depth: int):
             raise WireProblem("invalid", tag_at, "groups nest too deeply")
         pos = _skip_group(data, pos, end, number, depth + 1)
     else:
-        what = "an end-group marker without a start" if wire_type == _EGROUP else f"wire type {wire_type}, which does not exist"
+        what = (
+            "an end-group marker without a start"
+            if wire_type == _EGROUP
+            else f"wire type {wire_type}, which does not exist"
+        )
         raise WireProblem("invalid", tag_at, f"tag 0x{tag:x} has {what}")
     return number, wire_type, tag_at, value_start, pos
 

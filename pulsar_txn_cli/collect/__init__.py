@@ -12,6 +12,7 @@
 
 Library only: nothing here prints or exits.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.collect.run import collect

@@ -7,6 +7,7 @@ or printed here. Each dump is written to a local temporary file, then moved: an 
 whole when its upload completes. Object stores cannot append, so each completed ledger is recorded
 in a small file of its own (`_collect/done/<key>.json`), after its dump.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from pulsar_txn_cli.collect.layout import MANIFEST_DIR, check_header, header_text, parse_header, relative_name, write_dump
+from pulsar_txn_cli.collect.layout import (
+    MANIFEST_DIR,
+    check_header,
+    header_text,
+    parse_header,
+    relative_name,
+    write_dump,
+)
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 
 MASTER = "local[1]"
@@ -80,9 +88,11 @@ class HadoopDir:
             raise
         except Exception as exc:
             log = f"Spark's own log: {self._session.jvm_log}; " if self._session.jvm_log else ""
-            raise ConnectionFailed(f"cannot use --out {self.root}: {spark_job.failure_summary(exc)}",
-                                   hint=f"{log}Hadoop takes its settings from --spark-conf spark.hadoop.fs.*, "
-                                        "and S3 credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") from None
+            raise ConnectionFailed(
+                f"cannot use --out {self.root}: {spark_job.failure_summary(exc)}",
+                hint=f"{log}Hadoop takes its settings from --spark-conf spark.hadoop.fs.*, "
+                "and S3 credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            ) from None
 
     def _local(self, name: str) -> Path:
         fd, path = tempfile.mkstemp(prefix=".", suffix=f".{name}", dir=self._tmp)

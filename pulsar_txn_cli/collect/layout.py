@@ -1,5 +1,6 @@
 """What a collect destination holds, wherever it is (sink.py explains the layout): the names
 of the dumps, the header that says whose collection it is, and how one ledger's dump is written."""
+
 from __future__ import annotations
 
 import json
@@ -31,16 +32,18 @@ def write_dump(path: Path, task, entries, fmt: str) -> None:
         rows = ((task.managed_ledger, task.ledger_id, entry_id, data, None, None) for entry_id, data in entries)
         inputs.write_parquet(rows, str(path))
     else:
-        write_atomically(path, (dump_line(task.managed_ledger, task.ledger_id, entry_id, data) + "\n"
-                                for entry_id, data in entries))
+        write_atomically(
+            path, (dump_line(task.managed_ledger, task.ledger_id, entry_id, data) + "\n" for entry_id, data in entries)
+        )
 
 
 def check_header(where: str, header: dict | None, identity: str, fmt: str) -> None:
     """Refuse a destination that holds another cluster's collection, or one in the other format."""
     known = header.get("identity") if isinstance(header, dict) else None
     if known != identity:
-        raise UsageError(f"--out {where} holds a collection of another cluster ({known or 'unreadable'}); "
-                         "choose another directory")
+        raise UsageError(
+            f"--out {where} holds a collection of another cluster ({known or 'unreadable'}); choose another directory"
+        )
     held = header.get("format", "jsonl")
     if held != fmt:
         raise UsageError(f"--out {where} holds a {held} collection; give --format {held} or choose another directory")

@@ -4,6 +4,7 @@ A broker uses `bookkeeperMetadataServiceUri` when it is set; otherwise its BookK
 finds the ledgers under `/ledgers` of the metadata store (`metadataStoreUrl`, formerly
 `zookeeperServers`). BookieShell wants the URI form: `zk+null://host:port;host2:port/ledgers`.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,9 @@ def service_uri(runtime: dict) -> str:
         return explicit.removeprefix("metadata-store:")  # Pulsar's own driver prefix wraps a zk: URL
     store = str(runtime.get("metadataStoreUrl") or "").strip() or str(runtime.get("zookeeperServers") or "").strip()
     if not store:
-        raise UsageError(f"the brokers' configuration names no metadata store (bookkeeperMetadataServiceUri, metadataStoreUrl); {HINT}")
+        raise UsageError(
+            f"the brokers' configuration names no metadata store (bookkeeperMetadataServiceUri, metadataStoreUrl); {HINT}"
+        )
     return from_store_url(store)
 
 

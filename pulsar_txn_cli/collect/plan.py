@@ -6,6 +6,7 @@ and its ledgers with their entry counts. The newest ledger of an open managed le
 entries there, so its count is taken from the last confirmed entry and marked as open: BookieShell
 reads it only up to the bookies' last-add-confirmed, which may lag by an entry.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -34,13 +35,25 @@ def plan(admin, concurrency: int) -> tuple[list[LedgerTask], list[str]]:
 
     coordinators = admin.tc_partitions()
     subscriptions = transactional_subscriptions(admin, concurrency=concurrency)
-    problems = [f"pending-ack log {s['pendingAckTopic']} belongs to no existing subscription: its ledgers cannot be listed"
-                for s in subscriptions if s["status"] == "orphan"]
-    calls = [(f"coordinator {i}", TC_LOG, "transactionLogStats", lambda i=i: admin.coordinator_internal_stats(i))
-             for i in range(coordinators)]
-    calls += [(f"subscription {s['subscription']} of {s['topic']}", PENDING_ACK_LOG, "pendingAckLogStats",
-               lambda s=s: admin.pending_ack_internal_stats(s["topic"], s["subscription"]))
-              for s in subscriptions if s["status"] != "orphan"]
+    problems = [
+        f"pending-ack log {s['pendingAckTopic']} belongs to no existing subscription: its ledgers cannot be listed"
+        for s in subscriptions
+        if s["status"] == "orphan"
+    ]
+    calls = [
+        (f"coordinator {i}", TC_LOG, "transactionLogStats", lambda i=i: admin.coordinator_internal_stats(i))
+        for i in range(coordinators)
+    ]
+    calls += [
+        (
+            f"subscription {s['subscription']} of {s['topic']}",
+            PENDING_ACK_LOG,
+            "pendingAckLogStats",
+            lambda s=s: admin.pending_ack_internal_stats(s["topic"], s["subscription"]),
+        )
+        for s in subscriptions
+        if s["status"] != "orphan"
+    ]
 
     def one(call):
         what, log, key, fetch = call

@@ -6,6 +6,7 @@ the manifest, so running the same command again reads exactly the ledgers still 
 open ledgers again, which may have grown). Ctrl-C stops the running shells and keeps every
 completed ledger.
 """
+
 from __future__ import annotations
 
 import time
@@ -16,8 +17,18 @@ from pulsar_txn_cli.errors import DataError, InterruptedWork, UsageError
 DEFAULT_CONCURRENCY = 4
 
 
-def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_CONCURRENCY, fmt: str = "jsonl",
-            spark_conf: dict | None = None, metadata_uri: str | None = None, progress=None, note=None) -> dict:
+def collect(
+    admin,
+    out: str,
+    *,
+    shell_options: dict,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    fmt: str = "jsonl",
+    spark_conf: dict | None = None,
+    metadata_uri: str | None = None,
+    progress=None,
+    note=None,
+) -> dict:
     """Collect into `out` (a directory or a Hadoop file-system URL, sink.py) as `fmt` (jsonl or
     parquet); the summary (what `collect -o json` prints). `shell_options` go to BookieShell
     (script=, classpath=, timeout=); `spark_conf` to the Spark that writes to a URL;
@@ -31,8 +42,10 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
     note = note or (lambda message: None)
     target = admin.target
     if target.kind == "engine":
-        raise UsageError("collect reads a cluster's bookies, and the embedded engine has none: its logs are already at hand "
-                         "with `pulsar-txn engine dump --log all > DIR/engine.jsonl` (or give --admin-url)")
+        raise UsageError(
+            "collect reads a cluster's bookies, and the embedded engine has none: its logs are already at hand "
+            "with `pulsar-txn engine dump --log all > DIR/engine.jsonl` (or give --admin-url)"
+        )
     destination = open_destination(out, fmt, spark_conf, note)  # checked now, opened once the plan stands
     identity = admin.identity()
     uri = metadata_uri or metadata.service_uri(admin.runtime_config())
@@ -43,9 +56,11 @@ def collect(admin, out: str, *, shell_options: dict, concurrency: int = DEFAULT_
     with destination:
         done = destination.begin(identity, target.describe())
         todo = [t for t in tasks if t.key not in done or done[t.key].get("open")]
-        note(f"collect: {len(tasks)} ledgers of {len({t.managed_ledger for t in tasks})} logs, "
-             f"{len(tasks) - len(todo)} already in {destination}, reading {len(todo)} with {concurrency} shells "
-             f"(metadata service {uri})")
+        note(
+            f"collect: {len(tasks)} ledgers of {len({t.managed_ledger for t in tasks})} logs, "
+            f"{len(tasks) - len(todo)} already in {destination}, reading {len(todo)} with {concurrency} shells "
+            f"(metadata service {uri})"
+        )
         read, failed = _read_all(destination, tasks, todo, uri, shell_options, concurrency, progress)
     shell_seconds = sum(r["seconds"] for r in read)
     return {
@@ -94,9 +109,13 @@ def _read_all(destination, tasks, todo, uri, shell_options, concurrency, progres
     except KeyboardInterrupt:
         shell.close()  # the running shells fail at once; a ledger already being written still completes
         pool.shutdown(wait=True, cancel_futures=True)
-        kept = len(tasks) - len(todo) + sum(1 for f in futures if f.done() and not f.cancelled() and f.exception() is None)
-        raise InterruptedWork(f"interrupted: {kept} of {len(tasks)} ledgers are complete in {destination}; "
-                              "run the same command again to read the rest") from None
+        kept = (
+            len(tasks) - len(todo) + sum(1 for f in futures if f.done() and not f.cancelled() and f.exception() is None)
+        )
+        raise InterruptedWork(
+            f"interrupted: {kept} of {len(tasks)} ledgers are complete in {destination}; "
+            "run the same command again to read the rest"
+        ) from None
     finally:
         pool.shutdown()
         shell.close()
@@ -110,11 +129,21 @@ def _one(shell, destination, task) -> dict:
     counted = {"entries": 0, "bytes": 0}
     lines = shell.read(task.ledger_id)
     try:
-        relative = destination.write_ledger(task, _counted(entries(lines, task.ledger_id, task.entries, task.open), counted))
+        relative = destination.write_ledger(
+            task, _counted(entries(lines, task.ledger_id, task.entries, task.open), counted)
+        )
     finally:
         lines.close()  # a failed check or write stops the shell now, not when the generator is collected
-    record = {"key": task.key, "managedLedger": task.managed_ledger, "log": task.log, "ledgerId": task.ledger_id,
-              "open": task.open, **counted, "seconds": round(time.monotonic() - t0, 3), "file": relative}
+    record = {
+        "key": task.key,
+        "managedLedger": task.managed_ledger,
+        "log": task.log,
+        "ledgerId": task.ledger_id,
+        "open": task.open,
+        **counted,
+        "seconds": round(time.monotonic() - t0, 3),
+        "file": relative,
+    }
     destination.record(record)
     return record
 

@@ -7,6 +7,7 @@ configuration is a file of our own that names only the metadata service URI, and
 headers (logged at INFO by ReadLedgerCommand) must reach the output: without them the entry ids
 are unknown, and the ledger is refused rather than guessed.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,11 +44,21 @@ class ShellFailed(DataError):
 class BookieShell:
     """Runs readledger for one ledger at a time; safe to call from several threads."""
 
-    def __init__(self, metadata_uri: str, *, script: str | None = None, classpath: str | None = None,
-                 java: str = "java", java_opts: tuple[str, ...] = ("-Xmx256m",), timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        metadata_uri: str,
+        *,
+        script: str | None = None,
+        classpath: str | None = None,
+        java: str = "java",
+        java_opts: tuple[str, ...] = ("-Xmx256m",),
+        timeout: float = DEFAULT_TIMEOUT,
+    ):
         if bool(script) == bool(classpath):
-            raise UsageError("collect reads ledgers with BookKeeper's shell: give --bookkeeper-shell PATH "
-                             "(a distribution's bin/bookkeeper) or --bookkeeper-classpath CLASSPATH")
+            raise UsageError(
+                "collect reads ledgers with BookKeeper's shell: give --bookkeeper-shell PATH "
+                "(a distribution's bin/bookkeeper) or --bookkeeper-classpath CLASSPATH"
+            )
         self.timeout = timeout
         self._dir = Path(tempfile.mkdtemp(prefix="pulsar-txn-collect-"))
         conf = self._dir / "bk.conf"
@@ -55,15 +66,28 @@ class BookieShell:
         self.env = dict(os.environ, BOOKIE_CONF=str(conf))
         if script:
             if not (os.path.isfile(script) and os.access(script, os.X_OK)):
-                raise UsageError(f"--bookkeeper-shell {script}: no such executable file (give a distribution's bin/bookkeeper)")
+                raise UsageError(
+                    f"--bookkeeper-shell {script}: no such executable file (give a distribution's bin/bookkeeper)"
+                )
             self.prefix = [script, "shell"]
         else:
             if shutil.which(java) is None:
-                raise UsageError("--bookkeeper-classpath needs Java on PATH (e.g. apt-get install openjdk-17-jre-headless)")
+                raise UsageError(
+                    "--bookkeeper-classpath needs Java on PATH (e.g. apt-get install openjdk-17-jre-headless)"
+                )
             log4j = self._dir / "log4j2.properties"
             log4j.write_text(_LOG4J, encoding="utf-8")
-            self.prefix = [java, *java_opts, f"-Dlog4j.configurationFile={log4j}", "-Dlog4j2.is.webapp=false",
-                           "-cp", classpath, MAIN, "-conf", str(conf)]
+            self.prefix = [
+                java,
+                *java_opts,
+                f"-Dlog4j.configurationFile={log4j}",
+                "-Dlog4j2.is.webapp=false",
+                "-cp",
+                classpath,
+                MAIN,
+                "-conf",
+                str(conf),
+            ]
         self._running: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -74,8 +98,16 @@ class BookieShell:
     def read(self, ledger_id: int) -> Iterator[str]:
         """The shell's lines for one ledger (stdout and stderr together, as the headers may be on
         either), streamed: a ledger of batched entries can be gigabytes of hex text."""
-        proc = subprocess.Popen(self.command(ledger_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace", bufsize=1 << 20)
+        proc = subprocess.Popen(
+            self.command(ledger_id),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            text=True,
+            errors="replace",
+            bufsize=1 << 20,
+        )
         with self._lock:
             if self._closed:
                 proc.kill()
@@ -101,7 +133,9 @@ class BookieShell:
         if expired.is_set():
             raise ShellFailed(f"ledger {ledger_id}: the shell did not finish within {self.timeout:g} s")
         if proc.returncode != 0:
-            raise ShellFailed(f"ledger {ledger_id}: the shell exited {proc.returncode}: {' | '.join(tail) or '(no output)'}")
+            raise ShellFailed(
+                f"ledger {ledger_id}: the shell exited {proc.returncode}: {' | '.join(tail) or '(no output)'}"
+            )
 
     def close(self) -> None:
         """Stop the shells still running (Ctrl-C) and remove the configuration files."""
@@ -122,14 +156,18 @@ def entries(lines: Iterable[str], ledger_id: int, expected: int, is_open: bool) 
     count = 0
     for raw in readledger.parse(lines):
         if raw.entry_id is None or raw.ledger_id is None:
-            raise ShellFailed(f"ledger {ledger_id}: the shell printed entries without their `Lid=…, Eid=…` headers; "
-                              "its logging must show ReadLedgerCommand's INFO lines")
+            raise ShellFailed(
+                f"ledger {ledger_id}: the shell printed entries without their `Lid=…, Eid=…` headers; "
+                "its logging must show ReadLedgerCommand's INFO lines"
+            )
         if raw.ledger_id != ledger_id:
             raise ShellFailed(f"ledger {ledger_id}: the shell printed an entry of ledger {raw.ledger_id}")
         if raw.error is not None:
             raise ShellFailed(f"ledger {ledger_id}, entry {raw.entry_id}: {raw.error.reason}")
         if raw.entry_id != count:
-            raise ShellFailed(f"ledger {ledger_id}: entry {raw.entry_id} came where entry {count} was due (missing or repeated ids)")
+            raise ShellFailed(
+                f"ledger {ledger_id}: entry {raw.entry_id} came where entry {count} was due (missing or repeated ids)"
+            )
         count += 1
         yield raw.entry_id, raw.data
     short = count < (max(0, expected - 1) if is_open else expected)

@@ -12,6 +12,7 @@ with `_` or `.`):
 A local dump is written to a hidden temporary name, synced, then renamed: a reader never sees half of one.
 `open_destination` picks the destination from --out.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,15 @@ import threading
 from pathlib import Path
 
 from pulsar_txn_cli.atomic_write import write_atomically
-from pulsar_txn_cli.collect.layout import FORMATS, MANIFEST_DIR, check_header, header_text, parse_header, relative_name, write_dump
+from pulsar_txn_cli.collect.layout import (
+    FORMATS,
+    MANIFEST_DIR,
+    check_header,
+    header_text,
+    parse_header,
+    relative_name,
+    write_dump,
+)
 from pulsar_txn_cli.errors import UsageError
 
 

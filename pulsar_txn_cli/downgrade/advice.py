@@ -1,4 +1,5 @@
 """What an operator reads and runs: the causes of a held item, their advice, and the commands."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation
@@ -46,24 +47,29 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     if newest <= recorded:
         return CAUSE_NOT_ROLLED, (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
-            f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}")
+            f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}"
+        )
     if mark is not None and lac is not None and mark >= lac:
         return CAUSE_TRIM_PENDING, (
             "nothing to do: the cursor has consumed everything and the old ledgers are deleted at the next "
-            "trim (after a rollover); check again in a few minutes")
+            "trim (after a rollover); check again in a few minutes"
+        )
     if mark is not None and mark[0] > recorded:
         return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
     if log.ongoing_txns:
-        advice = ("let the open transactions commit, abort or time out; list them with "
-                  "`pulsar-txn slow-transactions -t 1m` and abort a stuck one with "
-                  "`pulsar-txn abort-transaction -m MOST -l LEAST`")
+        advice = (
+            "let the open transactions commit, abort or time out; list them with "
+            "`pulsar-txn slow-transactions -t 1m` and abort a stuck one with "
+            "`pulsar-txn abort-transaction -m MOST -l LEAST`"
+        )
         if log.kind == COORDINATOR and batch_index is not True:
-            advice += ("; but beware: " + OPEN_ACROSS_SWITCH)
+            advice += "; but beware: " + OPEN_ACROSS_SWITCH
         return CAUSE_OPEN_TXN, advice
     if log.kind == COORDINATOR and batch_index is not False:
         return CAUSE_CURSOR_STUCK, (
             "look for slow transactions (`pulsar-txn slow-transactions -t 1m`) and abort the "
-            "stuck ones; the cursor moves once their records are deleted")
+            "stuck ones; the cursor moves once their records are deleted"
+        )
     if log.kind == COORDINATOR:
         return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
     return CAUSE_CURSOR_STUCK, (
@@ -71,7 +77,8 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
         f"transactionPendingAckLogIndexMinLag records (default 500) and moves once the subscription's "
         f"mark-delete position passes it: a subscription with few transactional acknowledgements keeps its "
         f"old ledgers until then; check its consumers and backlog (`pulsar-admin topics stats {log.topic}`) "
-        f"and slow transactions that hold acknowledgements")
+        f"and slow transactions that hold acknowledgements"
+    )
 
 
 # facts §3.3, confirmed on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
@@ -83,7 +90,8 @@ OPEN_ACROSS_SWITCH = (
     "in batched entries cannot be deleted once batching is off, so when they end the cursor stays pinned for "
     "good (seen on a real Pulsar 4.0.7 broker); set acknowledgmentAtBatchIndexLevelEnabled=true in every "
     "broker.conf and restart the brokers while they are still open (with it true the real broker trimmed "
-    "every batched ledger)")
+    "every batched ledger)"
+)
 BATCH_INDEX_ADVICE = (
     "this is the batch-index deletion stall of facts §3.3, confirmed on a real Pulsar 4.0.7 broker: with "
     "acknowledgmentAtBatchIndexLevelEnabled=false, deletes of records inside batched TC-log entries are "
@@ -93,7 +101,8 @@ BATCH_INDEX_ADVICE = (
     "batch-index deletion and replays the pinned records, and the transactions they belonged to come back "
     "as OPEN; abort those (`pulsar-txn slow-transactions -t 1s`, then `pulsar-txn abort-transaction -m M "
     "-l L`) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
-    "set it before disabling batching, or end every open transaction before the switch")
+    "set it before disabling batching, or end every open transaction before the switch"
+)
 
 
 def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
@@ -101,9 +110,9 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet",
         CAUSE_TRIM_PENDING: "the cursor is past the batched entries; the old ledgers are not trimmed yet",
         CAUSE_OPEN_TXN: f"{log.ongoing_txns} open transaction(s) keep the cursor "
-                        f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
+        f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
         CAUSE_BATCH_INDEX: f"the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}"
-                           f"{_ranges(log)}), likely the batch-index deletion stall",
+        f"{_ranges(log)}), likely the batch-index deletion stall",
         CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
     }.get(cause, cause)
 

@@ -5,6 +5,7 @@ It is JSON, written atomically (temp file, fsync, rename) so a crash or Ctrl-C n
 file, and it names its target's identity (admin/identity.py: what the cluster says it is, not
 the URL) so a check against another cluster refuses to use it.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,12 @@ def to_json(checkpoint: Checkpoint) -> dict:
             for cid, r in sorted(checkpoint.coordinators.items())
         ],
         "subscriptions": [
-            {"topic": t, "subscription": s, "lastBatchedLedgerId": r.last_batched_ledger_id, "recordedAt": r.recorded_at}
+            {
+                "topic": t,
+                "subscription": s,
+                "lastBatchedLedgerId": r.last_batched_ledger_id,
+                "recordedAt": r.recorded_at,
+            }
             for (t, s), r in sorted(checkpoint.subscriptions.items())
         ],
     }
@@ -83,15 +89,17 @@ def to_json(checkpoint: Checkpoint) -> dict:
 
 def from_json(data, where: str) -> Checkpoint:
     """Parse and validate; every defect is a CheckpointError naming the file."""
+
     def bad(why: str) -> CheckpointError:
-        return CheckpointError(f"checkpoint {where} is not usable: {why}",
-                               hint="fix or remove it with `pulsar-txn downgrade reset`")
+        return CheckpointError(
+            f"checkpoint {where} is not usable: {why}", hint="fix or remove it with `pulsar-txn downgrade reset`"
+        )
 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise bad(f"expected a JSON object with \"format\": {FORMAT}")
+        raise bad(f'expected a JSON object with "format": {FORMAT}')
     target, created = data.get("target"), data.get("createdAt")
     if not isinstance(target, str) or not isinstance(created, str):
-        raise bad("\"target\" and \"createdAt\" must be strings")
+        raise bad('"target" and "createdAt" must be strings')
     coordinators, subscriptions = {}, {}
     for row in _rows(data, "coordinators", bad):
         cid = row.get("coordinatorId")
@@ -109,7 +117,7 @@ def from_json(data, where: str) -> Checkpoint:
 def _rows(data: dict, name: str, bad):
     rows = data.get(name, [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise bad(f"\"{name}\" must be a list of objects")
+        raise bad(f'"{name}" must be a list of objects')
     return rows
 
 
@@ -131,8 +139,9 @@ def load(path: Path) -> Checkpoint | None:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise CheckpointError(f"checkpoint {path} is not valid JSON: {exc}",
-                              hint="fix or remove it with `pulsar-txn downgrade reset`") from None
+        raise CheckpointError(
+            f"checkpoint {path} is not valid JSON: {exc}", hint="fix or remove it with `pulsar-txn downgrade reset`"
+        ) from None
     return from_json(data, str(path))
 
 
@@ -141,8 +150,9 @@ def save(path: Path, checkpoint: Checkpoint) -> None:
     try:
         _write(path, checkpoint)
     except OSError as exc:
-        raise CheckpointError(f"cannot write checkpoint {path}: {exc.strerror or exc}",
-                              hint="choose a writable file with --checkpoint") from None
+        raise CheckpointError(
+            f"cannot write checkpoint {path}: {exc.strerror or exc}", hint="choose a writable file with --checkpoint"
+        ) from None
 
 
 def _write(path: Path, checkpoint: Checkpoint) -> None:
@@ -164,8 +174,10 @@ def remove(path: Path, *, ours: bool = False) -> bool:
         except (OSError, ValueError):
             data = None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise UsageError(f"{path} is not a downgrade checkpoint (no \"format\": {FORMAT}); "
-                             "pulsar-txn deletes only the checkpoints it wrote")
+            raise UsageError(
+                f'{path} is not a downgrade checkpoint (no "format": {FORMAT}); '
+                "pulsar-txn deletes only the checkpoints it wrote"
+            )
     try:
         path.unlink()
         return True

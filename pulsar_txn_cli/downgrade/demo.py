@@ -4,6 +4,7 @@ Library code: it narrates through the `say` callback the CLI gives it and return
 Every step goes through the same functions the commands use (admin layer, downgrade runner), on
 one in-process engine, with small ledgers so that rollover and trimming happen within seconds.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -39,7 +40,9 @@ class DemoStory:
             self._stats(admin)
             self._upgrade(admin)
             self._disable(engine, admin)
-            first = self._check(admin, "2-1..2-7", "the first check records the last ledgers that may hold batched entries")
+            first = self._check(
+                admin, "2-1..2-7", "the first check records the last ledgers that may hold batched entries"
+            )
             verdict = first
             rounds = 0
             while verdict != "SAFE" and rounds < MAX_DRAIN_ROUNDS:
@@ -92,13 +95,17 @@ class DemoStory:
             # differ from the ones recorded with the change (they always do on a real broker).
             engine.clock.advance_ms(1000)
             reloaded = batchlog.reload_stores(admin, batchlog.reload_targets(log, stores))
-            lines.append(f"{log.key}={str(enabled).lower()} (dynamic), {len(reloaded)} topic(s) unloaded so "
-                         f"every {log.store} store reopens with it")
+            lines.append(
+                f"{log.key}={str(enabled).lower()} (dynamic), {len(reloaded)} topic(s) unloaded so "
+                f"every {log.store} store reopens with it"
+            )
         return lines
 
     def _enable(self, engine, admin) -> None:
         self._step("Upgrade step 2: enable the batch log on every broker, then reload the stores")
-        self.say("pulsar-txn set-txn-tc-batch-log --enable --reload; pulsar-txn set-txn-pending-ack-batch-log --enable --reload")
+        self.say(
+            "pulsar-txn set-txn-tc-batch-log --enable --reload; pulsar-txn set-txn-pending-ack-batch-log --enable --reload"
+        )
         for line in self._set(engine, admin, True):
             self.say(line)
 
@@ -109,15 +116,19 @@ class DemoStory:
         self._step(f"Workload round {self.round}: {title}")
         result = simulate(engine, SimOptions(transactions=self.transactions, seed=self.round))
         records, entries = result["records"], result["entries"]
-        self.say(f"{result['committed']} committed, {result['aborted']} aborted; TC log: {records['tc']} records in "
-                 f"{entries['tc']} entries; pending-ack logs: {records['pendingAck']} records in "
-                 f"{entries['pendingAck']} entries")
+        self.say(
+            f"{result['committed']} committed, {result['aborted']} aborted; TC log: {records['tc']} records in "
+            f"{entries['tc']} entries; pending-ack logs: {records['pendingAck']} records in "
+            f"{entries['pendingAck']} entries"
+        )
         self.summary["steps"].append({"step": "workload", "round": self.round, "records": records, "entries": entries})
 
     def _stats(self, admin) -> None:
         from pulsar_txn_cli.admin import batchlog
 
-        self._step("Upgrade step 4: the batch-log stats (get-txn-tc-batch-log-stat, get-txn-pending-ack-batch-log-stat)")
+        self._step(
+            "Upgrade step 4: the batch-log stats (get-txn-tc-batch-log-stat, get-txn-pending-ack-batch-log-stat)"
+        )
         last = self.summary["steps"][-1]
         for log, key in ((batchlog.TC, "tc"), (batchlog.PENDING_ACK, "pendingAck")):
             stat = batchlog.batch_log_stat(admin, log, with_metrics=False)
@@ -126,8 +137,10 @@ class DemoStory:
             records, entries = last["records"][key], last["entries"][key]
             saved = records - entries
             share = f" ({saved / records:.0%} fewer writes)" if records else ""
-            self.say(f"{log.pip_flag}={str(stat[log.pip_flag]).lower()}: effective on {on} of {len(detail)} "
-                     f"{log.store}(s); {saved} entries saved{share}")
+            self.say(
+                f"{log.pip_flag}={str(stat[log.pip_flag]).lower()}: effective on {on} of {len(detail)} "
+                f"{log.store}(s); {saved} entries saved{share}"
+            )
 
     def _upgrade(self, admin) -> None:
         from pulsar_txn_cli.downgrade import gather
@@ -138,9 +151,13 @@ class DemoStory:
         for problem in verdict.problems[:3]:
             self.say(f"  problem: {problem}")
         versions = sorted({b["version"] for b in verdict.brokers if b["version"]})
-        self.say(f"{verdict.verdict}: {len(verdict.brokers)} broker(s) on {', '.join(versions) or '?'}; batching "
-                 f"effective on {len(verdict.coordinators)} coordinator(s) and {len(verdict.subscriptions)} "
-                 "subscription(s)" if verdict.verdict == "COMPLETE" else f"{verdict.verdict}: see the problems above")
+        self.say(
+            f"{verdict.verdict}: {len(verdict.brokers)} broker(s) on {', '.join(versions) or '?'}; batching "
+            f"effective on {len(verdict.coordinators)} coordinator(s) and {len(verdict.subscriptions)} "
+            "subscription(s)"
+            if verdict.verdict == "COMPLETE"
+            else f"{verdict.verdict}: see the problems above"
+        )
         self.summary["steps"].append({"step": "upgrade check", "verdict": verdict.verdict})
 
     def _disable(self, engine, admin) -> None:
@@ -164,8 +181,14 @@ class DemoStory:
         for problem in verdict.problems[:3]:
             self.say(f"  problem: {problem}")
         self.say(verdict_line(verdict))
-        self.summary["steps"].append({"step": "downgrade check", "verdict": verdict.verdict,
-                                      "clear": len(verdict.items) - len(held), "logs": len(verdict.items)})
+        self.summary["steps"].append(
+            {
+                "step": "downgrade check",
+                "verdict": verdict.verdict,
+                "clear": len(verdict.items) - len(held),
+                "logs": len(verdict.items),
+            }
+        )
         self.summary["checkpoint"] = str(path)
         return verdict.verdict
 

@@ -4,6 +4,7 @@ Pulsar reports no per-store batching state (facts §5); admin/batchlog.judge() c
 configured value, the change recorded when pulsar-txn set it, and each store's open time. This
 module only feeds it what the check already observed, so no extra admin call is made.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -37,9 +38,13 @@ class Judge:
             state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
         ongoing = store.get("ongoingTxnSize")
         opened = store.get("state")
-        return replace(log, effective_batching=state, effective_reason=reason,
-                       ongoing_txns=ongoing if isinstance(ongoing, int) else None,
-                       store_state=opened if isinstance(opened, str) else None)
+        return replace(
+            log,
+            effective_batching=state,
+            effective_reason=reason,
+            ongoing_txns=ongoing if isinstance(ongoing, int) else None,
+            store_state=opened if isinstance(opened, str) else None,
+        )
 
     def coordinator(self, log: LogObservation, stats: dict) -> LogObservation:
         return self._judge(log, TC_BATCH_KEY, stats, str(log.coordinator_id))

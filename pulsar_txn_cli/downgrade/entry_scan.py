@@ -1,4 +1,5 @@
 """--verify-entries: what decoding the dumps found, applied to a downgrade verdict (it can only fail it)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -24,8 +25,10 @@ def apply_entry_scan(result: DowngradeVerdict, scan: EntryScan) -> DowngradeVerd
     if scan.error:
         waiting.append(f"--verify-entries: {scan.error}")
     if scan.decode_errors:
-        waiting.append(f"--verify-entries: {scan.decode_errors} of {scan.entries} entries could not be decoded, "
-                       "so they may be batched")
+        waiting.append(
+            f"--verify-entries: {scan.decode_errors} of {scan.entries} entries could not be decoded, "
+            "so they may be batched"
+        )
     owner = {ledger: item for item in result.items for ledger in (item.observation.ledgers or ())}
     items = {id(i): i for i in result.items}
     for ledger, (_managed_ledger, count) in sorted(scan.batched.items()):
@@ -37,12 +40,19 @@ def apply_entry_scan(result: DowngradeVerdict, scan: EntryScan) -> DowngradeVerd
                 f"--verify-entries: {count} batched entr{'y' if count == 1 else 'ies'} in ledger {ledger} of "
                 f"{item.observation.label}, after its recorded last batched ledger {item.last_batched_ledger_id}: "
                 "batching was on after the record, so the record cannot be trusted; make sure batching is off, "
-                "then `pulsar-txn downgrade reset` and check again")
-            items[id(item)] = replace(item, clear=False, cause=CAUSE_INCONSISTENT,
-                                      reason=f"batched entries found in ledger {ledger}")
+                "then `pulsar-txn downgrade reset` and check again"
+            )
+            items[id(item)] = replace(
+                item, clear=False, cause=CAUSE_INCONSISTENT, reason=f"batched entries found in ledger {ledger}"
+            )
     if not blocked and not waiting:
         return result
     fixed = lambda group: [items[id(i)] for i in group]  # noqa: E731
     verdict = BLOCKED if blocked or result.verdict == BLOCKED else WAIT
-    return replace(result, verdict=verdict, coordinators=fixed(result.coordinators),
-                   subscriptions=fixed(result.subscriptions), problems=result.problems + blocked + waiting)
+    return replace(
+        result,
+        verdict=verdict,
+        coordinators=fixed(result.coordinators),
+        subscriptions=fixed(result.subscriptions),
+        problems=result.problems + blocked + waiting,
+    )

@@ -5,6 +5,7 @@ are observed the same way. A failed call becomes an `error` on what it was about
 exception: the verdict decides what a failure means. Only the first call, which proves the
 target answers at all, lets its ConnectionFailed through (exit code 4).
 """
+
 from __future__ import annotations
 
 import threading
@@ -14,7 +15,11 @@ from datetime import datetime, timezone
 
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
-    COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
+    COORDINATOR,
+    SUBSCRIPTION,
+    BrokerObservation,
+    LogObservation,
+    Observations,
 )
 
 TC_CURSOR = "transaction.subscription"
@@ -46,8 +51,14 @@ class Counter:
             self.calls += n
 
 
-def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, versions: bool = True,
-           counter: Counter | None = None) -> Observations:
+def gather(
+    admin,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress=None,
+    versions: bool = True,
+    counter: Counter | None = None,
+) -> Observations:
     """Observe the target: configuration, brokers, every coordinator and transactional subscription
     (ledger list, cursor, store state), and where batching is effective. `progress` has
     advance()/update()."""
@@ -71,8 +82,9 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
         if dynamic_config is not None and not isinstance(dynamic_config, dict):
             dynamic_config, dynamic_error = None, "the dynamic configuration is not a JSON object"
         if progress is not None:
-            progress.update(total=len(urls or ()) + tc_count + len(found), completed=0,
-                            description="reading ledger lists")
+            progress.update(
+                total=len(urls or ()) + tc_count + len(found), completed=0, description="reading ledger lists"
+            )
 
         def tick(value):
             if progress is not None:
@@ -80,11 +92,15 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
             return value
 
         only = len(urls or ()) == 1  # one broker: ask through the admin URL (it may advertise an unreachable address)
-        broker_futures = [pool.submit(lambda u: tick(_broker(admin, u, only, versions, counter)), u) for u in urls or ()]
+        broker_futures = [
+            pool.submit(lambda u: tick(_broker(admin, u, only, versions, counter)), u) for u in urls or ()
+        ]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
-        tc_futures = [pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter)), i) for i in range(tc_count)]
+        tc_futures = [
+            pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter)), i) for i in range(tc_count)
+        ]
         sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
         coordinators = [f.result() for f in tc_futures]
@@ -98,10 +114,16 @@ def gather(admin, *, concurrency: int = DEFAULT_CONCURRENCY, progress=None, vers
     coordinators = [judged.coordinator(log, tc_stats) for log, tc_stats in coordinators]
     subscriptions = [judged.subscription(log, pa_stats) for log, pa_stats in subscriptions]
     return Observations(
-        target=admin.target.describe(), identity=identity, taken_at=taken_at,
-        dynamic_config=dynamic_config, dynamic_error=dynamic_error,
-        brokers=brokers, brokers_error=brokers_error,
-        coordinators=tuple(coordinators), subscriptions=tuple(subscriptions), problems=tuple(problems),
+        target=admin.target.describe(),
+        identity=identity,
+        taken_at=taken_at,
+        dynamic_config=dynamic_config,
+        dynamic_error=dynamic_error,
+        brokers=brokers,
+        brokers_error=brokers_error,
+        coordinators=tuple(coordinators),
+        subscriptions=tuple(subscriptions),
+        problems=tuple(problems),
     )
 
 
@@ -129,7 +151,8 @@ def _discover(admin, concurrency: int, counter: Counter) -> tuple[list[dict], li
             problems.append(
                 f"pending-ack log {entry['pendingAckTopic']} belongs to no existing subscription, so its ledgers "
                 f"cannot be read; if the subscription is gone for good, delete it: "
-                f"pulsar-admin topics delete -f {entry['pendingAckTopic']}")
+                f"pulsar-admin topics delete -f {entry['pendingAckTopic']}"
+            )
         elif entry.get("topic") and entry.get("subscription"):
             usable.append(entry)  # an ambiguous split names the same managed ledger either way
         else:
@@ -203,6 +226,11 @@ def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **iden
     except (KeyError, TypeError, ValueError):
         return LogObservation(kind, error="a ledger in the answer has no numeric ledgerId", **ident)
     cursor_stats = (ml.get("cursors") or {}).get(cursor) or {}
-    return LogObservation(kind, ledgers=ledgers, last_confirmed=ml.get("lastConfirmedEntry"),
-                          mark_delete=cursor_stats.get("markDeletePosition"),
-                          individually_deleted=cursor_stats.get("individuallyDeletedMessages"), **ident)
+    return LogObservation(
+        kind,
+        ledgers=ledgers,
+        last_confirmed=ml.get("lastConfirmedEntry"),
+        mark_delete=cursor_stats.get("markDeletePosition"),
+        individually_deleted=cursor_stats.get("individuallyDeletedMessages"),
+        **ident,
+    )

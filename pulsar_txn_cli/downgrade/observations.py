@@ -3,6 +3,7 @@
 Every field that could not be observed is None and, where a call failed, `error` says why; the
 verdicts treat both as "not known", never as "fine".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,5 +1,6 @@
 """One downgrade check end to end, and the polling of `--wait`: load the checkpoint, observe,
 judge, verify, save. Never prints; the CLI renders what it returns."""
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,9 @@ def checkpoint_path(admin, override: str | None) -> Path:
     return Path(override).expanduser() if override else cp_store.default_path(admin.identity())
 
 
-def check(admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, progress=None,
-          verify: list[str] | None = None) -> CheckResult:
+def check(
+    admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, progress=None, verify: list[str] | None = None
+) -> CheckResult:
     """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
     atomically, so an interrupted check leaves the previous file intact."""
     try:
@@ -47,8 +49,17 @@ def check(admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, p
     return CheckResult(result, observations, path, saved, counter.calls)
 
 
-def wait(admin, path: Path, *, interval: float, timeout: float | None, on_check, sleep=time.sleep,
-         clock=time.monotonic, **options) -> CheckResult:
+def wait(
+    admin,
+    path: Path,
+    *,
+    interval: float,
+    timeout: float | None,
+    on_check,
+    sleep=time.sleep,
+    clock=time.monotonic,
+    **options,
+) -> CheckResult:
     """Check until SAFE or BLOCKED (an operator must act) or the timeout; on_check(result, n) after
     each check. A connection failure while waiting is reported through on_check's caller and retried."""
     from pulsar_txn_cli.errors import ConnectionFailed

@@ -2,6 +2,7 @@
 
 Each check adds to Findings: `blocked` needs an operator, `waiting` may pass by itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ def check_configuration(obs: Observations, findings: Findings, *, want: bool) ->
     def command(key: str) -> str:
         findings.fix(set_command(key, want))
         return (enable_command if want else disable_command)(key)
+
     if obs.dynamic_error:
         findings.waiting.append(f"could not read the dynamic configuration: {obs.dynamic_error}")
     elif obs.dynamic_config is None:
@@ -60,23 +62,29 @@ def check_configuration(obs: Observations, findings: Findings, *, want: bool) ->
         findings.waiting.append("no broker was listed, so no runtime configuration could be checked")
     for broker in obs.brokers:
         if broker.error or broker.runtime is None:
-            findings.waiting.append(f"could not read the runtime configuration of broker {broker.broker}: "
-                                    f"{broker.error or 'no answer'}")
+            findings.waiting.append(
+                f"could not read the runtime configuration of broker {broker.broker}: {broker.error or 'no answer'}"
+            )
             continue
         for key in BATCH_KEYS:
             raw = broker.runtime.get(key)
             flag = batch_flag(broker.runtime, key, broker.version)  # False on a broker older than PIP-160
             if raw is None and flag is False and want:
-                findings.waiting.append(f"broker {broker.broker}: {no_batched_logs(broker.version, key)}; "
-                                        "upgrade it before enabling batching")
+                findings.waiting.append(
+                    f"broker {broker.broker}: {no_batched_logs(broker.version, key)}; "
+                    "upgrade it before enabling batching"
+                )
                 continue
             if flag is None:
-                findings.blocked.append(f"broker {broker.broker} reports {key}={raw!r}; "
-                                        f"it must be {state} and the state is unknown")
+                findings.blocked.append(
+                    f"broker {broker.broker} reports {key}={raw!r}; it must be {state} and the state is unknown"
+                )
                 findings.fix(command(key))
             elif flag != want:
-                findings.blocked.append(f"broker {broker.broker} runs with {key}={raw} (must be {str(want).lower()}; "
-                                        f"also set it in that broker's broker.conf so a restart keeps it)")
+                findings.blocked.append(
+                    f"broker {broker.broker} runs with {key}={raw} (must be {str(want).lower()}; "
+                    f"also set it in that broker's broker.conf so a restart keeps it)"
+                )
                 findings.fix(command(key))
                 findings.batching_seen_on |= flag
 
@@ -100,8 +108,9 @@ def check_effective(obs: Observations, findings: Findings, *, want: bool) -> Non
     for log in unknown:
         findings.fix(set_command(_key_of(log), want))
     findings.blocked += _summarized(unknown, "whether batching is effective is unknown")
-    findings.waiting += _summarized(opening, "the store is still opening (replaying its log), so whether "
-                                             "batching is effective is not known yet")
+    findings.waiting += _summarized(
+        opening, "the store is still opening (replaying its log), so whether batching is effective is not known yet"
+    )
     state = "still batching" if not want else "not batching yet"
     findings.blocked += _summarized(wrong, state)
     for key in BATCH_KEYS:
@@ -121,8 +130,9 @@ def _key_of(log: LogObservation) -> str:
 
 def _summarized(logs: list[LogObservation], what: str) -> list[str]:
     """One line per log (its reason), at most SHOWN, then one line for the rest."""
-    lines = [f"{log.label}: {what}" + (f" ({log.effective_reason})" if log.effective_reason else "")
-             for log in logs[:SHOWN]]
+    lines = [
+        f"{log.label}: {what}" + (f" ({log.effective_reason})" if log.effective_reason else "") for log in logs[:SHOWN]
+    ]
     if len(logs) > SHOWN:
         lines.append(f"... and {len(logs) - SHOWN} more logs: {what}")
     return lines

@@ -1,4 +1,5 @@
 """The upgrade verdict (PIP-160's upgrade order): a pure function of the observations; it fails closed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,9 +24,15 @@ class UpgradeVerdict:
     fixes: list[str]
 
     def to_json(self) -> dict:
-        return {"verdict": self.verdict, "target": self.target, "brokers": self.brokers,
-                "coordinators": self.coordinators, "subscriptions": self.subscriptions,
-                "problems": list(self.problems), "fixes": list(self.fixes)}
+        return {
+            "verdict": self.verdict,
+            "target": self.target,
+            "brokers": self.brokers,
+            "coordinators": self.coordinators,
+            "subscriptions": self.subscriptions,
+            "problems": list(self.problems),
+            "fixes": list(self.fixes),
+        }
 
 
 def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
@@ -45,16 +52,32 @@ def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
     incomplete = findings.blocked + findings.waiting + list(obs.problems)
     blocked = []
     if len(versions) > 1 and _batching_anywhere(obs):
-        blocked.append(f"batching is on while the brokers run {len(versions)} versions ({', '.join(sorted(versions))}): "
-                       "brokers of the old version cannot read batched logs; turn it off until every broker is upgraded")
+        blocked.append(
+            f"batching is on while the brokers run {len(versions)} versions ({', '.join(sorted(versions))}): "
+            "brokers of the old version cannot read batched logs; turn it off until every broker is upgraded"
+        )
         for key in BATCH_KEYS:
             findings.fix(disable_command(key))
     problems = blocked + incomplete
     verdict = BLOCKED if blocked else INCOMPLETE if problems else COMPLETE
-    brokers = [{"broker": b.broker, "version": b.version,
-                **{key: (b.runtime or {}).get(key) for key in BATCH_KEYS}, "error": b.error} for b in obs.brokers]
-    return UpgradeVerdict(verdict, obs.target, brokers, [_effective_json(log) for log in obs.coordinators],
-                          [_effective_json(log) for log in obs.subscriptions], problems, findings.fixes)
+    brokers = [
+        {
+            "broker": b.broker,
+            "version": b.version,
+            **{key: (b.runtime or {}).get(key) for key in BATCH_KEYS},
+            "error": b.error,
+        }
+        for b in obs.brokers
+    ]
+    return UpgradeVerdict(
+        verdict,
+        obs.target,
+        brokers,
+        [_effective_json(log) for log in obs.coordinators],
+        [_effective_json(log) for log in obs.subscriptions],
+        problems,
+        findings.fixes,
+    )
 
 
 def _versions(obs: Observations, findings: Findings) -> set[str]:
@@ -63,8 +86,10 @@ def _versions(obs: Observations, findings: Findings) -> set[str]:
         if not broker.version and not broker.error:
             findings.waiting.append(f"broker {broker.broker} did not report its version")
     if len(versions) > 1:
-        findings.waiting.append(f"the brokers run {len(versions)} versions ({', '.join(sorted(versions))}): "
-                                "finish the rolling upgrade before enabling batching")
+        findings.waiting.append(
+            f"the brokers run {len(versions)} versions ({', '.join(sorted(versions))}): "
+            "finish the rolling upgrade before enabling batching"
+        )
     return versions
 
 
@@ -75,6 +100,9 @@ def _batching_anywhere(obs: Observations) -> bool:
 
 
 def _effective_json(log: LogObservation) -> dict:
-    head = ({"coordinatorId": log.coordinator_id} if log.kind == COORDINATOR
-            else {"topic": log.topic, "subscription": log.subscription})
+    head = (
+        {"coordinatorId": log.coordinator_id}
+        if log.kind == COORDINATOR
+        else {"topic": log.topic, "subscription": log.subscription}
+    )
     return {**head, "effectiveBatching": log.effective_batching, "reason": log.error or log.effective_reason}

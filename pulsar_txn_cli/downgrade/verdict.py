@@ -4,12 +4,18 @@ It fails closed. SAFE is returned only when every fact it rests on was observed
 and checked; an error, a missing answer, an unknown state or an inconsistent checkpoint turns it
 into WAIT (something may settle by itself: retry) or BLOCKED (an operator must act).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pulsar_txn_cli.downgrade.advice import (
-    CAUSE_ERROR, CAUSE_INCONSISTENT, CAUSE_MISSING, CAUSE_NOT_RECORDED, cause_text, diagnose,
+    CAUSE_ERROR,
+    CAUSE_INCONSISTENT,
+    CAUSE_MISSING,
+    CAUSE_NOT_RECORDED,
+    cause_text,
+    diagnose,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, COORDINATOR, LogObservation, Observations
@@ -32,8 +38,11 @@ class ItemVerdict:
 
     def to_json(self) -> dict:
         obs = self.observation
-        head = ({"coordinatorId": obs.coordinator_id} if obs.kind == COORDINATOR
-                else {"topic": obs.topic, "subscription": obs.subscription})
+        head = (
+            {"coordinatorId": obs.coordinator_id}
+            if obs.kind == COORDINATOR
+            else {"topic": obs.topic, "subscription": obs.subscription}
+        )
         return {
             **head,
             "oldestLedgerId": self.oldest_ledger_id,
@@ -76,8 +85,9 @@ class DowngradeVerdict:
         }
 
 
-def downgrade_verdict(obs: Observations, checkpoint: Checkpoint | None, *,
-                      checkpoint_error: str | None = None) -> DowngradeVerdict:
+def downgrade_verdict(
+    obs: Observations, checkpoint: Checkpoint | None, *, checkpoint_error: str | None = None
+) -> DowngradeVerdict:
     """PIP-160's downgrade steps 1 and 2-1..2-7 over one set of observations.
 
     Returns the verdict and the checkpoint to save (records added for items seen for the first
@@ -88,13 +98,15 @@ def downgrade_verdict(obs: Observations, checkpoint: Checkpoint | None, *,
     check_configuration(obs, findings, want=False)
     check_effective(obs, findings, want=False)
     if not obs.coordinators:
-        findings.blocked.append("no transaction coordinator was found on the target "
-                                "(is transactionCoordinatorEnabled=true?)")
+        findings.blocked.append(
+            "no transaction coordinator was found on the target (is transactionCoordinatorEnabled=true?)"
+        )
 
     if findings.batching_seen_on and usable is not None and usable.size:
         findings.blocked.append(
             "batching is on again, so the ledgers recorded earlier no longer mark the last batched "
-            "ledgers: the records were dropped and are taken again once batching is effectively off")
+            "ledgers: the records were dropped and are taken again once batching is effectively off"
+        )
         usable = usable.without_records()
 
     new_records = {}
@@ -119,8 +131,17 @@ def downgrade_verdict(obs: Observations, checkpoint: Checkpoint | None, *,
         verdict = WAIT
     else:
         verdict = SAFE
-    return DowngradeVerdict(verdict, obs.target, coordinators, subscriptions, problems, findings.fixes,
-                            usable if writable else None, len(new_records), obs.key)
+    return DowngradeVerdict(
+        verdict,
+        obs.target,
+        coordinators,
+        subscriptions,
+        problems,
+        findings.fixes,
+        usable if writable else None,
+        len(new_records),
+        obs.key,
+    )
 
 
 def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | None, bool]:
@@ -133,7 +154,8 @@ def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | No
     if checkpoint.target != obs.key:
         findings.blocked.append(
             f"the checkpoint belongs to {checkpoint.target!r}, not to {obs.key!r}: "
-            "use its own --checkpoint file, or `pulsar-txn downgrade reset` to start over")
+            "use its own --checkpoint file, or `pulsar-txn downgrade reset` to start over"
+        )
         return None, False
     return checkpoint, True
 
@@ -148,8 +170,9 @@ def _batch_index_deletion(obs: Observations) -> bool | None:
     return None
 
 
-def _item(log: LogObservation, checkpoint: Checkpoint | None, findings: Findings,
-          batch_index: bool | None) -> ItemVerdict:
+def _item(
+    log: LogObservation, checkpoint: Checkpoint | None, findings: Findings, batch_index: bool | None
+) -> ItemVerdict:
     record = checkpoint.record_for(log.key) if checkpoint is not None else None
     recorded = record.last_batched_ledger_id if record else None
     if log.error:
@@ -157,29 +180,58 @@ def _item(log: LogObservation, checkpoint: Checkpoint | None, findings: Findings
         if log.kind == COORDINATOR and "not found" in log.error.lower():
             # A real broker loads a coordinator only when a transactional client connects to it
             # (docs/real-broker-findings.md); until then its stats answer 404 or 500.
-            advice = ("the coordinator is not loaded: it loads when a transactional client connects; "
-                      "check again once clients are running (or start one)")
-        return ItemVerdict(log, None, recorded, False, f"could not read its ledgers: {log.error}", CAUSE_ERROR,
-                           advice)
+            advice = (
+                "the coordinator is not loaded: it loads when a transactional client connects; "
+                "check again once clients are running (or start one)"
+            )
+        return ItemVerdict(log, None, recorded, False, f"could not read its ledgers: {log.error}", CAUSE_ERROR, advice)
     if not log.ledgers:
-        return ItemVerdict(log, None, recorded, False, "the target reported no ledgers for it", CAUSE_ERROR,
-                           "retry once the log is loaded (a managed ledger always has a current ledger)")
+        return ItemVerdict(
+            log,
+            None,
+            recorded,
+            False,
+            "the target reported no ledgers for it",
+            CAUSE_ERROR,
+            "retry once the log is loaded (a managed ledger always has a current ledger)",
+        )
     oldest, newest = min(log.ledgers), max(log.ledgers)
     if record is None:
-        return ItemVerdict(log, oldest, None, False,
-                           "its last batched ledger is not recorded yet: batching is not confirmed off everywhere",
-                           CAUSE_NOT_RECORDED, "fix what blocks step 1, then check again")
+        return ItemVerdict(
+            log,
+            oldest,
+            None,
+            False,
+            "its last batched ledger is not recorded yet: batching is not confirmed off everywhere",
+            CAUSE_NOT_RECORDED,
+            "fix what blocks step 1, then check again",
+        )
     if recorded > newest:
-        findings.blocked.append(f"{log.label}: the checkpoint records ledger {recorded}, newer than any of its "
-                                f"ledgers (newest {newest}); the checkpoint does not match this target")
-        return ItemVerdict(log, oldest, recorded, False, "the checkpoint is inconsistent with its ledgers",
-                           CAUSE_INCONSISTENT, "`pulsar-txn downgrade reset`, then check again")
+        findings.blocked.append(
+            f"{log.label}: the checkpoint records ledger {recorded}, newer than any of its "
+            f"ledgers (newest {newest}); the checkpoint does not match this target"
+        )
+        return ItemVerdict(
+            log,
+            oldest,
+            recorded,
+            False,
+            "the checkpoint is inconsistent with its ledgers",
+            CAUSE_INCONSISTENT,
+            "`pulsar-txn downgrade reset`, then check again",
+        )
     if oldest > recorded:
         return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
     cause, advice = diagnose(log, recorded, batch_index)
-    return ItemVerdict(log, oldest, recorded, False,
-                       f"oldest ledger {oldest} <= last batched ledger {recorded}: {cause_text(cause, log, recorded)}",
-                       cause, advice)
+    return ItemVerdict(
+        log,
+        oldest,
+        recorded,
+        False,
+        f"oldest ledger {oldest} <= last batched ledger {recorded}: {cause_text(cause, log, recorded)}",
+        cause,
+        advice,
+    )
 
 
 def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[ItemVerdict]:
@@ -200,9 +252,16 @@ def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[ItemVerdi
 
 
 def _missing_item(log: LogObservation, record: Record, why: str) -> ItemVerdict:
-    return ItemVerdict(log, None, record.last_batched_ledger_id, False, why, CAUSE_MISSING,
-                       "if it was deleted on purpose, `pulsar-txn downgrade reset` and check again "
-                       "(a new record is taken; that only delays SAFE, it never hastens it)")
+    return ItemVerdict(
+        log,
+        None,
+        record.last_batched_ledger_id,
+        False,
+        why,
+        CAUSE_MISSING,
+        "if it was deleted on purpose, `pulsar-txn downgrade reset` and check again "
+        "(a new record is taken; that only delays SAFE, it never hastens it)",
+    )
 
 
 def verdict_line(verdict) -> str:
@@ -210,11 +269,17 @@ def verdict_line(verdict) -> str:
     held = sum(not i.clear for i in items)
     counts = f"{len(verdict.coordinators)} coordinator(s), {len(verdict.subscriptions)} subscription(s)"
     if verdict.verdict == "SAFE":
-        return (f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone "
-                f"({counts})")
+        return (
+            f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone ({counts})"
+        )
     if verdict.verdict == "WAIT":
-        why = f"{held} of {len(items)} logs still hold ledgers that may contain batched entries" if held else \
-            f"{len(verdict.problems)} problem(s) above"
+        why = (
+            f"{held} of {len(items)} logs still hold ledgers that may contain batched entries"
+            if held
+            else f"{len(verdict.problems)} problem(s) above"
+        )
         return f"WAIT: {verdict.target} cannot be downgraded yet: {why}; check again later (--wait polls)"
-    return (f"BLOCKED: {verdict.target} cannot be downgraded until an operator acts: "
-            f"{verdict.problems[0] if verdict.problems else 'see above'}")
+    return (
+        f"BLOCKED: {verdict.target} cannot be downgraded until an operator acts: "
+        f"{verdict.problems[0] if verdict.problems else 'see above'}"
+    )

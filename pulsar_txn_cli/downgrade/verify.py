@@ -3,6 +3,7 @@
 Uses the analysis pipeline's library entry point (`pipeline.analyze`, local runner): the
 project's one definition of "batched entry", over any of the project's dump formats.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.entry_scan import EntryScan

@@ -6,6 +6,7 @@ reopened (new ledger, configuration read again, recovery) only by `engine reload
 unload, or after an unclean stop (a killed process is a crashed broker: the boot epoch moves
 on and every store reopens when it is next loaded).
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,14 @@ from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
 from pulsar_txn_cli.engine.broker_config import Config
 from pulsar_txn_cli.engine.coordinator import (
-    ABORTED, ABORTING, COMMITTED, COMMITTING, OPEN, Coordinator, CoordinatorNotFound, tc_log_name,
+    ABORTED,
+    ABORTING,
+    COMMITTED,
+    COMMITTING,
+    OPEN,
+    Coordinator,
+    CoordinatorNotFound,
+    tc_log_name,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.engine.writer_stats import Metrics
@@ -23,7 +31,12 @@ from pulsar_txn_cli.engine.pending_ack import PendingAckStore
 from pulsar_txn_cli.engine.store import DB_NAME, Store
 from pulsar_txn_cli.errors import EngineError, UsageError
 from pulsar_txn_cli.names import (
-    PENDING_ACK_SUFFIX, expand_partitions, full_topic, managed_ledger_name, pending_ack_managed_ledger, topic_of_managed_ledger,
+    PENDING_ACK_SUFFIX,
+    expand_partitions,
+    full_topic,
+    managed_ledger_name,
+    pending_ack_managed_ledger,
+    topic_of_managed_ledger,
 )
 
 ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
@@ -117,8 +130,10 @@ class Engine:
                 store.set_meta("engineId", new_engine_id())
                 for key, value in (("transactionCoordinatorEnabled", "true"), ("clusterName", cluster)):
                     store.db.execute("INSERT OR REPLACE INTO config(key, value) VALUES(?, ?)", (key, value))
-                store.db.execute("INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)",
-                                 ("persistent://pulsar/system/transaction_coordinator_assign", coordinators))
+                store.db.execute(
+                    "INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)",
+                    ("persistent://pulsar/system/transaction_coordinator_assign", coordinators),
+                )
         except BaseException:
             store.close()
             raise
@@ -163,8 +178,9 @@ class Engine:
     def buffers(self) -> BufferService:
         """Every topic's transaction buffer; made on first use, with the boot epoch of that moment."""
         if self._buffers is None:
-            self._buffers = BufferService(self.store, self.clock, self.config.setting,
-                                          writable=not self.readonly, boot=self.boot)
+            self._buffers = BufferService(
+                self.store, self.clock, self.config.setting, writable=not self.readonly, boot=self.boot
+            )
         return self._buffers
 
     @property
@@ -187,7 +203,8 @@ class Engine:
         if not isinstance(tc_id, int) or not 0 <= tc_id < self.coordinator_count:
             raise CoordinatorNotFound(
                 f"transaction coordinator {tc_id} does not exist; this engine has {self.coordinator_count} (0..{self.coordinator_count - 1})",
-                tc_id)
+                tc_id,
+            )
         tc = self.coordinators.get(tc_id)
         if tc is None:
             tc = Coordinator(self, tc_id)
@@ -208,8 +225,10 @@ class Engine:
         """More coordinators (never fewer, as a broker): each new one loads on first use."""
         with self.store.tx():
             self.store.set_meta("coordinators", str(replicas))
-            self.store.db.execute("UPDATE topics SET partitions=? WHERE name=?",
-                                  (replicas, "persistent://pulsar/system/transaction_coordinator_assign"))
+            self.store.db.execute(
+                "UPDATE topics SET partitions=? WHERE name=?",
+                (replicas, "persistent://pulsar/system/transaction_coordinator_assign"),
+            )
         self.coordinator_count = replicas
 
     def all_tcs(self) -> list[Coordinator]:
@@ -231,14 +250,24 @@ class Engine:
         return self.pending_ack(topic, sub, create=False)
 
     def pending_ack_names(self) -> list[str]:
-        return [r[0] for r in self.store.db.execute(
-            "SELECT name FROM managed_ledgers WHERE name LIKE ? ORDER BY name", (f"%{PENDING_ACK_SUFFIX}",))]
+        return [
+            r[0]
+            for r in self.store.db.execute(
+                "SELECT name FROM managed_ledgers WHERE name LIKE ? ORDER BY name", (f"%{PENDING_ACK_SUFFIX}",)
+            )
+        ]
 
     def subscriptions(self, topic: str | None = None) -> list[tuple[str, str]]:
         if topic is None:
-            return [tuple(r) for r in self.store.db.execute("SELECT topic, name FROM subscriptions ORDER BY topic, name")]
-        return [tuple(r) for r in self.store.db.execute(
-            "SELECT topic, name FROM subscriptions WHERE topic=? ORDER BY name", (full_topic(topic),))]
+            return [
+                tuple(r) for r in self.store.db.execute("SELECT topic, name FROM subscriptions ORDER BY topic, name")
+            ]
+        return [
+            tuple(r)
+            for r in self.store.db.execute(
+                "SELECT topic, name FROM subscriptions WHERE topic=? ORDER BY name", (full_topic(topic),)
+            )
+        ]
 
     def topic_ledger(self, topic: str) -> int:
         """The ledger that holds a topic partition's messages (created with the topic)."""
@@ -268,7 +297,9 @@ class Engine:
 
     def register_topic(self, topic: str, partitions: int) -> None:
         with self.store.tx():
-            self.store.db.execute("INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)", (full_topic(topic), partitions))
+            self.store.db.execute(
+                "INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)", (full_topic(topic), partitions)
+            )
 
     # ---------------------------------------------------------------- transactions
 
@@ -289,7 +320,9 @@ class Engine:
         remaining = [len(subs)]
 
         def finish():
-            tc.update_status(least, COMMITTED if commit else ABORTED, COMMITTING if commit else ABORTING, callback, failed)
+            tc.update_status(
+                least, COMMITTED if commit else ABORTED, COMMITTING if commit else ABORTING, callback, failed
+            )
 
         def one(_=None):
             remaining[0] -= 1
@@ -379,7 +412,12 @@ class Engine:
         return reopened
 
     def _pa_exists(self, topic: str, sub: str) -> bool:
-        return self.store.db.execute("SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_managed_ledger(topic, sub),)).fetchone() is not None
+        return (
+            self.store.db.execute(
+                "SELECT 1 FROM managed_ledgers WHERE name=?", (pending_ack_managed_ledger(topic, sub),)
+            ).fetchone()
+            is not None
+        )
 
     # ---------------------------------------------------------------- listing
 

@@ -6,6 +6,7 @@ metadata-store overrides that `pulsar-admin brokers update-dynamic-config` write
 value of a key is the override if any, else broker.conf, else the default. A store reads the
 configuration only when it is (re)opened, which is when a change reaches it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,21 +32,73 @@ def _k(name, type_, default, dynamic, doc):
 KEYS: dict[str, Key] = {
     k.name: k
     for k in [
-        _k("transactionCoordinatorEnabled", bool, False, False, "Enable transactions (the engine's broker.conf sets it to true at init)."),
+        _k(
+            "transactionCoordinatorEnabled",
+            bool,
+            False,
+            False,
+            "Enable transactions (the engine's broker.conf sets it to true at init).",
+        ),
         _k("transactionLogBatchedWriteEnabled", bool, False, True, "Batch TC-log records (PIP-160)."),
-        _k("transactionLogBatchedWriteMaxRecords", int, 512, False, "TC log: flush when this many records are buffered."),
-        _k("transactionLogBatchedWriteMaxSize", int, 4194304, False, "TC log: flush when this many bytes are buffered."),
+        _k(
+            "transactionLogBatchedWriteMaxRecords",
+            int,
+            512,
+            False,
+            "TC log: flush when this many records are buffered.",
+        ),
+        _k(
+            "transactionLogBatchedWriteMaxSize", int, 4194304, False, "TC log: flush when this many bytes are buffered."
+        ),
         _k("transactionLogBatchedWriteMaxDelayInMillis", int, 1, False, "TC log: flush timer period in ms."),
         _k("transactionPendingAckBatchedWriteEnabled", bool, False, True, "Batch pending-ack records (PIP-160)."),
-        _k("transactionPendingAckBatchedWriteMaxRecords", int, 512, False, "Pending ack: flush when this many records are buffered."),
-        _k("transactionPendingAckBatchedWriteMaxSize", int, 4194304, False, "Pending ack: flush when this many bytes are buffered."),
-        _k("transactionPendingAckBatchedWriteMaxDelayInMillis", int, 1, False, "Pending ack: flush timer period in ms."),
-        _k("transactionPendingAckLogIndexMinLag", int, 500, False, "Minimum records between two pending-ack log index points."),
-        _k("acknowledgmentAtBatchIndexLevelEnabled", bool, False, False, "Batch-index-level deletion on managed ledgers."),
+        _k(
+            "transactionPendingAckBatchedWriteMaxRecords",
+            int,
+            512,
+            False,
+            "Pending ack: flush when this many records are buffered.",
+        ),
+        _k(
+            "transactionPendingAckBatchedWriteMaxSize",
+            int,
+            4194304,
+            False,
+            "Pending ack: flush when this many bytes are buffered.",
+        ),
+        _k(
+            "transactionPendingAckBatchedWriteMaxDelayInMillis", int, 1, False, "Pending ack: flush timer period in ms."
+        ),
+        _k(
+            "transactionPendingAckLogIndexMinLag",
+            int,
+            500,
+            False,
+            "Minimum records between two pending-ack log index points.",
+        ),
+        _k(
+            "acknowledgmentAtBatchIndexLevelEnabled",
+            bool,
+            False,
+            False,
+            "Batch-index-level deletion on managed ledgers.",
+        ),
         _k("managedLedgerMaxEntriesPerLedger", int, 50000, False, "Roll the ledger after this many entries."),
         _k("managedLedgerMaxSizePerLedgerMbytes", int, 2048, False, "Roll the ledger after this many MB."),
-        _k("managedLedgerMinLedgerRolloverTimeMinutes", int, 10, False, "A ledger is never rolled by size or count before this age."),
-        _k("managedLedgerMaxLedgerRolloverTimeMinutes", int, 240, False, "A ledger is rolled at this age even when not full."),
+        _k(
+            "managedLedgerMinLedgerRolloverTimeMinutes",
+            int,
+            10,
+            False,
+            "A ledger is never rolled by size or count before this age.",
+        ),
+        _k(
+            "managedLedgerMaxLedgerRolloverTimeMinutes",
+            int,
+            240,
+            False,
+            "A ledger is rolled at this age even when not full.",
+        ),
         _k("clusterName", str, "standalone", False, "The cluster name (label `cluster` of the metrics)."),
         _k("advertisedAddress", str, "localhost", False, "The broker's advertised address (label `broker`)."),
         _k("webServicePort", int, 8080, False, "The broker's web service port."),
@@ -159,7 +212,9 @@ class Config:
     @staticmethod
     def require(name: str) -> Key:
         if name not in KEYS:
-            raise UsageError(f"unknown broker configuration key {name!r}; `pulsar-txn engine config list` shows the known keys")
+            raise UsageError(
+                f"unknown broker configuration key {name!r}; `pulsar-txn engine config list` shows the known keys"
+            )
         return KEYS[name]
 
     def set(self, name: str, text, *, dynamic: bool | None = None) -> str:
@@ -186,7 +241,8 @@ class Config:
         with self.store.tx():
             self.store.db.execute(
                 "INSERT INTO dynamic_config(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (name, text))
+                (name, text),
+            )
 
     def delete_override(self, name: str) -> bool:
         self.require(name)

@@ -4,6 +4,7 @@ Time only moves when the engine is told to move it (simulate, or running pending
 a seeded workload is reproducible and a max-delay flush happens at a deterministic instant.
 Internally microseconds; Pulsar-facing values are epoch milliseconds.
 """
+
 from __future__ import annotations
 
 import heapq

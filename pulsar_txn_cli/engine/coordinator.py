@@ -6,6 +6,7 @@ and whether its cursor deletes at batch-index level: on while batching, or with
 acknowledgmentAtBatchIndexLevelEnabled) and replays the log. Attaching to a TC that is already
 open (a later CLI invocation of the same running broker) replays into memory only.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -47,7 +48,18 @@ def tc_log_name(tc_id: int) -> str:
 
 
 class TxnMeta:
-    __slots__ = ("most", "least", "status", "timeout_ms", "start", "last_mod", "partitions", "subscriptions", "positions", "owner")
+    __slots__ = (
+        "most",
+        "least",
+        "status",
+        "timeout_ms",
+        "start",
+        "last_mod",
+        "partitions",
+        "subscriptions",
+        "positions",
+        "owner",
+    )
 
     def __init__(self, most, least, timeout_ms, start, owner=""):
         self.most = most
@@ -278,8 +290,11 @@ class Coordinator:
         if meta is None:
             return
         record = _Record(
-            metadata_op=ADD_SUBSCRIPTION, txnid_most_bits=self.tc_id, txnid_least_bits=least,
-            last_modification_time=self.engine.clock.now_ms, max_local_txn_id=self.sequence,
+            metadata_op=ADD_SUBSCRIPTION,
+            txnid_most_bits=self.tc_id,
+            txnid_least_bits=least,
+            last_modification_time=self.engine.clock.now_ms,
+            max_local_txn_id=self.sequence,
         )
         for topic, sub in subscriptions:
             record.subscriptions.add(topic=topic, subscription=sub)
@@ -303,8 +318,10 @@ class Coordinator:
             _fail(failed, TransactionNotFound(f"transaction ({self.tc_id},{least}) not found"))
             return
         if meta.status != expected:
-            _fail(failed, InvalidTxnStatus(
-                f"transaction {meta.txn_id} is {STATUS[meta.status]}, expected {STATUS[expected]}"))
+            _fail(
+                failed,
+                InvalidTxnStatus(f"transaction {meta.txn_id} is {STATUS[meta.status]}, expected {STATUS[expected]}"),
+            )
             return
         data = self._record(UPDATE, self.tc_id, least, expected_status=expected, new_status=new_status)
 
@@ -348,8 +365,12 @@ class Coordinator:
         return (min(live) - 1) if live else max(self.sequence, 0)
 
     def internal_stats(self, metadata: bool = False) -> dict:
-        return {"transactionLogStats": {"managedLedgerName": self.name,
-                                        "managedLedgerInternalStats": self.ml.internal_stats(metadata)}}
+        return {
+            "transactionLogStats": {
+                "managedLedgerName": self.name,
+                "managedLedgerInternalStats": self.ml.internal_stats(metadata),
+            }
+        }
 
     def metadata(self, least: int) -> dict | None:
         meta = self.txns.get(least)

@@ -1,4 +1,5 @@
 """`engine dump`: managed-ledger entries in the project's JSONL dump format."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import PENDING_ACK_LOG, TC_LOG, log_of_managed_ledger
@@ -18,7 +19,9 @@ def select(engine, names: list[str] | None, log: str = "all") -> list[str]:
         return known  # every managed ledger, topics and snapshot topics included
     kinds = {"all": (TC_LOG, PENDING_ACK_LOG), "tc": (TC_LOG,), "pending-ack": (PENDING_ACK_LOG,)}
     if log not in kinds:
-        raise UsageError(f"--log must be tc, pending-ack, all (both transaction logs) or any (every managed ledger), not {log!r}")
+        raise UsageError(
+            f"--log must be tc, pending-ack, all (both transaction logs) or any (every managed ledger), not {log!r}"
+        )
     return [n for n in known if log_of_managed_ledger(n) in kinds[log]]
 
 
@@ -34,11 +37,13 @@ def listing(engine) -> list[dict]:
     out = []
     for name in engine.managed_ledger_names():
         ml = engine.managed_ledger(name)
-        out.append({
-            "managedLedger": name,
-            "log": log_of_managed_ledger(name) or "topic",
-            "ledgers": [l.ledger_id for l in ml.ledgers],
-            "entries": sum(l.entries for l in ml.ledgers),
-            "size": sum(l.size for l in ml.ledgers),
-        })
+        out.append(
+            {
+                "managedLedger": name,
+                "log": log_of_managed_ledger(name) or "topic",
+                "ledgers": [l.ledger_id for l in ml.ledgers],
+                "entries": sum(l.entries for l in ml.ledgers),
+                "size": sum(l.size for l in ml.ledgers),
+            }
+        )
     return out

@@ -7,6 +7,7 @@ previous ledger is dropped), rollover by entries / size / age, ledgers wholly be
 slowest cursor trimmed (retention 0), batch-index deletes ignored on a cursor without
 batch-index deletion (facts §3.3).
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,7 +70,13 @@ class Ledger:
     __slots__ = ("ledger_id", "entries", "size", "created_ms", "closed")
 
     def __init__(self, ledger_id, entries, size, created_ms, closed):
-        self.ledger_id, self.entries, self.size, self.created_ms, self.closed = ledger_id, entries, size, created_ms, closed
+        self.ledger_id, self.entries, self.size, self.created_ms, self.closed = (
+            ledger_id,
+            entries,
+            size,
+            created_ms,
+            closed,
+        )
 
 
 class ManagedLedger:
@@ -104,7 +111,8 @@ class ManagedLedger:
         self.ledgers: list[Ledger] = [
             Ledger(*r)
             for r in store.db.execute(
-                "SELECT ledger_id, entries, size, created_ms, closed FROM ledgers WHERE ml=? ORDER BY ledger_id", (name,)
+                "SELECT ledger_id, entries, size, created_ms, closed FROM ledgers WHERE ml=? ORDER BY ledger_id",
+                (name,),
             )
         ]
         self._by_id = {l.ledger_id: l for l in self.ledgers}
@@ -140,8 +148,10 @@ class ManagedLedger:
             del self._by_id[ledger.ledger_id]
             self.store.db.execute("DELETE FROM ledgers WHERE ledger_id=?", (ledger.ledger_id,))
         else:
-            self.store.db.execute("UPDATE ledgers SET closed=1, entries=?, size=? WHERE ledger_id=?",
-                                  (ledger.entries, ledger.size, ledger.ledger_id))
+            self.store.db.execute(
+                "UPDATE ledgers SET closed=1, entries=?, size=? WHERE ledger_id=?",
+                (ledger.entries, ledger.size, ledger.ledger_id),
+            )
         self.current = None
 
     def _create_ledger(self) -> None:
@@ -149,7 +159,9 @@ class ManagedLedger:
         self.store.set_meta("next_ledger_id", str(ledger_id + 1))
         now = self.clock.now_ms
         ledger = Ledger(ledger_id, 0, 0, now, 0)
-        self.store.db.execute("INSERT INTO ledgers(ledger_id, ml, created_ms) VALUES(?, ?, ?)", (ledger_id, self.name, now))
+        self.store.db.execute(
+            "INSERT INTO ledgers(ledger_id, ml, created_ms) VALUES(?, ?, ?)", (ledger_id, self.name, now)
+        )
         self.ledgers.append(ledger)
         self._by_id[ledger_id] = ledger
         self.current = ledger_id
@@ -162,7 +174,8 @@ class ManagedLedger:
         if self._touched:
             self.store.db.executemany(
                 "UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?",
-                [(l.entries, l.size, l.ledger_id) for l in self._touched if l.ledger_id in self._by_id])
+                [(l.entries, l.size, l.ledger_id) for l in self._touched if l.ledger_id in self._by_id],
+            )
             self._touched = set()
         state = {
             "current": self.current,
@@ -203,7 +216,10 @@ class ManagedLedger:
             if self._full(ledger):
                 self._flush_rows(rows)
                 rows = []
-                db.execute("UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?", (ledger.entries, ledger.size, ledger.ledger_id))
+                db.execute(
+                    "UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?",
+                    (ledger.entries, ledger.size, ledger.ledger_id),
+                )
                 self._touched.discard(ledger)
                 self._close_ledger(ledger)
                 self._create_ledger()
@@ -366,7 +382,9 @@ class ManagedLedger:
             "totalSize": sum(l.size for l in self.ledgers),
             "currentLedgerEntries": cur.entries if cur else 0,
             "currentLedgerSize": cur.size if cur else 0,
-            "lastLedgerCreatedTimestamp": timestamp_text(self.last_ledger_created) if self.last_ledger_created else None,
+            "lastLedgerCreatedTimestamp": timestamp_text(self.last_ledger_created)
+            if self.last_ledger_created
+            else None,
             "lastLedgerCreationFailureTimestamp": None,
             "waitingCursorsCount": 0,
             "pendingAddEntriesCount": 0,
@@ -387,7 +405,8 @@ class Cursor:
         self.deleted: set[tuple[int, int]] = {tuple(p) for p in state.get("deleted", [])}
         # (ledgerId, entryId) -> [bits still present (1 = not deleted), batchSize]
         self.batch_deleted: dict[tuple[int, int], list[int]] = {
-            (int(k.split(":")[0]), int(k.split(":")[1])): [int(v[0], 16), v[1]] for k, v in state.get("batch", {}).items()
+            (int(k.split(":")[0]), int(k.split(":")[1])): [int(v[0], 16), v[1]]
+            for k, v in state.get("batch", {}).items()
         }
         self.batch_index_deletion: bool = state.get("batchIndexDeletion", False)
         self.consumed = state.get("consumed", 0)

@@ -10,6 +10,7 @@ entries): it hands out consecutive message positions; a message counts as consum
 transaction that acked it ended (aborted acks are redelivered and acked outside a transaction),
 and the subscription's mark-delete is the consumed prefix.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -139,8 +140,12 @@ class PendingAckStore:
                 self._replay()
         o = self.ml.owner
         self.writer = BufferedWriter(
-            self.ml, engine.clock, engine.metrics.pending_ack,
-            max_records=o["maxRecords"], max_size=o["maxSize"], max_delay_ms=o["maxDelayMs"],
+            self.ml,
+            engine.clock,
+            engine.metrics.pending_ack,
+            max_records=o["maxRecords"],
+            max_size=o["maxSize"],
+            max_delay_ms=o["maxDelayMs"],
             batch_enabled=o["batchEnabled"],
         )
         self.state = "Ready"
@@ -256,8 +261,12 @@ class PendingAckStore:
         return out
 
     def internal_stats(self, metadata: bool = False) -> dict:
-        return {"pendingAckLogStats": {"managedLedgerName": self.name,
-                                       "managedLedgerInternalStats": self.ml.internal_stats(metadata)}}
+        return {
+            "pendingAckLogStats": {
+                "managedLedgerName": self.name,
+                "managedLedgerInternalStats": self.ml.internal_stats(metadata),
+            }
+        }
 
     def cumulative_ack_position(self, most: int, least: int) -> str | None:
         for ack_type, (lid, eid) in self.acks.get((most, least), []):

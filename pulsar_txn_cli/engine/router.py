@@ -5,6 +5,7 @@ admin layer wraps it in an in-process transport and in the HTTP server of `engin
 Errors use Pulsar's shape {"reason": "..."} and its status codes. Every route, the transaction
 buffer's included, is registered with `route(...)`.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,7 +18,9 @@ from pulsar_txn_cli.engine.buffer import stats as buffer_stats
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.broker_config import KEYS, parse_value, to_text
 from pulsar_txn_cli.engine.coordinator import (
-    CoordinatorNotFound, TransactionNotFound, transaction_metadata,
+    CoordinatorNotFound,
+    TransactionNotFound,
+    transaction_metadata,
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import EngineError, UsageError
@@ -80,7 +83,12 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
             return 500, {"reason": str(exc)}
     if matched_path:
         return 405, None
-    return 404, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "url": path, "status": "404"}
+    return 404, {
+        "servlet": "org.glassfish.jersey.servlet.ServletContainer",
+        "message": "Not Found",
+        "url": path,
+        "status": "404",
+    }
 
 
 def _without_nulls(value):
@@ -113,10 +121,13 @@ def _pending_ack(engine, tenant, ns, topic, sub, *, missing_sub_status: int = 40
             raise HttpError(404, f"Topic {full} not found")
         if missing_sub_status == 500:
             # A real broker answers pendingAckStats for a missing subscription with a NullPointerException.
-            raise HttpError(500, "\n --- An unexpected error occurred in the server ---\n\nMessage: Cannot invoke "
-                                 "\"org.apache.pulsar.broker.service.persistent.PersistentSubscription."
-                                 "getTransactionPendingAckStats(boolean)\" because the return value of "
-                                 "\"java.util.Map.get(Object)\" is null\n")
+            raise HttpError(
+                500,
+                "\n --- An unexpected error occurred in the server ---\n\nMessage: Cannot invoke "
+                '"org.apache.pulsar.broker.service.persistent.PersistentSubscription.'
+                'getTransactionPendingAckStats(boolean)" because the return value of '
+                '"java.util.Map.get(Object)" is null\n',
+            )
         raise HttpError(404, f"{full} not found subscription : {sub}")
     store = engine.pending_ack_if_exists(full, sub)
     if store is None:
@@ -176,7 +187,9 @@ def slow_transactions(engine, query, body, timeout):
 @route("GET", TXN + "/transactionInPendingAckStats/{tenant}/{ns}/{topic}/{sub}/{most}/{least}", txn=True)
 def txn_in_pending_ack(engine, query, body, tenant, ns, topic, sub, most, least):
     store = _pending_ack(engine, tenant, ns, topic, sub)
-    return 200, {"cumulativeAckPosition": store.cumulative_ack_position(_int(most, "mostSigBits"), _int(least, "leastSigBits"))}
+    return 200, {
+        "cumulativeAckPosition": store.cumulative_ack_position(_int(most, "mostSigBits"), _int(least, "leastSigBits"))
+    }
 
 
 @route("GET", TXN + "/positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledger}/{entry}", txn=True)
@@ -197,12 +210,16 @@ def _buffer(engine, tenant, ns, topic):
 @route("GET", TXN + "/transactionBufferStats/{tenant}/{ns}/{topic}", txn=True)
 def transaction_buffer_stats(engine, query, body, tenant, ns, topic):
     buffer = _buffer(engine, tenant, ns, topic)
-    return 200, buffer_stats.transaction_buffer_stats(buffer, _bool(query, "lowWaterMarks"), _bool(query, "segmentStats"))
+    return 200, buffer_stats.transaction_buffer_stats(
+        buffer, _bool(query, "lowWaterMarks"), _bool(query, "segmentStats")
+    )
 
 
 @route("GET", TXN + "/transactionBufferInternalStats/{tenant}/{ns}/{topic}", txn=True)
 def transaction_buffer_internal_stats(engine, query, body, tenant, ns, topic):
-    return 200, buffer_stats.transaction_buffer_internal_stats(_buffer(engine, tenant, ns, topic), _bool(query, "metadata"))
+    return 200, buffer_stats.transaction_buffer_internal_stats(
+        _buffer(engine, tenant, ns, topic), _bool(query, "metadata")
+    )
 
 
 @route("GET", TXN + "/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}", txn=True)
@@ -220,7 +237,9 @@ def scale_coordinators(engine, query, body):
     if not isinstance(body, int) or isinstance(body, bool):
         raise HttpError(400, "The number of replicas must be an integer")
     if body <= engine.coordinator_count:
-        raise HttpError(406, f"Number of transaction coordinators must be more than the current number ({engine.coordinator_count})")
+        raise HttpError(
+            406, f"Number of transaction coordinators must be more than the current number ({engine.coordinator_count})"
+        )
     engine.scale_coordinators(body)
     return 204, None
 
@@ -265,8 +284,12 @@ def _lookup_data(engine) -> dict:
 
 def _is_system(topic: str) -> bool:
     local = topic.rsplit("/", 1)[-1]
-    return (local.startswith("__transaction_log_") or local.endswith(PENDING_ACK_SUFFIX)
-            or local.startswith("transaction_coordinator_assign") or local.startswith("__"))
+    return (
+        local.startswith("__transaction_log_")
+        or local.endswith(PENDING_ACK_SUFFIX)
+        or local.startswith("transaction_coordinator_assign")
+        or local.startswith("__")
+    )
 
 
 def _topic_exists(engine, full: str) -> bool:
@@ -402,12 +425,17 @@ def cluster_data(engine, query, body, cluster):
     from pulsar_txn_cli.admin.identity import ENGINE_ID_FIELD
 
     port = engine.config.values()["brokerServicePort"]
-    return 200, {"serviceUrl": f"http://{engine.web_service}", "brokerServiceUrl": f"pulsar://{engine.broker}:{port}",
-                 "brokerClientTlsEnabled": False, "tlsAllowInsecureConnection": False,
-                 "brokerClientTlsEnabledWithKeyStore": False, "brokerClientTlsTrustStoreType": "JKS",
-                 "brokerClientTlsKeyStoreType": "JKS",
-                 "brokerClientSslFactoryPlugin": "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
-                 ENGINE_ID_FIELD: engine.engine_id}  # the one field a broker does not have
+    return 200, {
+        "serviceUrl": f"http://{engine.web_service}",
+        "brokerServiceUrl": f"pulsar://{engine.broker}:{port}",
+        "brokerClientTlsEnabled": False,
+        "tlsAllowInsecureConnection": False,
+        "brokerClientTlsEnabledWithKeyStore": False,
+        "brokerClientTlsTrustStoreType": "JKS",
+        "brokerClientTlsKeyStoreType": "JKS",
+        "brokerClientSslFactoryPlugin": "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
+        ENGINE_ID_FIELD: engine.engine_id,
+    }  # the one field a broker does not have
 
 
 @route("GET", "/admin/v2/brokers/version")
@@ -458,8 +486,17 @@ ENGINE_VERSION = __version__
 # load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase).
 
 # SimOptions' fields a client may send (--ack-log writes a file where the engine runs: in process only).
-REMOTE_OPTIONS = ("transactions", "concurrency", "topics", "partitions", "subscriptions", "abort_ratio",
-                  "timeout_ratio", "seed", "txn_timeout_ms")
+REMOTE_OPTIONS = (
+    "transactions",
+    "concurrency",
+    "topics",
+    "partitions",
+    "subscriptions",
+    "abort_ratio",
+    "timeout_ratio",
+    "seed",
+    "txn_timeout_ms",
+)
 
 
 def camel(name: str) -> str:
@@ -485,8 +522,14 @@ def simulate(engine, query, body):
     values = {}
     for key, value in body.items():
         kind = float if known[key].type in (float, "float") else int
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-            raise HttpError(400, f"workload option {key} must be {'a number' if kind is float else 'an integer'}, not {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (kind is int and not isinstance(value, int))
+        ):
+            raise HttpError(
+                400, f"workload option {key} must be {'a number' if kind is float else 'an integer'}, not {value!r}"
+            )
         values[known[key].name] = kind(value)
     options = SimOptions(**values)
     try:

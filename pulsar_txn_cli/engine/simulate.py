@@ -7,6 +7,7 @@ partitions it produces to, ADD_SUBSCRIPTION + a transactional ACK per subscripti
 commit or abort (UPDATE to COMMITTING/ABORTING, COMMIT/ABORT in the pending-ack stores, UPDATE
 to COMMITTED/ABORTED); a timed-out one stops and the coordinator aborts it at its timeout.
 """
+
 from __future__ import annotations
 
 import random
@@ -68,8 +69,10 @@ def _percentile(sorted_values: list[int], q: float) -> float:
 def simulate(engine, opts: SimOptions, progress=None) -> dict:
     opts.check()
     if not engine.enabled:
-        raise EngineError("transactions are disabled on this engine (transactionCoordinatorEnabled=false); "
-                          "`pulsar-txn engine config set transactionCoordinatorEnabled true` and `engine reload`")
+        raise EngineError(
+            "transactions are disabled on this engine (transactionCoordinatorEnabled=false); "
+            "`pulsar-txn engine config set transactionCoordinatorEnabled true` and `engine reload`"
+        )
     return Workload(engine, opts, progress).run()
 
 
@@ -84,7 +87,9 @@ class Workload:
         self.clock = engine.clock
         self.rng = random.Random(opts.seed)
         self.partitions = partition_names(opts)
-        self.subscriptions = [(self.partitions[j % len(self.partitions)], f"sim-sub-{j}") for j in range(opts.subscriptions)]
+        self.subscriptions = [
+            (self.partitions[j % len(self.partitions)], f"sim-sub-{j}") for j in range(opts.subscriptions)
+        ]
         self.coordinators: list = []
         self.pending_acks: dict = {}
         self.latencies: list[int] = []
@@ -194,8 +199,13 @@ class _Transaction:
         acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), plan.randint(1, 2)))
         acks_per_sub = [plan.randint(1, 3) for _ in acked]
         roll = plan.random()
-        self.outcome = ("timedOut" if roll < opts.timeout_ratio
-                        else "aborted" if roll < opts.timeout_ratio + opts.abort_ratio else "committed")
+        self.outcome = (
+            "timedOut"
+            if roll < opts.timeout_ratio
+            else "aborted"
+            if roll < opts.timeout_ratio + opts.abort_ratio
+            else "committed"
+        )
         self.steps = [("part", p) for p in produce]
         for pair, k in zip(acked, acks_per_sub):
             self.steps += [("sub", pair), ("ack", pair, k)]
@@ -224,6 +234,7 @@ class _Transaction:
     def _issue(self, step) -> None:
         w, tc, least = self.workload, self.tc, self.least
         if step[0] == "part":
+
             def produced(pos, topic=step[1]):
                 w.engine.buffers.produce(topic, (tc.tc_id, least))  # the transaction's message
                 w.later(self.step)
@@ -233,7 +244,9 @@ class _Transaction:
             tc.add_subscriptions(least, [step[1]], w.timed(lambda pos: w.later(self.step)), self.failed)
         else:
             store = w.pending_ack(step[1])
-            store.ack(tc.tc_id, least, store.take_messages(step[2]), w.timed(lambda pos: w.later(self.step)), self.failed)
+            store.ack(
+                tc.tc_id, least, store.take_messages(step[2]), w.timed(lambda pos: w.later(self.step)), self.failed
+            )
 
     def _end(self) -> None:
         w = self.workload
@@ -243,8 +256,13 @@ class _Transaction:
             w.done("timedOut")
             return
         w.log(f"end {self.tc.tc_id} {self.least}")
-        self.workload.engine.end_transaction(self.tc.tc_id, self.least, self.outcome == "committed",
-                                             w.timed(lambda pos: w.done(self.outcome)), self.failed)
+        self.workload.engine.end_transaction(
+            self.tc.tc_id,
+            self.least,
+            self.outcome == "committed",
+            w.timed(lambda pos: w.done(self.outcome)),
+            self.failed,
+        )
 
 
 def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:

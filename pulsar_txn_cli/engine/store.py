@@ -6,6 +6,7 @@ serve` adds its URL to the lock file, so a command that finds it locked can poin
 Work happens inside `tx()`; the outermost `tx()` commits once, then runs the after-commit
 callbacks, so a writer's callback can never announce an add that a crash could still lose.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -154,7 +155,10 @@ class Store:
         return row[0] if row else default
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
 
     def announce_url(self, url: str) -> None:
         """Say in the lock file that this process serves the engine at url (engine serve)."""
@@ -211,8 +215,10 @@ def _acquire_lock(path: Path, wait: float) -> int:
                 ) from None
             if not announced:
                 announced = True
-                notices.notify(f"waiting for the engine lock on {path.parent}, held by {_holder(fd).describe()}; "
-                               f"giving up after {wait:g} s ({LOCK_TIMEOUT_ENV})")
+                notices.notify(
+                    f"waiting for the engine lock on {path.parent}, held by {_holder(fd).describe()}; "
+                    f"giving up after {wait:g} s ({LOCK_TIMEOUT_ENV})"
+                )
             time.sleep(0.05)
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -237,10 +243,14 @@ class _Holder:
 
     def advice(self) -> str:
         if self.url:
-            return (f"the engine is served at {self.url}: give --admin-url {self.url} instead of --engine-dir "
-                    f"(`pulsar-txn engine simulate --admin-url {self.url}` adds a workload to it)")
-        return (f"wait for the other command to finish, give it more time ({LOCK_TIMEOUT_ENV}=SECONDS), "
-                "or use another --engine-dir")
+            return (
+                f"the engine is served at {self.url}: give --admin-url {self.url} instead of --engine-dir "
+                f"(`pulsar-txn engine simulate --admin-url {self.url}` adds a workload to it)"
+            )
+        return (
+            f"wait for the other command to finish, give it more time ({LOCK_TIMEOUT_ENV}=SECONDS), "
+            "or use another --engine-dir"
+        )
 
 
 def _holder(fd: int) -> _Holder:
@@ -259,7 +269,7 @@ def _command_of(pid: str) -> str:
     words = [w for w in words if w]
     for i, word in enumerate(words):
         if Path(word).name in ("pulsar-txn", "pulsarctl-txn"):
-            words = ["pulsar-txn", *words[i + 1:]]
+            words = ["pulsar-txn", *words[i + 1 :]]
             break
     text = " ".join(" ".join(words).split())  # one line, whatever the arguments hold
     return text if len(text) <= 80 else text[:77] + "..."

@@ -8,6 +8,7 @@ a batch-index delete was ignored, facts §3.3: reported as a warning), max_local
 every id. With an acknowledgement log (simulate --ack-log): every acknowledged transaction whose
 end was never requested is still live.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.engine.coordinator import FINAL, NEW, UPDATE, decode_tc_entry, tc_log_name
@@ -60,14 +61,17 @@ def _check_ledger(ml: ManagedLedger, problems: list[str]) -> None:
         if count != ledger.entries or size != ledger.size or (count and (first != 0 or last != count - 1)):
             problems.append(
                 f"{name}: ledger {ledger.ledger_id} records {ledger.entries} entries / {ledger.size} bytes "
-                f"but holds {count} / {size}")
+                f"but holds {count} / {size}"
+            )
         if ledger.ledger_id != ml.current and not ledger.closed:
             problems.append(f"{name}: ledger {ledger.ledger_id} is neither current nor closed")
     for cursor in ml.cursors.values():
         md = cursor.mark_delete
         lce = ml.last_confirmed()
         if md > lce and md[1] != -1:
-            problems.append(f"{name}: cursor {cursor.name} mark-delete {md[0]}:{md[1]} is past the last entry {lce[0]}:{lce[1]}")
+            problems.append(
+                f"{name}: cursor {cursor.name} mark-delete {md[0]}:{md[1]} is past the last entry {lce[0]}:{lce[1]}"
+            )
         for key in list(cursor.deleted) + list(cursor.batch_deleted):
             if key <= md:
                 problems.append(f"{name}: cursor {cursor.name} keeps {key[0]}:{key[1]}, already behind its mark-delete")
@@ -75,7 +79,9 @@ def _check_ledger(ml: ManagedLedger, problems: list[str]) -> None:
                 problems.append(f"{name}: cursor {cursor.name} deletes {key[0]}:{key[1]}, which does not exist")
         nxt = ml.next_position(md)
         if nxt is not None and nxt in cursor.deleted:
-            problems.append(f"{name}: cursor {cursor.name} did not move its mark-delete over deleted entry {nxt[0]}:{nxt[1]}")
+            problems.append(
+                f"{name}: cursor {cursor.name} did not move its mark-delete over deleted entry {nxt[0]}:{nxt[1]}"
+            )
     if ml.cursors:
         slowest = min(c.mark_delete for c in ml.cursors.values())
         first_live = ml.next_position(slowest)
@@ -83,7 +89,9 @@ def _check_ledger(ml: ManagedLedger, problems: list[str]) -> None:
             if ledger.ledger_id == ml.current:
                 continue
             if first_live is None or ledger.ledger_id < first_live[0]:
-                problems.append(f"{name}: ledger {ledger.ledger_id} is wholly behind the slowest cursor but was not trimmed")
+                problems.append(
+                    f"{name}: ledger {ledger.ledger_id} is wholly behind the slowest cursor but was not trimmed"
+                )
 
 
 def _live_entries(ml: ManagedLedger, cursor_name: str, decode, problems):
@@ -135,14 +143,17 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
     ended = [least for least, s in txns.items() if s["ended"]]
     cursor = ml.cursors.get("transaction.subscription")
     if ended or stuck:
-        warnings.append(f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still "
-                        "in the log (the next replay deletes them)")
+        warnings.append(
+            f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still "
+            "in the log (the next replay deletes them)"
+        )
     if cursor is not None and (cursor.ignored_deletes or cursor.forgotten_batch_indexes):
         warnings.append(
             f"{ml.name}: batch-index deletion is off on this log, so {cursor.ignored_deletes} delete(s) inside batched "
             f"entries were ignored and {cursor.forgotten_batch_indexes} partly deleted entr(y/ies) lost their deleted "
             "indexes; records of ended transactions stay in the log (blocking trimming) and replay as open "
-            "transactions (facts §3.3). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining.")
+            "transactions (facts §3.3). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining."
+        )
     prop = int(ml.properties.get("max_local_txn_id", -1))
     if max_id > prop:
         problems.append(f"{ml.name}: max_local_txn_id {prop} is below transaction id {max_id} found in the log")

@@ -9,6 +9,7 @@
   the callbacks then run in write order with (ledgerId, entryId, batchSize, batchIndex).
 - close() fails what is buffered.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import encode_batch_serialized
@@ -116,8 +117,10 @@ class BufferedWriter:
     def _write_single(self, data: bytes, callback, failed) -> None:
         try:
             with self.store.tx():
-                (lid, eid), = self.ml.add_entries([data])
-                self.store.after_commit(lambda: callback(BatchedPosition(lid, eid)), lambda: _fail(failed, _rolled_back()))
+                ((lid, eid),) = self.ml.add_entries([data])
+                self.store.after_commit(
+                    lambda: callback(BatchedPosition(lid, eid)), lambda: _fail(failed, _rolled_back())
+                )
         except AddFailed as exc:
             _fail(failed, exc)
             return
@@ -144,7 +147,7 @@ class BufferedWriter:
 
         try:
             with self.store.tx():
-                (lid, eid), = self.ml.add_entries([entry])
+                ((lid, eid),) = self.ml.add_entries([entry])
                 self.store.after_commit(lambda: done(lid, eid), lambda: fail_all(_rolled_back()))
         except AddFailed as exc:
             fail_all(exc)

@@ -4,6 +4,7 @@ Two process-wide instances, prefixes `pulsar_txn_tc` and `pulsar_txn_pending_ack
 Pulsar's buckets (the delay histogram's {1, 5, 10} are seconds, so sub-second delays all land
 in le="1", as on a real broker). Labels are cluster and broker.
 """
+
 from __future__ import annotations
 
 import bisect

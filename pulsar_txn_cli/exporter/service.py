@@ -3,6 +3,7 @@
 Scrapes never wait for the target: they read the last snapshot, whose age the
 `pulsar_txn_exporter_last_success_timestamp_seconds` series gives.
 """
+
 from __future__ import annotations
 
 import threading
@@ -43,8 +44,9 @@ class Exporter:
         with self._lock:
             snapshot, last, total, failed = self.snapshot, self.last_success, self.observations, self.failures
         yield CounterMetricFamily("pulsar_txn_exporter_observations", "Observations of the target taken.", value=total)
-        yield CounterMetricFamily("pulsar_txn_exporter_observation_failures",
-                                  "Observations of the target that failed.", value=failed)
+        yield CounterMetricFamily(
+            "pulsar_txn_exporter_observation_failures", "Observations of the target that failed.", value=failed
+        )
         if snapshot is not None:
             yield from families.of(snapshot, last)
 

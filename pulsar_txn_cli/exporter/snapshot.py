@@ -4,6 +4,7 @@ It is `downgrade check` (same checkpoint, same records) plus `stuck-readers` ove
 namespaces, taken with a fresh admin connection each time so an engine's lock is held only
 while it is observed.
 """
+
 from __future__ import annotations
 
 import time
@@ -27,8 +28,9 @@ class Snapshot:
         return self.error is None
 
 
-def take(connect, *, checkpoint: Path | None, concurrency: int, namespaces: list[str] | None,
-         clock=time.time) -> Snapshot:
+def take(
+    connect, *, checkpoint: Path | None, concurrency: int, namespaces: list[str] | None, clock=time.time
+) -> Snapshot:
     """Observe once. Any failure makes the whole snapshot failed: a partial one could show a
     verdict without the logs behind it."""
     from pulsar_txn_cli.admin.redact import redact
@@ -43,8 +45,10 @@ def take(connect, *, checkpoint: Path | None, concurrency: int, namespaces: list
         path = runner.checkpoint_path(admin, str(checkpoint) if checkpoint else None)
         result = runner.check(admin, path, concurrency=concurrency)
         now_ms = admin.now_ms()
-        held = {ns: find_stuck_readers(admin, namespace=ns, now_ms=now_ms)
-                for ns in (namespaces if namespaces is not None else user_namespaces(admin))}
+        held = {
+            ns: find_stuck_readers(admin, namespace=ns, now_ms=now_ms)
+            for ns in (namespaces if namespaces is not None else user_namespaces(admin))
+        }
         return Snapshot(admin.target.describe(), started, clock() - started, result.verdict, held)
     except Exception as exc:  # noqa: BLE001 - a long-running exporter reports any failure as up=0 and goes on
         target = admin.target.describe() if admin is not None else "?"

@@ -7,6 +7,7 @@ and 4.0.7 (PIP-393's, with fastutil and RoaringBitmap); the Roaring64Bitmap's fi
 with JOL (`tests/nack_java`, the probe's `layout` mode), everything else is counted from fields.
 The nack_java test holds these figures to JOL's GraphLayout.totalSize() of the real trackers.
 """
+
 from __future__ import annotations
 
 import math

@@ -7,6 +7,7 @@ then is set for the earliest remaining bucket. As in the Java client, a nack wit
 than the pending timer's does not move the timer (the only way this design is late). Times are
 simulated milliseconds. pyroaring is imported where a bitmap is made, so importing this is cheap.
 """
+
 from __future__ import annotations
 
 import heapq

@@ -5,6 +5,7 @@ slot: the last wins). The timer runs every third of the configured delay (at lea
 scans the whole table and redelivers every entry whose due time has passed; it is started by the
 first nack and stops when the map empties. Times are simulated milliseconds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@ leaves a tombstone unless the next slot is empty, in which case the run of tombs
 is cleared. This is how Pulsar's ConcurrentLongLongPairHashMap behaves with the tracker's settings
 (one section of 512 slots to start, autoShrink on, factors 0.66 / 0.15).
 """
+
 from __future__ import annotations
 
 from array import array
@@ -63,7 +64,7 @@ class _Section:
                     slot = tombstone  # reuse the first tombstone met: used slots do not grow
                 else:
                     self.used += 1
-                table[slot:slot + 4] = array("q", (k1, k2, v1, v2))
+                table[slot : slot + 4] = array("q", (k1, k2, v1, v2))
                 self.size += 1
                 if self.used > self.up:
                     self._rehash(align_to_power_of_two(int(self.capacity * 2)))
@@ -93,7 +94,7 @@ class _Section:
         if table[(slot + 4) & mask] != EMPTY:
             return
         while table[slot] == DELETED:
-            table[slot:slot + 4] = array("q", (EMPTY, EMPTY, EMPTY, EMPTY))
+            table[slot : slot + 4] = array("q", (EMPTY, EMPTY, EMPTY, EMPTY))
             self.used -= 1
             slot = (slot - 4) & mask
 
@@ -115,7 +116,7 @@ class _Section:
                 new = self._slot(_hash(k1, k2))
                 while table[new] != EMPTY:
                     new = (new + 4) & mask
-                table[new:new + 4] = old[slot:slot + 4]
+                table[new : new + 4] = old[slot : slot + 4]
                 self.used += 1
 
     def items(self):
@@ -128,8 +129,14 @@ class _Section:
 class LongLongPairHashMap:
     """(key1, key2) -> (value1, value2), keys >= 0, split into power-of-two sections."""
 
-    def __init__(self, expected_items: int = 256, concurrency: int = 1, fill: float = 0.66, idle: float = 0.15,
-                 auto_shrink: bool = True):
+    def __init__(
+        self,
+        expected_items: int = 256,
+        concurrency: int = 1,
+        fill: float = 0.66,
+        idle: float = 0.15,
+        auto_shrink: bool = True,
+    ):
         if not 0 < idle < fill < 1:
             raise ValueError("factors must satisfy 0 < idle < fill < 1")
         sections = align_to_power_of_two(concurrency)

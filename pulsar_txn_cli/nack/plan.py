@@ -4,6 +4,7 @@ The workload is the PIP's: RATE messages a second are nacked, each held DELAY se
 messages share an entry (all nacked together, with the same delay); entries are consecutive and
 a ledger rolls over every MAX_ENTRIES_PER_LEDGER entries. Bytes are the layout model's (layout.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,13 @@ class Workload:
     batch: int = 1
 
     def check(self) -> "Workload":
-        for name, value, ok in (("--rate", self.rate, self.rate > 0), ("--delay", self.delay_s, self.delay_s > 0),
-                                ("--max-entries-per-ledger", self.per_ledger, self.per_ledger >= 1),
-                                ("--batch-size", self.batch, self.batch >= 1),
-                                ("--precision-bits", self.bits, 0 <= self.bits <= MAX_BITS)):
+        for name, value, ok in (
+            ("--rate", self.rate, self.rate > 0),
+            ("--delay", self.delay_s, self.delay_s > 0),
+            ("--max-entries-per-ledger", self.per_ledger, self.per_ledger >= 1),
+            ("--batch-size", self.batch, self.batch >= 1),
+            ("--precision-bits", self.bits, 0 <= self.bits <= MAX_BITS),
+        ):
             if not ok:
                 limits = f"between 0 and {MAX_BITS}" if name == "--precision-bits" else "positive"
                 raise UsageError(f"{name} must be {limits}, not {value}")
@@ -110,15 +114,29 @@ def old_design(w: Workload) -> dict:
     # due, so just before a run the map holds up to a third more than rate x delay.
     peak = math.ceil(w.rate * (w.delay_ms + interval_ms) / 1000 / w.batch)
     peak_slots, slots = churned_slots(peak, w.delay_ms), slots_for(w.entries)
-    out = {"peakEntries": peak, "slots": peak_slots, "slotsWithoutTombstones": slots_for(peak),
-           "timerIntervalMs": round(interval_ms), "maxLateMs": round(interval_ms),
-           "slotsScannedPerRun": peak_slots, "runsPerHour": round(3_600_000 / interval_ms, 1)}
+    out = {
+        "peakEntries": peak,
+        "slots": peak_slots,
+        "slotsWithoutTombstones": slots_for(peak),
+        "timerIntervalMs": round(interval_ms),
+        "maxLateMs": round(interval_ms),
+        "slotsScannedPerRun": peak_slots,
+        "runsPerHour": round(3_600_000 / interval_ms, 1),
+    }
     if 4 * peak_slots > MAX_JAVA_ARRAY:
-        return {**out, "bytes": None, "bytesPerEntry": None,
-                "note": f"{peak_slots} slots exceed a Java array (2^31 - 1 longs): the old client cannot hold this"}
+        return {
+            **out,
+            "bytes": None,
+            "bytesPerEntry": None,
+            "note": f"{peak_slots} slots exceed a Java array (2^31 - 1 longs): the old client cannot hold this",
+        }
     at = layout.pair_map_bytes([slots])
-    return {"bytes": layout.pair_map_bytes([peak_slots]), "bytesPerEntry": round(layout.pair_map_bytes([peak_slots]) / w.entries, 2),
-            **out, "atEntries": {"entries": w.entries, "slots": slots, "bytes": at, "bytesPerEntry": round(at / w.entries, 2)}}
+    return {
+        "bytes": layout.pair_map_bytes([peak_slots]),
+        "bytesPerEntry": round(layout.pair_map_bytes([peak_slots]) / w.entries, 2),
+        **out,
+        "atEntries": {"entries": w.entries, "slots": slots, "bytes": at, "bytesPerEntry": round(at / w.entries, 2)},
+    }
 
 
 def _bucket_cost(w: Workload, bucket: int, total_entries: int) -> tuple[int, int]:
@@ -149,31 +167,58 @@ def new_design(w: Workload) -> dict:
     scale = count / len(picked)
     size = layout.AVL_MAP + layout.AVL_KEY_SET + layout.ROARING64_SHARED + round(sum(c for c, _ in costs) * scale)
     used = sum(1 for _, n in costs if n)  # at low rates and fine precision most buckets stay empty
-    return {"bytes": size, "bytesPerEntry": round(size / entries, 3), "buckets": round(used * scale),
-            "ledgers": round(sum(n for _, n in costs) * scale), "bucketMs": width,
-            "entriesPerBucket": round(entries / max(used * scale, 1), 1), "maxEarlyMs": width - 1, "maxLateMs": 0,
-            "runsPerHour": round(3_600_000 / width, 1), "sampledBuckets": len(picked)}
+    return {
+        "bytes": size,
+        "bytesPerEntry": round(size / entries, 3),
+        "buckets": round(used * scale),
+        "ledgers": round(sum(n for _, n in costs) * scale),
+        "bucketMs": width,
+        "entriesPerBucket": round(entries / max(used * scale, 1), 1),
+        "maxEarlyMs": width - 1,
+        "maxLateMs": 0,
+        "runsPerHour": round(3_600_000 / width, 1),
+        "sampledBuckets": len(picked),
+    }
 
 
 def plan(w: Workload, budget: int | None = None) -> dict:
     w.check()
     before, after = old_design(w), new_design(w)
-    result = {"workload": {"ratePerS": w.rate, "delayS": w.delay_s, "precisionBits": w.bits,
-                           "maxEntriesPerLedger": w.per_ledger, "batchSize": w.batch},
-              "messages": w.messages, "entries": w.entries, "before": before, "after": after,
-              "maxEarlyMs": after["maxEarlyMs"],
-              "saving": round(before["bytes"] / after["bytes"], 1) if before["bytes"] else None}
+    result = {
+        "workload": {
+            "ratePerS": w.rate,
+            "delayS": w.delay_s,
+            "precisionBits": w.bits,
+            "maxEntriesPerLedger": w.per_ledger,
+            "batchSize": w.batch,
+        },
+        "messages": w.messages,
+        "entries": w.entries,
+        "before": before,
+        "after": after,
+        "maxEarlyMs": after["maxEarlyMs"],
+        "saving": round(before["bytes"] / after["bytes"], 1) if before["bytes"] else None,
+    }
     sweep = [_sweep_row(w, bits, budget) for bits in SWEEP_BITS]
     result["precisions"] = sweep
     if budget is not None:
         fitting = [row["bits"] for row in sweep if row["fits"]]
-        result["budget"] = {"bytes": budget, "recommendedPrecisionBits": fitting[0] if fitting else None,
-                            "fits": bool(fitting)}
+        result["budget"] = {
+            "bytes": budget,
+            "recommendedPrecisionBits": fitting[0] if fitting else None,
+            "fits": bool(fitting),
+        }
     return result
 
 
 def _sweep_row(w: Workload, bits: int, budget: int | None) -> dict:
     after = new_design(Workload(w.rate, w.delay_s, bits, w.per_ledger, w.batch))
-    return {"bits": bits, "bucketMs": after["bucketMs"], "bytes": after["bytes"], "bytesPerEntry": after["bytesPerEntry"],
-            "buckets": after["buckets"], "maxEarlyMs": after["maxEarlyMs"],
-            "fits": None if budget is None else after["bytes"] <= budget}
+    return {
+        "bits": bits,
+        "bucketMs": after["bucketMs"],
+        "bytes": after["bytes"],
+        "bytesPerEntry": after["bytesPerEntry"],
+        "buckets": after["buckets"],
+        "maxEarlyMs": after["maxEarlyMs"],
+        "fits": None if budget is None else after["bytes"] <= budget,
+    }

@@ -8,6 +8,7 @@ its bucket's bit), and its error is that time minus the time asked for (negative
 new design a redelivery is per entry, so a message can also come back early with a sibling of its
 batch that was due sooner; those are counted apart (`earlyWithSibling`).
 """
+
 from __future__ import annotations
 
 import random
@@ -38,10 +39,14 @@ class SimWorkload:
         if self.rate <= 0 or self.duration_s <= 0 or not self.delays_ms or min(self.delays_ms) <= 0:
             raise UsageError("--rate, --duration and every --delay must be positive")
         if not 0 <= self.bits <= 30 or self.batch < 1 or self.per_ledger < 1 or self.samples < 1:
-            raise UsageError("--precision-bits must be 0 to 30, and --batch-size, --max-entries-per-ledger and --samples at least 1")
+            raise UsageError(
+                "--precision-bits must be 0 to 30, and --batch-size, --max-entries-per-ledger and --samples at least 1"
+            )
         if self.rate * self.duration_s > MAX_MESSAGES:
-            raise UsageError(f"--rate x --duration is {self.rate * self.duration_s:.0f} messages; the simulation takes at most "
-                             f"{MAX_MESSAGES} (use `nack plan` for larger workloads)")
+            raise UsageError(
+                f"--rate x --duration is {self.rate * self.duration_s:.0f} messages; the simulation takes at most "
+                f"{MAX_MESSAGES} (use `nack plan` for larger workloads)"
+            )
         return self
 
 
@@ -67,7 +72,7 @@ class _Design:
         spent = time.perf_counter() - started
         records = getattr(run, "buckets", None)
         self.ticks.append((spent, run.scanned if records is None else len(records)))
-        for key in (run.entries if records is None else records):
+        for key in run.entries if records is None else records:
             for index in self.by_record.pop(key, ()):
                 self.redelivered_at[index] = at
         for key in run.entries:
@@ -98,13 +103,27 @@ def simulate(w: SimWorkload) -> dict:
         if (j + 1) % every == 0 or j == entries - 1:
             memory.append(_sample(now, old.tracker, new.tracker))
     _run_timers((old, new), float("inf"), due)
-    return {"workload": {"ratePerS": w.rate, "delaysMs": list(w.delays_ms), "durationS": w.duration_s,
-                         "precisionBits": w.bits, "maxEntriesPerLedger": w.per_ledger, "batchSize": w.batch, "seed": w.seed},
-            "messages": len(due), "entries": entries, "memory": memory,
-            "peak": {"beforeBytes": max(m["beforeBytes"] for m in memory), "afterBytes": max(m["afterBytes"] for m in memory)},
-            "timer": {"before": _timer(old, "slotsScanned"), "after": _timer(new, "bucketsRedelivered")},
-            "error": {"before": _errors(old, due), "after": _errors(new, due)},
-            "batchProblem": batch_problem(w.bits)}
+    return {
+        "workload": {
+            "ratePerS": w.rate,
+            "delaysMs": list(w.delays_ms),
+            "durationS": w.duration_s,
+            "precisionBits": w.bits,
+            "maxEntriesPerLedger": w.per_ledger,
+            "batchSize": w.batch,
+            "seed": w.seed,
+        },
+        "messages": len(due),
+        "entries": entries,
+        "memory": memory,
+        "peak": {
+            "beforeBytes": max(m["beforeBytes"] for m in memory),
+            "afterBytes": max(m["afterBytes"] for m in memory),
+        },
+        "timer": {"before": _timer(old, "slotsScanned"), "after": _timer(new, "bucketsRedelivered")},
+        "error": {"before": _errors(old, due), "after": _errors(new, due)},
+        "batchProblem": batch_problem(w.bits),
+    }
 
 
 class _OldRecords(OldTracker):
@@ -126,24 +145,40 @@ def _run_timers(designs, until: float, due: list[float]) -> None:
 
 
 def _sample(now: int, old, new) -> dict:
-    return {"atS": round(now / 1000, 3), "beforeBytes": old.java_bytes(), "beforeEntries": len(old),
-            "afterBytes": new.java_bytes(), "afterBuckets": len(new.buckets), "afterEntries": len(new)}
+    return {
+        "atS": round(now / 1000, 3),
+        "beforeBytes": old.java_bytes(),
+        "beforeEntries": len(old),
+        "afterBytes": new.java_bytes(),
+        "afterBuckets": len(new.buckets),
+        "afterEntries": len(new),
+    }
 
 
 def _timer(design: _Design, work: str) -> dict:
     ticks = design.ticks
     spent = [s for s, _ in ticks]
-    return {"runs": len(ticks), "meanMs": round(1000 * sum(spent) / len(ticks), 4) if ticks else 0,
-            "maxMs": round(1000 * max(spent), 4) if ticks else 0,
-            work + "PerRun": round(sum(n for _, n in ticks) / len(ticks), 1) if ticks else 0}
+    return {
+        "runs": len(ticks),
+        "meanMs": round(1000 * sum(spent) / len(ticks), 4) if ticks else 0,
+        "maxMs": round(1000 * max(spent), 4) if ticks else 0,
+        work + "PerRun": round(sum(n for _, n in ticks) / len(ticks), 1) if ticks else 0,
+    }
 
 
 def _errors(design: _Design, due: list[float]) -> dict:
     errors = sorted(design.redelivered_at[i] - due[i] for i in range(len(due)))
     pick = lambda q: round(errors[min(int(q * len(errors)), len(errors) - 1)], 1)  # noqa: E731
-    return {"minMs": round(errors[0], 1), "p1Ms": pick(0.01), "p50Ms": pick(0.5), "p99Ms": pick(0.99), "maxMs": round(errors[-1], 1),
-            "late": sum(1 for e in errors if e > 0), "early": sum(1 for e in errors if e < 0),
-            "earlyWithSibling": design.early_with_sibling}
+    return {
+        "minMs": round(errors[0], 1),
+        "p1Ms": pick(0.01),
+        "p50Ms": pick(0.5),
+        "p99Ms": pick(0.99),
+        "maxMs": round(errors[-1], 1),
+        "late": sum(1 for e in errors if e > 0),
+        "early": sum(1 for e in errors if e < 0),
+        "earlyWithSibling": design.early_with_sibling,
+    }
 
 
 def batch_problem(bits: int = 8) -> list[dict]:
@@ -159,7 +194,14 @@ def batch_problem(bits: int = 8) -> list[dict]:
                 run = tracker.fire(tracker.timer_at)
                 if run.entries:
                     runs.append(run.at_ms)
-            rows.append({"order": "10s then 20s" if order[0] < order[1] else "20s then 10s", "design": name,
-                         "firstTimerMs": round(first_timer), "entryRedeliveredAtMs": [round(r) for r in runs],
-                         "msg10sLateMs": round(runs[0] - 10_000), "msg20sFirstBackMs": round(runs[0])})
+            rows.append(
+                {
+                    "order": "10s then 20s" if order[0] < order[1] else "20s then 10s",
+                    "design": name,
+                    "firstTimerMs": round(first_timer),
+                    "entryRedeliveredAtMs": [round(r) for r in runs],
+                    "msg10sLateMs": round(runs[0] - 10_000),
+                    "msg20sFirstBackMs": round(runs[0]),
+                }
+            )
     return rows

@@ -5,6 +5,7 @@
 - table: rich on a terminal with colour, plain aligned text (tabulate) otherwise.
 Data goes to stdout only; messages and progress go to stderr through the Env.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -87,7 +88,9 @@ def _write_jsonl(records, out, per_line_flush: bool) -> None:
                 buffer.flush()
     except KeyboardInterrupt:
         buffer.flush()
-        raise InterruptedWork(f"interrupted (Ctrl-C): stdout holds the first {count} line{'' if count == 1 else 's'}, each a whole JSON document") from None
+        raise InterruptedWork(
+            f"interrupted (Ctrl-C): stdout holds the first {count} line{'' if count == 1 else 's'}, each a whole JSON document"
+        ) from None
     buffer.flush()
 
 
@@ -115,7 +118,9 @@ def _write_json(data, out) -> None:
     except KeyboardInterrupt:
         out.write("\n]\n" if count else "]\n")  # still valid JSON: what was written, closed
         out.flush()
-        raise InterruptedWork(f"interrupted (Ctrl-C): the JSON array on stdout is closed and holds the first {_items(count)}") from None
+        raise InterruptedWork(
+            f"interrupted (Ctrl-C): the JSON array on stdout is closed and holds the first {_items(count)}"
+        ) from None
     out.write("\n]\n" if count else "]\n")
 
 

@@ -3,6 +3,7 @@
 `active` is False when stderr is not a terminal or --quiet is given; the caller then prints
 plain progress lines instead, so logs and pipes never get cursor movements.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.output import Table
@@ -19,8 +20,7 @@ class LiveView:
             from rich.console import Console
             from rich.live import Live
 
-            console = Console(file=self._env.stderr, force_terminal=True, no_color=not self._env.color,
-                              highlight=False)
+            console = Console(file=self._env.stderr, force_terminal=True, no_color=not self._env.color, highlight=False)
             self._live = Live(console=console, auto_refresh=False, transient=True)
             self._live.__enter__()
         return self

@@ -1,4 +1,5 @@
 """Progress on stderr: a rich bar on a terminal, nothing when piped or quiet (clig.dev)."""
+
 from __future__ import annotations
 
 
@@ -20,8 +21,12 @@ class Progress:
             console = Console(file=self._env.stderr, no_color=not self._env.color)
             done = DownloadColumn() if self._unit == "bytes" else MofNCompleteColumn()
             self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), done, TimeElapsedColumn(),
-                console=console, transient=True,
+                TextColumn("{task.description}"),
+                BarColumn(),
+                done,
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
             )
             self._bar.__enter__()
             self._task = self._bar.add_task(self._label, total=self._total)

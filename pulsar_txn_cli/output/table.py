@@ -1,4 +1,5 @@
 """Tables: rich on a colour terminal, tabulate's plain aligned text everywhere else."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.output import Table, dumps

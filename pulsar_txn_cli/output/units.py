@@ -1,4 +1,5 @@
 """Numbers as operators read them in tables (JSON keeps Pulsar's raw numbers)."""
+
 from __future__ import annotations
 
 

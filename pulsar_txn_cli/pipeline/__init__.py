@@ -13,6 +13,7 @@
 
 Library entry points (no printing, no exits): `analyze(...)` and `batched_ledgers(...)`.
 """
+
 from __future__ import annotations
 
 ENGINES = ("auto", "spark", "local")
@@ -27,15 +28,26 @@ def choose_engine(engine: str, spark_master: str | None = None, urls: bool = Fal
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     if engine == "local" and urls:
-        raise UsageError("s3a:// and hdfs:// inputs are read by Spark (Hadoop's connectors run in its JVM): "
-                         "use --engine spark or auto, not --engine local")
+        raise UsageError(
+            "s3a:// and hdfs:// inputs are read by Spark (Hadoop's connectors run in its JVM): "
+            "use --engine spark or auto, not --engine local"
+        )
     if engine != "auto":
         return engine
     return "spark" if spark_master or urls else "local"
 
 
-def analyze(paths, *, engine="local", fmt="auto", managed_ledger=None, log=None,
-            spark_master=None, spark_conf=None, progress=None) -> dict:
+def analyze(
+    paths,
+    *,
+    engine="local",
+    fmt="auto",
+    managed_ledger=None,
+    log=None,
+    spark_master=None,
+    spark_conf=None,
+    progress=None,
+) -> dict:
     """The analysis report (the JSON of `analyze -o json`) of dump files, directories or globs."""
     from pulsar_txn_cli.pipeline import inputs
 
@@ -44,8 +56,13 @@ def analyze(paths, *, engine="local", fmt="auto", managed_ledger=None, log=None,
     if choose_engine(engine, spark_master) == "spark":
         from pulsar_txn_cli.pipeline import spark_job
 
-        report = spark_job.analyze(files, master=spark_master or spark_job.DEFAULT_MASTER, conf=spark_conf,
-                                   managed_ledger=managed_ledger, forced_log=log)
+        report = spark_job.analyze(
+            files,
+            master=spark_master or spark_job.DEFAULT_MASTER,
+            conf=spark_conf,
+            managed_ledger=managed_ledger,
+            forced_log=log,
+        )
     else:
         from pulsar_txn_cli.pipeline import local
 

@@ -7,16 +7,32 @@ Both runners produce the same intermediate state and hand it to `build_report`:
 The local runner folds every entry into one Aggregator; on Spark each task folds its share into
 its own Aggregator, and one Aggregator per managed ledger merges the tasks' parts (spark_job.py).
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.pipeline import distinct
 from pulsar_txn_cli.pipeline.facts import (
-    OPS, OPS_OF_LOG, RECORDS_BOUNDS, SIZE_BOUNDS, bucket, error_sort_key, resolve_log,
+    OPS,
+    OPS_OF_LOG,
+    RECORDS_BOUNDS,
+    SIZE_BOUNDS,
+    bucket,
+    error_sort_key,
+    resolve_log,
 )
 
 SAMPLE_LIMIT = 5
 
-BASE = ("entries", "batchedEntries", "unbatchedEntries", "decodeErrors", "records", "batchedRecords", "bytes", "decodedBytes")
+BASE = (
+    "entries",
+    "batchedEntries",
+    "unbatchedEntries",
+    "decodeErrors",
+    "records",
+    "batchedRecords",
+    "bytes",
+    "decodedBytes",
+)
 OP_COLUMNS = tuple("op_" + name.replace(":", "_") for name in OPS)
 RECORD_BUCKETS = tuple(f"recordsLe_{i}" for i in range(len(RECORDS_BOUNDS) + 1))
 SIZE_BUCKETS = tuple(f"sizeLe_{i}" for i in range(len(SIZE_BOUNDS) + 1))
@@ -136,16 +152,18 @@ def build_report(rows, distinct_by_ml, total_distinct, samples, *, forced_log=No
         summary = _summary([row.counters for _, row in ledgers], log)
         count, exact = distinct_by_ml.get(ml, (0, True))
         batched_ids = [lid for lid, row in ledgers if row.counters[BATCHED] and lid is not None]
-        managed.append({
-            "name": ml,
-            "log": log,
-            **summary,
-            "lastBatchedLedgerId": max(batched_ids) if batched_ids else None,
-            "transactions": count,
-            "transactionsExact": exact,
-            "decodeErrorSamples": [_sample_json(s) for s in samples.get(ml, [])],
-            "ledgers": [_ledger_json(lid, row) for lid, row in ledgers],
-        })
+        managed.append(
+            {
+                "name": ml,
+                "log": log,
+                **summary,
+                "lastBatchedLedgerId": max(batched_ids) if batched_ids else None,
+                "transactions": count,
+                "transactionsExact": exact,
+                "decodeErrorSamples": [_sample_json(s) for s in samples.get(ml, [])],
+                "ledgers": [_ledger_json(lid, row) for lid, row in ledgers],
+            }
+        )
     count, exact = total_distinct
     batched_ids = [m["lastBatchedLedgerId"] for m in managed if m["lastBatchedLedgerId"] is not None]
     totals = {

@@ -6,6 +6,7 @@ above that it is a HyperLogLog estimate from 2**PRECISION registers (standard er
 local runner and Spark, which build them differently, end with the same registers and the
 same figure.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,7 +71,7 @@ def registers_np(hashes, np):
     return index, (_LOW_BITS + 1 - bits).astype(np.uint8)
 
 
-_POWERS = [2.0 ** -v for v in range(65)]  # 2 ** -rank for every possible rank
+_POWERS = [2.0**-v for v in range(65)]  # 2 ** -rank for every possible rank
 
 
 def estimate(registers: bytearray) -> int:

@@ -5,6 +5,7 @@ batched, how many records and bytes, the operations it holds (sparse counts by O
 the distinct 64-bit hashes of its transaction ids. A bad entry yields the same tuple with an
 error message and no records: analysis never stops at a corrupt entry.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -21,8 +22,14 @@ except ImportError:
 
 # Operation names as codec.op_name spells them; the index is the op's column everywhere.
 TC_OPS = (
-    "NEW", "ADD_PARTITION", "ADD_SUBSCRIPTION",
-    "UPDATE:OPEN", "UPDATE:COMMITTING", "UPDATE:COMMITTED", "UPDATE:ABORTING", "UPDATE:ABORTED",
+    "NEW",
+    "ADD_PARTITION",
+    "ADD_SUBSCRIPTION",
+    "UPDATE:OPEN",
+    "UPDATE:COMMITTING",
+    "UPDATE:COMMITTED",
+    "UPDATE:ABORTING",
+    "UPDATE:ABORTED",
 )
 PENDING_ACK_OPS = ("ACK", "COMMIT", "ABORT")
 OPS = TC_OPS + PENDING_ACK_OPS
@@ -38,8 +45,17 @@ RECORDS_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SIZE_BOUNDS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304)
 
 FACT_FIELDS = (
-    "managedLedger", "ledgerId", "entryId", "decoded", "batched", "records", "bytes",
-    "ops", "txnHashes", "error", "position",
+    "managedLedger",
+    "ledgerId",
+    "entryId",
+    "decoded",
+    "batched",
+    "records",
+    "bytes",
+    "ops",
+    "txnHashes",
+    "error",
+    "position",
 )
 
 _TC_KEY = attrgetter("metadata_op", "new_status")
@@ -100,7 +116,10 @@ def entry_facts(managed_ledger, ledger_id, entry_id, data, where, read_error, fo
             return (managed_ledger, ledger_id, entry_id, True, batched, records, size, ops, hashes, None, None)
     if log is None:
         return _failed(
-            managed_ledger, ledger_id, entry_id, size,
+            managed_ledger,
+            ledger_id,
+            entry_id,
+            size,
             f"cannot tell which log the managed ledger {managed_ledger!r} is (pass --log tc or --log pending-ack)",
             where,
         )

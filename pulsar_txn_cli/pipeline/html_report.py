@@ -5,6 +5,7 @@ It leads with the answer (what batching saved, which logs still hold batched led
 downgrade's blockers), then the histograms, then every managed ledger grouped by log, sorted by
 what matters (batched entries first) and searchable, then per-ledger detail of the largest.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,21 +49,26 @@ def render(report: dict, context: dict | None = None) -> str:
         "<meta name=viewport content='width=device-width,initial-scale=1'><title>pulsar-txn analyze</title>",
         f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body><h1>Transaction-log ledger analysis</h1>",
         _meta(context, report),
-        "<h2>Findings</h2>", _findings(managed, totals),
-        "<h2>Batched ledgers: what blocks a downgrade</h2>", _blockers(managed),
+        "<h2>Findings</h2>",
+        _findings(managed, totals),
+        "<h2>Batched ledgers: what blocks a downgrade</h2>",
+        _blockers(managed),
         "<h2>Entries and records</h2><div class=charts>",
         _chart(totals["recordsPerEntry"]["buckets"], "Records per entry", _records_label),
         _chart(totals["entrySizeBytes"]["buckets"], "Entry size", _size_label),
         *(_ops_chart(managed, log) for log in ("tc", "pending-ack")),
         "</div>",
-        "<h2>Every managed ledger</h2>", _fleet(managed),
+        "<h2>Every managed ledger</h2>",
+        _fleet(managed),
     ]
     biggest = sorted(managed, key=lambda m: -m["entries"])[:MAX_ML_SECTIONS]
     if biggest:
         parts.append("<h2>Per-ledger detail</h2>")
         if len(managed) > MAX_ML_SECTIONS:
-            parts.append(f"<p>For the {MAX_ML_SECTIONS} largest of {len(managed):,} managed ledgers; "
-                         "the JSON output (-o json) has all of them.</p>")
+            parts.append(
+                f"<p>For the {MAX_ML_SECTIONS} largest of {len(managed):,} managed ledgers; "
+                "the JSON output (-o json) has all of them.</p>"
+            )
         parts.extend(_section(m) for m in biggest)
     parts.append("</body></html>\n")
     return "".join(parts)
@@ -81,7 +87,8 @@ def context_of(paths, *, engine: str, now: datetime | None = None) -> dict:
             continue
     return {
         "inputs": [str(p) for p in paths],
-        "target": ", ".join(t for t in dict.fromkeys(targets) if t) or "not recorded (dump files; `collect` records the cluster)",
+        "target": ", ".join(t for t in dict.fromkeys(targets) if t)
+        or "not recorded (dump files; `collect` records the cluster)",
         "engine": engine,
         "generated": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
@@ -90,8 +97,11 @@ def context_of(paths, *, engine: str, now: datetime | None = None) -> dict:
 def _meta(context: dict, report: dict) -> str:
     inputs = context.get("inputs") or report.get("inputs") or []
     shown = ", ".join(str(i) for i in inputs[:10]) + (f" and {len(inputs) - 10:,} more" if len(inputs) > 10 else "")
-    rows = [("Inputs", shown or "not recorded"), ("Cluster", context.get("target") or "not recorded"),
-            ("Analysed", " · ".join(x for x in (context.get("generated"), context.get("engine")) if x) or "not recorded")]
+    rows = [
+        ("Inputs", shown or "not recorded"),
+        ("Cluster", context.get("target") or "not recorded"),
+        ("Analysed", " · ".join(x for x in (context.get("generated"), context.get("engine")) if x) or "not recorded"),
+    ]
     return "<dl class=meta>" + "".join(f"<dt>{k}</dt><dd>{escape(str(v))}</dd>" for k, v in rows) + "</dl>"
 
 
@@ -105,20 +115,28 @@ def _findings(managed, totals) -> str:
         records = sum(m["records"] for m in group)
         saved = sum(m["entriesSaved"] for m in group)
         share = f"{saved / records:.0%}" if records else "0%"
-        items.append(f"<li><b>{label}</b> ({len(group):,}): {records:,} records in {entries:,} entries: batching saved "
-                     f"<b>{saved:,} entries</b> ({share} fewer writes than one entry per record).</li>")
+        items.append(
+            f"<li><b>{label}</b> ({len(group):,}): {records:,} records in {entries:,} entries: batching saved "
+            f"<b>{saved:,} entries</b> ({share} fewer writes than one entry per record).</li>"
+        )
     holding = [m for m in managed if m["batchedEntries"]]
     if holding:
-        items.append(f"<li class=bad><b>{len(holding):,} of {len(managed):,} logs still hold batched ledgers</b>: a broker "
-                     "older than PIP-160 cannot read them, so they block a downgrade until trimmed (table below).</li>")
+        items.append(
+            f"<li class=bad><b>{len(holding):,} of {len(managed):,} logs still hold batched ledgers</b>: a broker "
+            "older than PIP-160 cannot read them, so they block a downgrade until trimmed (table below).</li>"
+        )
     elif totals["decodeErrors"]:
-        items.append("<li class=warn>No decoded entry is batched, but some entries could not be decoded: "
-                     "this is not proof that nothing is batched.</li>")
+        items.append(
+            "<li class=warn>No decoded entry is batched, but some entries could not be decoded: "
+            "this is not proof that nothing is batched.</li>"
+        )
     else:
         items.append(f"<li class=ok>None of the {len(managed):,} logs holds a batched entry in these dumps.</li>")
     if totals["decodeErrors"]:
-        items.append(f"<li class=bad>{totals['decodeErrors']:,} of {totals['entries']:,} entries could not be decoded "
-                     "(samples under each managed ledger below).</li>")
+        items.append(
+            f"<li class=bad>{totals['decodeErrors']:,} of {totals['entries']:,} entries could not be decoded "
+            "(samples under each managed ledger below).</li>"
+        )
     return f"<ul class=findings>{''.join(items)}</ul>"
 
 
@@ -132,21 +150,39 @@ def _blockers(managed) -> str:
         return "<p>No managed ledger holds batched entries.</p>"
     # Longest-standing first: the oldest batched ledger is the one a downgrade waits for longest.
     holding.sort(key=lambda m: (min(_batched_ids(m), default=0), m["name"]))
-    cols = [("log", "log"), ("batchedLedgers", "batched ledgers"), ("since", "since ledger"), ("lastBatchedLedgerId", "last batched ledger"),
-            ("batchedEntries", "batched entries"), ("entries", "entries")]
+    cols = [
+        ("log", "log"),
+        ("batchedLedgers", "batched ledgers"),
+        ("since", "since ledger"),
+        ("lastBatchedLedgerId", "last batched ledger"),
+        ("batchedEntries", "batched entries"),
+        ("entries", "entries"),
+    ]
     rows = [{**m, "batchedLedgers": len(_batched_ids(m)), "since": min(_batched_ids(m), default=None)} for m in holding]
-    return ("<p>Ledger ids grow with time, so <i>since ledger</i> is the oldest ledger that holds batched entries.</p>"
-            + _table([("name", "managed ledger"), *cols], rows, searchable=False))
+    return (
+        "<p>Ledger ids grow with time, so <i>since ledger</i> is the oldest ledger that holds batched entries.</p>"
+        + _table([("name", "managed ledger"), *cols], rows, searchable=False)
+    )
 
 
 def _fleet(managed) -> str:
     if not managed:
         return "<p>No managed ledgers.</p>"
-    parts = ["<p><input type=search placeholder='filter by name' aria-label='filter managed ledgers by name' "
-             f"oninput='filterRows(this)'> <span id=shown class=count>{len(managed):,} managed ledgers</span></p>"]
-    cols = [("name", "managed ledger"), ("entries", "entries"), ("batchedEntries", "batched"), ("records", "records"),
-            ("entriesSaved", "entries saved"), ("bytes", "bytes"), ("transactions", "transactions"),
-            ("lastBatchedLedgerId", "last batched ledger"), ("decodeErrors", "decode errors")]
+    parts = [
+        "<p><input type=search placeholder='filter by name' aria-label='filter managed ledgers by name' "
+        f"oninput='filterRows(this)'> <span id=shown class=count>{len(managed):,} managed ledgers</span></p>"
+    ]
+    cols = [
+        ("name", "managed ledger"),
+        ("entries", "entries"),
+        ("batchedEntries", "batched"),
+        ("records", "records"),
+        ("entriesSaved", "entries saved"),
+        ("bytes", "bytes"),
+        ("transactions", "transactions"),
+        ("lastBatchedLedgerId", "last batched ledger"),
+        ("decodeErrors", "decode errors"),
+    ]
     for log, label in (("tc", "Transaction-coordinator logs"), ("pending-ack", "Pending-ack logs"), (None, "Other")):
         group = [m for m in managed if m["log"] == log]
         if group:
@@ -167,16 +203,35 @@ def _ops_chart(managed, log) -> str:
 
 def _section(m) -> str:
     title = escape(str(m["name"]))
-    parts = [f"<details><summary><b>{title}</b> <span class=count>({m['log'] or 'unknown log'}, "
-             f"{len(m['ledgers']):,} ledgers, {m['entries']:,} entries)</span></summary><div class=charts>",
-             _chart(m["recordsPerEntry"]["buckets"], "Records per entry", _records_label),
-             _chart(m["entrySizeBytes"]["buckets"], "Entry size", _size_label), "</div>",
-             _table([("ledgerId", "ledger"), ("entries", "entries"), ("batchedEntries", "batched"),
-                     ("unbatchedEntries", "unbatched"), ("records", "records"), ("bytes", "bytes"),
-                     ("entriesSaved", "entries saved"), ("decodeErrors", "decode errors")], m["ledgers"], searchable=False)]
+    parts = [
+        f"<details><summary><b>{title}</b> <span class=count>({m['log'] or 'unknown log'}, "
+        f"{len(m['ledgers']):,} ledgers, {m['entries']:,} entries)</span></summary><div class=charts>",
+        _chart(m["recordsPerEntry"]["buckets"], "Records per entry", _records_label),
+        _chart(m["entrySizeBytes"]["buckets"], "Entry size", _size_label),
+        "</div>",
+        _table(
+            [
+                ("ledgerId", "ledger"),
+                ("entries", "entries"),
+                ("batchedEntries", "batched"),
+                ("unbatchedEntries", "unbatched"),
+                ("records", "records"),
+                ("bytes", "bytes"),
+                ("entriesSaved", "entries saved"),
+                ("decodeErrors", "decode errors"),
+            ],
+            m["ledgers"],
+            searchable=False,
+        ),
+    ]
     if m["decodeErrorSamples"]:
-        items = "".join(f"<li><code>{escape(str(s['position']))}</code>: {escape(str(s['error']))}</li>" for s in m["decodeErrorSamples"])
-        parts.append(f"<p class=err>{m['decodeErrors']:,} entries could not be decoded, e.g.:</p><ul class=err>{items}</ul>")
+        items = "".join(
+            f"<li><code>{escape(str(s['position']))}</code>: {escape(str(s['error']))}</li>"
+            for s in m["decodeErrorSamples"]
+        )
+        parts.append(
+            f"<p class=err>{m['decodeErrors']:,} entries could not be decoded, e.g.:</p><ul class=err>{items}</ul>"
+        )
     parts.append("</details>")
     return "".join(parts)
 
@@ -225,7 +280,7 @@ def _chart(buckets, caption, label, trim: bool = True) -> str:
         previous = b["le"] if isinstance(b["le"], int) else previous
     if trim:
         used = [i for i, (_, n) in enumerate(named) if n]
-        named = named[used[0]:used[-1] + 1] if used else []
+        named = named[used[0] : used[-1] + 1] if used else []
     if not named:
         return f"<figure><figcaption>{escape(caption)}</figcaption><p>no decoded entries</p></figure>"
     peak = max(n for _, n in named) or 1
@@ -240,6 +295,8 @@ def _chart(buckets, caption, label, trim: bool = True) -> str:
             f'<rect x="{text_w}" y="{y + 3}" width="{w}" height="{ROW - 6}" fill="#3b7dd8"><title>{count:,}</title></rect>'
             f'<text x="{text_w + w + 4}" y="{y + 14}" class=count>{count:,}</text>'
         )
-    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{text_w + BAR_WIDTH + count_w}" height="{ROW * len(named) + 4}" '
-           f'font-size="12" font-family="system-ui,sans-serif" role="img" aria-label="{escape(caption)}">{"".join(bars)}</svg>')
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{text_w + BAR_WIDTH + count_w}" height="{ROW * len(named) + 4}" '
+        f'font-size="12" font-family="system-ui,sans-serif" role="img" aria-label="{escape(caption)}">{"".join(bars)}</svg>'
+    )
     return f"<figure><figcaption>{escape(caption)}</figcaption>{svg}</figure>"

@@ -7,6 +7,7 @@ Spark writes `_SUCCESS` and `.crc` files) and globs. Each file is one of:
 - readledger: `bookkeeper shell readledger -m -ef hex` text, for one managed ledger (--managed-ledger).
 A reader yields raw tuples (managedLedger, ledgerId, entryId, data, where, error) in file order.
 """
+
 from __future__ import annotations
 
 import glob
@@ -126,7 +127,9 @@ def detect_head(head: bytes, path: str, format_option: str | None = "--format") 
     raise DataError(f"{path} is neither a JSONL dump, Parquet nor readledger hex text{advice}")
 
 
-def check_inputs(files: list[InputFile], managed_ledger: str | None, forced_log: str | None, force_log: bool = False) -> None:
+def check_inputs(
+    files: list[InputFile], managed_ledger: str | None, forced_log: str | None, force_log: bool = False
+) -> None:
     """Fail before any work on what cannot be analyzed (Parquet without the columns, a
     readledger text without a managed-ledger name, a --log that the input's name contradicts)."""
     for f in files:
@@ -172,7 +175,9 @@ def _check_parquet(f: InputFile) -> None:
         raise DataError(f"{f.label} is not a readable Parquet file ({exc})") from None
     missing = [c for c in PARQUET_COLUMNS if c not in schema.names]
     if missing:
-        raise DataError(f"{f.label} lacks the Parquet column(s) {', '.join(missing)} (needs {', '.join(PARQUET_COLUMNS)})")
+        raise DataError(
+            f"{f.label} lacks the Parquet column(s) {', '.join(missing)} (needs {', '.join(PARQUET_COLUMNS)})"
+        )
     if pq.ParquetFile(f.path).metadata.num_rows == 0:
         raise EmptyInput(f.label, "the Parquet file has no rows")
 
@@ -228,8 +233,15 @@ def _read_parquet(f: InputFile, managed_ledger, advance, batch_rows, row_groups=
     rows = max(parquet.metadata.num_rows, 1)
     row = first_row
     for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=row_groups, columns=list(PARQUET_COLUMNS)):
-        yield from parquet_rows(batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist(),
-                                batch.column(3).to_pylist(), f.label, row, managed_ledger)
+        yield from parquet_rows(
+            batch.column(0).to_pylist(),
+            batch.column(1).to_pylist(),
+            batch.column(2).to_pylist(),
+            batch.column(3).to_pylist(),
+            f.label,
+            row,
+            managed_ledger,
+        )
         row += batch.num_rows
         if advance is not None:
             advance(size * batch.num_rows // rows)
@@ -273,7 +285,9 @@ def write_parquet(raw_tuples, out: str, row_group_rows: int = 4096) -> int:
     pq = pyarrow_parquet()
     import pyarrow as pa
 
-    schema = pa.schema([("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())])
+    schema = pa.schema(
+        [("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()), ("data", pa.binary())]
+    )
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     # hidden (input expansion skips it) and unique per thread: collect writes several at once
     tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.{os.getpid()}-{threading.get_ident()}.tmp")

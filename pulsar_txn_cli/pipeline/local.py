@@ -1,5 +1,6 @@
 """The local runner: one Python process, streaming, memory bounded by the number of managed
 ledgers and ledgers (never by the number of entries or records)."""
+
 from __future__ import annotations
 
 import os

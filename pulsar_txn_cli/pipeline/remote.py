@@ -7,6 +7,7 @@ from where Hadoop and Spark take them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
 environment, spark.hadoop.fs.s3a.* settings); the tool never reads or prints them. file:// URLs are
 plain local paths.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,11 +57,17 @@ def with_connector(urls: list[str], conf: dict) -> tuple[dict, str | None]:
     and a sentence saying so (None when nothing was added)."""
     if not any(u.lower().startswith("s3a:") for u in urls):
         return conf, None
-    if any(S3A_PACKAGE in conf.get(key, "") or "hadoop-aws" in conf.get(key, "") for key in ("spark.jars.packages", "spark.jars")):
+    if any(
+        S3A_PACKAGE in conf.get(key, "") or "hadoop-aws" in conf.get(key, "")
+        for key in ("spark.jars.packages", "spark.jars")
+    ):
         return conf, None
     package = f"{S3A_PACKAGE}:{hadoop_version()}"
     packages = ",".join(p for p in (conf.get("spark.jars.packages"), package) if p)
-    return {**conf, "spark.jars.packages": packages}, f"s3a:// needs Hadoop's S3A connector: added spark.jars.packages {package}"
+    return {
+        **conf,
+        "spark.jars.packages": packages,
+    }, f"s3a:// needs Hadoop's S3A connector: added spark.jars.packages {package}"
 
 
 def _fs(spark, url: str):
@@ -99,7 +106,7 @@ def expand(spark, urls: list[str], fmt: str = "auto"):
 
 def _walk_order(root: str, name: str):
     """The local expansion's order (os.walk, sorted): a folder's files, then its folders."""
-    parts = name[len(root):].strip("/").split("/") if name.startswith(root) else name.split("/")
+    parts = name[len(root) :].strip("/").split("/") if name.startswith(root) else name.split("/")
     return [(1, part) for part in parts[:-1]] + [(0, parts[-1])]
 
 
@@ -113,7 +120,7 @@ def _files(fs, statuses):
         while listing.hasNext():
             child = listing.next()
             name = child.getPath().toString()
-            if not any(part.startswith((".", "_")) for part in name[len(root):].split("/")):
+            if not any(part.startswith((".", "_")) for part in name[len(root) :].split("/")):
                 yield name, child.getLen()
 
 

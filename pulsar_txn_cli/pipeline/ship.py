@@ -10,6 +10,7 @@ The executors of a cluster need only PySpark, pyarrow and pandas: the driver shi
   (the same entries; only the wording of a malformed line's message may differ).
 The zip is built once per content and kept in the user's cache directory.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,10 @@ class Shipment:
         what = f"and the compiled modules {names} (used where the executors' Python matches)" if self.compiled else ""
         if not any(module == SCANNER for module, _ in self.compiled):
             what += "; no native scanner: the executors decode with the pure-Python path"
-        return (f"shipped to the executors: {os.path.basename(self.zip_path)} ({self.zip_bytes / 1e6:.1f} MB: "
-                f"pulsar_txn_cli and protobuf's Python runtime) {what}")
+        return (
+            f"shipped to the executors: {os.path.basename(self.zip_path)} ({self.zip_bytes / 1e6:.1f} MB: "
+            f"pulsar_txn_cli and protobuf's Python runtime) {what}"
+        )
 
     def names(self) -> tuple[tuple[str, str], ...]:
         """(module name, SparkFiles name) of the compiled modules, for the executors."""
@@ -59,7 +62,9 @@ def build(native: bool = True, cache_dir: str | None = None) -> Shipment:
     target = folder / f"pulsar_txn_cli-{__version__}-{digest.hexdigest()[:12]}.zip"
     if not target.exists():
         tmp = target.with_suffix(f".tmp-{os.getpid()}")
-        folders = sorted({arcname.rsplit("/", i)[0] + "/" for arcname, _ in sources for i in range(1, arcname.count("/") + 1)})
+        folders = sorted(
+            {arcname.rsplit("/", i)[0] + "/" for arcname, _ in sources for i in range(1, arcname.count("/") + 1)}
+        )
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
             for name in folders:  # zipimport finds namespace packages (google) only by their entries
                 out.writestr(zipfile.ZipInfo(name, _STAMP), b"")
@@ -83,7 +88,11 @@ def compiled_modules() -> tuple[tuple[str, str], ...]:
     from pulsar_txn_cli.pipeline import facts
 
     found = [(SCANNER, getattr(facts.NATIVE, "__file__", None)), ("orjson", getattr(orjson, "orjson", orjson).__file__)]
-    return tuple((module, path) for module, path in found if path and path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+    return tuple(
+        (module, path)
+        for module, path in found
+        if path and path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    )
 
 
 def _sources():
@@ -129,12 +138,14 @@ def load_compiled(shipped) -> str:
         return "native scanner"
     if not any(module == SCANNER for module, _ in shipped):
         return "pure-Python (no native scanner shipped)"
-    return f"pure-Python (the shipped scanner does not load in this Python, {importlib.machinery.EXTENSION_SUFFIXES[0]})"
+    return (
+        f"pure-Python (the shipped scanner does not load in this Python, {importlib.machinery.EXTENSION_SUFFIXES[0]})"
+    )
 
 
 def _load(module: str, name: str):
     """The compiled module in the shipped file `name`, or None where it does not fit this Python."""
-    if name[len(module.rsplit(".", 1)[-1]):] not in importlib.machinery.EXTENSION_SUFFIXES:
+    if name[len(module.rsplit(".", 1)[-1]) :] not in importlib.machinery.EXTENSION_SUFFIXES:
         return None  # built for another Python: its tag (e.g. .cpython-311-x86_64-linux-gnu.so) is not this one's
     from pyspark import SparkFiles
 

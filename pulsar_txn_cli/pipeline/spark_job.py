@@ -14,6 +14,7 @@ executors get it shipped, see ship.py):
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[*]' \\
         pulsar_txn_cli/pipeline/spark_job.py DUMP... --out result.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ def require_spark(needs: str = "--engine spark", otherwise: str = " or use --eng
         import pyspark  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError:
-        raise UsageError(f"{needs} needs PySpark and pyarrow, which are not installed: run `{INSTALL_HINT}`{otherwise}") from None
+        raise UsageError(
+            f"{needs} needs PySpark and pyarrow, which are not installed: run `{INSTALL_HINT}`{otherwise}"
+        ) from None
     if not java_available():
         raise UsageError(
             f"{needs} needs Java 17, which was not found (no java on PATH and no JAVA_HOME): "
@@ -85,7 +88,9 @@ class Session:
     them (ship.py; `shipment` says what). The JVM's own output (its warnings, Spark's errors)
     goes to `jvm_log`, not to stderr."""
 
-    def __init__(self, master: str = DEFAULT_MASTER, conf: dict | None = None, ship_native: bool = True, ship: bool = True):
+    def __init__(
+        self, master: str = DEFAULT_MASTER, conf: dict | None = None, ship_native: bool = True, ship: bool = True
+    ):
         self.master, self.conf, self.ship_native, self.ship = master, conf or {}, ship_native, ship
         self.spark, self.owned, self.shipment, self.jvm_log = None, False, None, None
 
@@ -101,7 +106,9 @@ class Session:
                 self.spark = self._start()
             except Exception as exc:  # the JVM did not start (a bad setting), or a package could not be resolved
                 where = f"Spark's own log: {self.jvm_log}" if self.jvm_log else None
-                raise PulsarTxnError(f"cannot start Spark ({self.master}): {failure_summary(exc)}", hint=where) from None
+                raise PulsarTxnError(
+                    f"cannot start Spark ({self.master}): {failure_summary(exc)}", hint=where
+                ) from None
             self.owned = True
         if self.ship and not is_local(self.spark.sparkContext.master):
             from pulsar_txn_cli.pipeline import ship
@@ -124,9 +131,13 @@ class Session:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Only errors from Spark's logs; and the C1 JIT only: the JVM merely schedules tasks and merges
         # small partial aggregates here, and C2 compilations cost more CPU than they save.
-        java = "-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), "log4j2.properties")
+        java = "-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=" + os.path.join(
+            os.path.dirname(__file__), "log4j2.properties"
+        )
         defaults = {
-            "spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java,
+            "spark.ui.showConsoleProgress": "false",
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": java,
         }
         conf = SparkConf(loadDefaults=False).setMaster(self.master).setAppName("pulsar-txn analyze")
         for key, value in {**defaults, **self.conf}.items():
@@ -154,12 +165,16 @@ def state_frame(spark, files: list[inputs.InputFile], managed_ledger=None, force
     from pulsar_txn_cli.pipeline import spark_tasks
 
     quiet_pandas_check()
-    units = [(f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)]
+    units = [
+        (f.label, os.path.abspath(f.path), f.fmt, group, first) for f in files for group, first in inputs.work_units(f)
+    ]
     tasks = min(len(units), max(1, spark.sparkContext.defaultParallelism))
     listing = spark.sparkContext.parallelize(units, tasks).toDF(
         "label string, path string, fmt string, `group` int, firstRow bigint"
     )
-    task = functools.partial(spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, compiled=compiled)
+    task = functools.partial(
+        spark_tasks.decode_units, managed_ledger=managed_ledger, forced_log=forced_log, compiled=compiled
+    )
     return listing.mapInArrow(task, spark_tasks.STATE_DDL)
 
 
@@ -177,7 +192,10 @@ def hadoop_frames(spark, files: list[inputs.InputFile], managed_ledger=None, for
     frames = []
     if parquet:
         rows = spark.read.parquet(*parquet).select(
-            *inputs.PARQUET_COLUMNS, F.col("_metadata.file_path").alias("path"), F.col("_metadata.row_index").alias("row"))
+            *inputs.PARQUET_COLUMNS,
+            F.col("_metadata.file_path").alias("path"),
+            F.col("_metadata.row_index").alias("row"),
+        )
         frames.append(rows.mapInArrow(functools.partial(spark_tasks.decode_rows, **options), spark_tasks.STATE_DDL))
     if text:
         whole = spark.read.format("binaryFile").load(list(text)).select("path", "content")
@@ -234,7 +252,9 @@ def total_distinct(state, counts: dict, registers: distinct.DistinctCounter) -> 
     return estimate, False
 
 
-def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None, shipment=None, decoders=None) -> dict:
+def run(
+    spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log=None, shipment=None, decoders=None
+) -> dict:
     """Analyze on the given SparkSession; returns the same report as local.run. `shipment`: what
     was shipped to the executors (Session.shipment); `decoders` (a Counter), if given, counts the
     tasks by the decoder they used."""
@@ -260,8 +280,19 @@ def run(spark, files: list[inputs.InputFile], *, managed_ledger=None, forced_log
     return analysis.build_report(rows, counts, total, samples, forced_log=forced_log, inputs=describe(files))
 
 
-def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, forced_log=None, progress=None,
-            tell=None, ship_native=True, urls=(), fmt="auto") -> dict:
+def analyze(
+    files,
+    *,
+    master=DEFAULT_MASTER,
+    conf=None,
+    managed_ledger=None,
+    forced_log=None,
+    progress=None,
+    tell=None,
+    ship_native=True,
+    urls=(),
+    fmt="auto",
+) -> dict:
     """`urls`: inputs on Hadoop file systems (remote.py), expanded once Spark runs;
     `progress` (optional): update(total=, completed=) with the tasks of the running stages;
     `tell` (optional): takes a sentence about what was shipped to the executors and what they used."""
@@ -274,14 +305,22 @@ def analyze(files, *, master=DEFAULT_MASTER, conf=None, managed_ledger=None, for
         try:
             files = with_urls(spark, files, urls, fmt, managed_ledger, forced_log)
             with watch(spark, progress):
-                report = run(spark, files, managed_ledger=managed_ledger, forced_log=forced_log,
-                             shipment=session.shipment, decoders=decoders)
+                report = run(
+                    spark,
+                    files,
+                    managed_ledger=managed_ledger,
+                    forced_log=forced_log,
+                    shipment=session.shipment,
+                    decoders=decoders,
+                )
         except PulsarTxnError:
             raise
         except Exception as exc:  # Py4JJavaError, PythonException...: one sentence, the logs named
             where = f"Spark's own log: {session.jvm_log}; " if session.owned else ""
-            raise PulsarTxnError(f"the Spark job failed: {failure_summary(exc)}",
-                                 hint=f"{where}the executors' logs are in the workers' work directories") from exc
+            raise PulsarTxnError(
+                f"the Spark job failed: {failure_summary(exc)}",
+                hint=f"{where}the executors' logs are in the workers' work directories",
+            ) from exc
     if tell is not None:
         tell(describe_decoders(decoders))
     return report
@@ -294,7 +333,7 @@ def failure_summary(exc: Exception) -> str:
 
     lines = [line.strip().lstrip(": ") for line in str(exc).splitlines() if line.strip()]  # py4j: ": java.io..."
     found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
-    text = (found[-1] if found else lines[0] if lines else type(exc).__name__)
+    text = found[-1] if found else lines[0] if lines else type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -311,7 +350,9 @@ def with_urls(spark, files: list, urls, fmt: str, managed_ledger, forced_log) ->
 
 
 def describe_decoders(decoders: Counter) -> str:
-    return "executors decoded with: " + "; ".join(f"{name} ({n} task{'s' if n != 1 else ''})" for name, n in sorted(decoders.items()))
+    return "executors decoded with: " + "; ".join(
+        f"{name} ({n} task{'s' if n != 1 else ''})" for name, n in sorted(decoders.items())
+    )
 
 
 class watch:
@@ -338,8 +379,9 @@ class watch:
                 return
             stages = [s for s in stages if s is not None]
             if stages:
-                self.progress.update(total=sum(s.numTasks for s in stages),
-                                     completed=sum(s.numCompletedTasks for s in stages))
+                self.progress.update(
+                    total=sum(s.numTasks for s in stages), completed=sum(s.numCompletedTasks for s in stages)
+                )
 
     def __exit__(self, *exc):
         if self.thread is not None:
@@ -357,8 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", default="auto", choices=inputs.FORMATS)
     parser.add_argument("--managed-ledger", help="managed-ledger name for readledger text")
     parser.add_argument("--log", choices=("tc", "pending-ack"), help="force the log kind")
-    parser.add_argument("--pure-python", action="store_true",
-                        help="ship no native scanner: a cluster's executors decode with the pure-Python path")
+    parser.add_argument(
+        "--pure-python",
+        action="store_true",
+        help="ship no native scanner: a cluster's executors decode with the pure-Python path",
+    )
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
 
@@ -374,14 +419,22 @@ def main(argv: list[str] | None = None) -> int:
         if session.shipment is not None:
             print(session.shipment.describe(), file=sys.stderr)
         files = with_urls(spark, files, urls, args.format, args.managed_ledger, args.log)
-        report = run(spark, files, managed_ledger=args.managed_ledger, forced_log=args.log,
-                     shipment=session.shipment, decoders=decoders)
+        report = run(
+            spark,
+            files,
+            managed_ledger=args.managed_ledger,
+            forced_log=args.log,
+            shipment=session.shipment,
+            decoders=decoders,
+        )
     print(describe_decoders(decoders), file=sys.stderr)
     with open(args.out, "wb") as out:
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     totals = report["totals"]
-    print(f"analyzed {totals['entries']} entries ({totals['records']} records) of {totals['managedLedgers']} "
-          f"managed ledgers into {args.out}")
+    print(
+        f"analyzed {totals['entries']} entries ({totals['records']} records) of {totals['managedLedgers']} "
+        f"managed ledgers into {args.out}"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ runner does): the entries never pass through the JVM, which would cost more CPU 
 them. Kept apart from spark_job.py so that these functions are pickled by reference when
 spark_job.py runs as a spark-submit script.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -29,16 +30,40 @@ from pulsar_txn_cli.pipeline.ship import load_compiled
 BATCH = 8192
 
 STATE_SCHEMA = pa.schema(
-    [("kind", pa.string()), ("managedLedger", pa.string()), ("ledgerId", pa.int64()), ("entryId", pa.int64()),
-     *[(name, pa.int64()) for name in COUNTERS],
-     ("first", pa.int64()), ("last", pa.int64()), ("codes", pa.binary()), ("hashes", pa.binary()),
-     ("overflow", pa.bool_()), ("transactions", pa.int64()), ("position", pa.string()), ("error", pa.string()),
-     ("decoder", pa.string())]
+    [
+        ("kind", pa.string()),
+        ("managedLedger", pa.string()),
+        ("ledgerId", pa.int64()),
+        ("entryId", pa.int64()),
+        *[(name, pa.int64()) for name in COUNTERS],
+        ("first", pa.int64()),
+        ("last", pa.int64()),
+        ("codes", pa.binary()),
+        ("hashes", pa.binary()),
+        ("overflow", pa.bool_()),
+        ("transactions", pa.int64()),
+        ("position", pa.string()),
+        ("error", pa.string()),
+        ("decoder", pa.string()),
+    ]
 )
 STATE_DDL = ", ".join(
-    ["kind string", "managedLedger string", "ledgerId bigint", "entryId bigint", *[f"{name} bigint" for name in COUNTERS],
-     "first bigint", "last bigint", "codes binary", "hashes binary", "overflow boolean", "transactions bigint",
-     "position string", "error string", "decoder string"]
+    [
+        "kind string",
+        "managedLedger string",
+        "ledgerId bigint",
+        "entryId bigint",
+        *[f"{name} bigint" for name in COUNTERS],
+        "first bigint",
+        "last bigint",
+        "codes binary",
+        "hashes binary",
+        "overflow boolean",
+        "transactions bigint",
+        "position string",
+        "error string",
+        "decoder string",
+    ]
 )
 _NAMES = STATE_SCHEMA.names
 
@@ -47,6 +72,7 @@ def decode_units(batches, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over work units (label, path, fmt, group, firstRow): each is a Parquet row group
     or a whole JSONL / readledger file, read on the executor with the local runner's readers.
     `compiled`: the compiled modules shipped to a cluster's executors (ship.Shipment.names)."""
+
     def raws():
         for batch in batches:
             for label, path, fmt, group, first in zip(*(batch.column(i).to_pylist() for i in range(5))):
@@ -58,6 +84,7 @@ def decode_units(batches, managed_ledger=None, forced_log=None, compiled=()):
 def decode_rows(batches, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over Parquet rows that Spark read from a Hadoop file system: managedLedger,
     ledgerId, entryId, data, the file's URL and the row's index in it."""
+
     def raws():
         for batch in batches:
             for ml, lid, eid, data, path, row in zip(*(batch.column(i).to_pylist() for i in range(6))):
@@ -69,6 +96,7 @@ def decode_rows(batches, managed_ledger=None, forced_log=None, compiled=()):
 def decode_files(batches, formats, managed_ledger=None, forced_log=None, compiled=()):
     """mapInArrow over whole text files that Spark read from a Hadoop file system (binaryFile:
     path, content); `formats` gives each URL's format."""
+
     def raws():
         for batch in batches:
             for path, content in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
@@ -114,8 +142,16 @@ def state_batches(aggregator: Aggregator, *, merged: bool, decoders=()):
 
     rows: list[dict] = [{"kind": "decoder", "decoder": decoder} for decoder in decoders]
     for (ml, lid), row in aggregator.rows.items():
-        rows.append({"kind": "ledger", "managedLedger": ml, "ledgerId": lid, **dict(zip(COUNTERS, row.counters)),
-                     "first": row.first, "last": row.last})
+        rows.append(
+            {
+                "kind": "ledger",
+                "managedLedger": ml,
+                "ledgerId": lid,
+                **dict(zip(COUNTERS, row.counters)),
+                "first": row.first,
+                "last": row.last,
+            }
+        )
     for ml, counter in aggregator.distinct.items():
         out = {"kind": "distinct", "managedLedger": ml}
         exact = counter.exact
@@ -128,10 +164,12 @@ def state_batches(aggregator: Aggregator, *, merged: bool, decoders=()):
             out.update(codes=counter.codes(), overflow=True)
         rows.append(out)
     for ml, samples in aggregator.first_samples().items():
-        rows.extend({"kind": "error", "managedLedger": ml, "ledgerId": lid, "entryId": eid, "position": where, "error": message}
-                    for lid, eid, where, message in samples)
+        rows.extend(
+            {"kind": "error", "managedLedger": ml, "ledgerId": lid, "entryId": eid, "position": where, "error": message}
+            for lid, eid, where, message in samples
+        )
     for start in range(0, len(rows), BATCH):
-        chunk = rows[start:start + BATCH]
+        chunk = rows[start : start + BATCH]
         yield pa.RecordBatch.from_arrays(
             [pa.array([r.get(name) for r in chunk], type=field.type) for name, field in zip(_NAMES, STATE_SCHEMA)],
             schema=STATE_SCHEMA,

@@ -13,8 +13,14 @@ TOKEN = "s3cr3t-T0KEN.abcdef"
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     """No stray configuration from the machine: a private HOME, state dir and no target variables."""
-    for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_TXN_TOKEN",
-                 "PULSAR_TXN_TOKEN_FILE", "PULSAR_CLIENT_CONF"):
+    for name in (
+        "PULSAR_TXN_ADMIN_URL",
+        "PULSAR_TXN_ENGINE_DIR",
+        "PULSAR_TXN_CONTEXT",
+        "PULSAR_TXN_TOKEN",
+        "PULSAR_TXN_TOKEN_FILE",
+        "PULSAR_CLIENT_CONF",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
@@ -41,9 +47,27 @@ def self_signed(tmp_path_factory):
     cert, key = directory / "cert.pem", directory / "key.pem"
     try:
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-            check=True, capture_output=True)
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+            ],
+            check=True,
+            capture_output=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         pytest.fail("the openssl CLI is needed to make a test certificate (Debian: apt-get install openssl)")
     return Path(cert), Path(key)

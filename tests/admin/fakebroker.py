@@ -5,6 +5,7 @@ one) and it lets the tests script situations a real broker reaches only slowly: 
 reopens a store, a dynamic setting changed elsewhere, ambiguous pending-ack names. Its shapes
 follow pulsar-facts.md §6-7. It is a stand-in, not the engine: the both-backends tests use the engine.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,32 @@ pulsar_txn_tc_bufferedwriter_flush_trigger_large_data_total{cluster="standalone"
 
 
 def ml_stats(name: str, ledgers: list[int]) -> dict:
-    return {"managedLedgerName": name, "managedLedgerInternalStats": {
-        "entriesAddedCounter": 3, "numberOfEntries": 3, "totalSize": 300, "currentLedgerEntries": 0, "currentLedgerSize": 0,
-        "lastLedgerCreatedTimestamp": "2026-01-01T00:00:00Z", "waitingCursorsCount": 0, "pendingAddEntriesCount": 0,
-        "lastConfirmedEntry": f"{ledgers[-1]}:-1", "state": "LedgerOpened",
-        "ledgers": [{"ledgerId": l, "entries": 1, "size": 100, "offloaded": False, "underReplicated": False} for l in ledgers],
-        "cursors": {"transaction.subscription": {"markDeletePosition": f"{ledgers[0]}:0", "readPosition": f"{ledgers[-1]}:0",
-                                                 "individuallyDeletedMessages": "[]"}}}}
+    return {
+        "managedLedgerName": name,
+        "managedLedgerInternalStats": {
+            "entriesAddedCounter": 3,
+            "numberOfEntries": 3,
+            "totalSize": 300,
+            "currentLedgerEntries": 0,
+            "currentLedgerSize": 0,
+            "lastLedgerCreatedTimestamp": "2026-01-01T00:00:00Z",
+            "waitingCursorsCount": 0,
+            "pendingAddEntriesCount": 0,
+            "lastConfirmedEntry": f"{ledgers[-1]}:-1",
+            "state": "LedgerOpened",
+            "ledgers": [
+                {"ledgerId": l, "entries": 1, "size": 100, "offloaded": False, "underReplicated": False}
+                for l in ledgers
+            ],
+            "cursors": {
+                "transaction.subscription": {
+                    "markDeletePosition": f"{ledgers[0]}:0",
+                    "readPosition": f"{ledgers[-1]}:0",
+                    "individuallyDeletedMessages": "[]",
+                }
+            },
+        },
+    }
 
 
 class FakeBroker:
@@ -51,16 +71,21 @@ class FakeBroker:
         self.version = version
         self.clock = T0
         self.dynamic: dict[str, str] = {}
-        self.runtime = {"transactionLogBatchedWriteEnabled": "false", "transactionPendingAckBatchedWriteEnabled": "false",
-                        "transactionCoordinatorEnabled": "true"}
+        self.runtime = {
+            "transactionLogBatchedWriteEnabled": "false",
+            "transactionPendingAckBatchedWriteEnabled": "false",
+            "transactionCoordinatorEnabled": "true",
+        }
         self.coordinators = {i: self._opened() for i in range(coordinators)}
         self.subscriptions = {
             "persistent://public/default/my-topic": ["my-sub"],
             "persistent://public/default/a-b": ["c-d"],
             "persistent://public/default/a": ["x"],
         }
-        self.pending_ack = {("persistent://public/default/my-topic", "my-sub"): self._opened(),
-                            ("persistent://public/default/a-b", "c-d"): self._opened()}
+        self.pending_ack = {
+            ("persistent://public/default/my-topic", "my-sub"): self._opened(),
+            ("persistent://public/default/a-b", "c-d"): self._opened(),
+        }
         self.unloaded: list[str] = []
         self.extra_routes: list = []  # a test's own routes, tried first
         self.server = ScriptedServer(self.handle)
@@ -90,7 +115,10 @@ class FakeBroker:
         for pattern, method, fn in [*self.extra_routes, *self.routes()]:
             match = re.fullmatch(pattern, path)
             if match and method == request.method:
-                answer = fn(*[unquote(g) for g in match.groups()], **({"query": query} if "query" in fn.__code__.co_varnames else {}))
+                answer = fn(
+                    *[unquote(g) for g in match.groups()],
+                    **({"query": query} if "query" in fn.__code__.co_varnames else {}),
+                )
                 if isinstance(answer, tuple):
                     return answer
                 if isinstance(answer, str):
@@ -103,15 +131,54 @@ class FakeBroker:
         topic = r"([^/]+)/([^/]+)/([^/]+)"
         return [
             (f"{txn}/coordinatorStats", "GET", self.coordinator_stats),
-            (f"{txn}/coordinatorInternalStats/(\\d+)", "GET", lambda i: {"transactionLogStats": ml_stats(f"pulsar/system/persistent/__transaction_log_{i}", [10, 12])}),
+            (
+                f"{txn}/coordinatorInternalStats/(\\d+)",
+                "GET",
+                lambda i: {
+                    "transactionLogStats": ml_stats(f"pulsar/system/persistent/__transaction_log_{i}", [10, 12])
+                },
+            ),
             (f"{txn}/pendingAckStats/{topic}/([^/]+)", "GET", self.pending_ack_stats),
-            (f"{txn}/pendingAckInternalStats/{topic}/([^/]+)", "GET", lambda t, n, l, s: {"pendingAckLogStats": ml_stats(f"{t}/{n}/persistent/{l}-{s}__transaction_pending_ack", [20])}),
+            (
+                f"{txn}/pendingAckInternalStats/{topic}/([^/]+)",
+                "GET",
+                lambda t, n, l, s: {
+                    "pendingAckLogStats": ml_stats(f"{t}/{n}/persistent/{l}-{s}__transaction_pending_ack", [20])
+                },
+            ),
             (f"{txn}/transactionMetadata/(\\d+)/(\\d+)", "GET", self.txn_meta),
             (f"{txn}/slowTransactions/(\\d+)", "GET", lambda ms, query=None: {"(0,7)": self.txn_meta("0", "7")}),
-            (f"{txn}/transactionBufferStats/{topic}", "GET", lambda t, n, l: {"state": "Ready", "maxReadPosition": "30:4", "lastSnapshotTimestamps": T0, "ongoingTxnSize": 0, "recoverStartTime": T0, "recoverEndTime": T0 + 1}),
-            (f"{txn}/transactionBufferInternalStats/{topic}", "GET", lambda t, n, l: (405, {}, {"reason": "Snapshot segment is not enabled"})),
-            (r"/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions", "GET", lambda: {"partitions": len(self.coordinators)}),
-            (r"/lookup/v2/topic/persistent/" + topic, "GET", lambda t, n, l: {"brokerUrl": "pulsar://127.0.0.1:6650", "httpUrl": self.url, "nativeUrl": "pulsar://127.0.0.1:6650"}),
+            (
+                f"{txn}/transactionBufferStats/{topic}",
+                "GET",
+                lambda t, n, l: {
+                    "state": "Ready",
+                    "maxReadPosition": "30:4",
+                    "lastSnapshotTimestamps": T0,
+                    "ongoingTxnSize": 0,
+                    "recoverStartTime": T0,
+                    "recoverEndTime": T0 + 1,
+                },
+            ),
+            (
+                f"{txn}/transactionBufferInternalStats/{topic}",
+                "GET",
+                lambda t, n, l: (405, {}, {"reason": "Snapshot segment is not enabled"}),
+            ),
+            (
+                r"/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions",
+                "GET",
+                lambda: {"partitions": len(self.coordinators)},
+            ),
+            (
+                r"/lookup/v2/topic/persistent/" + topic,
+                "GET",
+                lambda t, n, l: {
+                    "brokerUrl": "pulsar://127.0.0.1:6650",
+                    "httpUrl": self.url,
+                    "nativeUrl": "pulsar://127.0.0.1:6650",
+                },
+            ),
             (r"/admin/v2/tenants", "GET", lambda: ["public", "pulsar"]),
             (r"/admin/v2/namespaces/([^/]+)", "GET", lambda t: [f"{t}/default"] if t == "public" else [f"{t}/system"]),
             (r"/admin/v2/namespaces/([^/]+)/([^/]+)/topics", "GET", self.namespace_topics),
@@ -122,7 +189,11 @@ class FakeBroker:
             (r"/admin/v2/brokers/configuration/runtime", "GET", lambda: {**self.runtime, **self.dynamic}),
             (r"/admin/v2/brokers/configuration/([^/]+)/([^/]+)", "POST", self.update_config),
             (r"/admin/v2/clusters", "GET", lambda: ["standalone"]),
-            (r"/admin/v2/clusters/standalone", "GET", lambda: {"serviceUrl": self.url, "brokerServiceUrl": "pulsar://127.0.0.1:6650"}),
+            (
+                r"/admin/v2/clusters/standalone",
+                "GET",
+                lambda: {"serviceUrl": self.url, "brokerServiceUrl": "pulsar://127.0.0.1:6650"},
+            ),
             (r"/admin/v2/brokers/standalone", "GET", lambda: [self.url.split("://")[1]]),
             (r"/metrics/?", "GET", lambda: METRICS),
             (r"/admin/v2/brokers/version", "GET", lambda: self.version),
@@ -137,24 +208,39 @@ class FakeBroker:
     def coordinator_stats(self, query):
         if "coordinatorId" in query:
             i = int(query["coordinatorId"])
-            return self._coordinator(i) if i in self.coordinators else (404, {}, {"reason": f"Transaction coordinator {i} not found"})
+            return (
+                self._coordinator(i)
+                if i in self.coordinators
+                else (404, {}, {"reason": f"Transaction coordinator {i} not found"})
+            )
         return {str(i): self._coordinator(i) for i in self.coordinators}
 
     def pending_ack_stats(self, tenant, ns, local, sub, query):
         key = (f"persistent://{tenant}/{ns}/{local}", sub)
         if key not in self.pending_ack:
             return 404, {}, {"reason": "Subscription not found"}
-        return {"state": "Ready", "lowWaterMarks": {"0": 0} if query.get("lowWaterMarks") == "true" else None,
-                "ongoingTxnSize": 0, **self.pending_ack[key]}
+        return {
+            "state": "Ready",
+            "lowWaterMarks": {"0": 0} if query.get("lowWaterMarks") == "true" else None,
+            "ongoingTxnSize": 0,
+            **self.pending_ack[key],
+        }
 
     def txn_meta(self, most, least):
-        return {"txnId": f"({most},{least})", "status": "OPEN", "openTimestamp": T0, "timeoutAt": T0 + 60_000,
-                "producedPartitions": {"persistent://public/default/my-topic": {"startPosition": "30:0", "aborted": False}},
-                "ackedPartitions": {"persistent://public/default/my-topic": {"my-sub": {"cumulativeAckPosition": None}}}}
+        return {
+            "txnId": f"({most},{least})",
+            "status": "OPEN",
+            "openTimestamp": T0,
+            "timeoutAt": T0 + 60_000,
+            "producedPartitions": {"persistent://public/default/my-topic": {"startPosition": "30:0", "aborted": False}},
+            "ackedPartitions": {"persistent://public/default/my-topic": {"my-sub": {"cumulativeAckPosition": None}}},
+        }
 
     def namespace_topics(self, tenant, ns, query):
         if f"{tenant}/{ns}" == "pulsar/system":
-            names = [f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in self.coordinators]
+            names = [
+                f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in self.coordinators
+            ]
             names += [f"persistent://pulsar/system/__transaction_log_{i}" for i in self.coordinators]
             return names if query.get("includeSystemTopic") == "true" else []
         names = [t for t in self.subscriptions if t.startswith(f"persistent://{tenant}/{ns}/")]

@@ -4,6 +4,7 @@
 (status, headers, body) or one of the actions DROP (close the socket without answering) and
 ("sleep", seconds, answer). Every request is recorded with its headers.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ class ScriptedServer:
 
             def _any(self):
                 length = int(self.headers.get("Content-Length") or 0)
-                request = Request(self.command, self.path, dict(self.headers), self.rfile.read(length) if length else b"")
+                request = Request(
+                    self.command, self.path, dict(self.headers), self.rfile.read(length) if length else b""
+                )
                 owner.requests.append(request)
                 answer = owner.handler(request)
                 if isinstance(answer, tuple) and answer and answer[0] == "sleep":

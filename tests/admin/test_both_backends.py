@@ -3,6 +3,7 @@
 In process (--engine-dir: the engine's router called directly) and over HTTP (--admin-url to
 admin/server.py serving the same engine directory on 127.0.0.1, port 0).
 """
+
 import re
 import shutil
 
@@ -40,8 +41,15 @@ FAILING_COMMANDS = [
 
 @pytest.fixture(scope="module")
 def engine_dir(tmp_path_factory):
-    return simulate_into(tmp_path_factory.mktemp("engine") / "engine", coordinators=2,
-                         transactions=40, concurrency=4, topics=2, subscriptions=2, seed=7)
+    return simulate_into(
+        tmp_path_factory.mktemp("engine") / "engine",
+        coordinators=2,
+        transactions=40,
+        concurrency=4,
+        topics=2,
+        subscriptions=2,
+        seed=7,
+    )
 
 
 def without_local_fields(value):
@@ -92,11 +100,16 @@ def test_subscriptions_found(cli, engine_dir):
 @pytest.mark.parametrize("log", ["tc", "pending-ack"])
 def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     """The same sequence on two copies of the engine, one per backend, ends in the same judgement."""
+
     def sequence(target, state):
         # Each copy keeps its own records: the copies share the engine's identity (#13.1), and one
         # sequence's record would otherwise be the other's "change made outside pulsar-txn".
-        steps = [[f"set-txn-{log}-batch-log", "--enable"], [f"get-txn-{log}-batch-log-stat"],
-                 [f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes"], [f"get-txn-{log}-batch-log-stat"]]
+        steps = [
+            [f"set-txn-{log}-batch-log", "--enable"],
+            [f"get-txn-{log}-batch-log-stat"],
+            [f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes"],
+            [f"get-txn-{log}-batch-log-stat"],
+        ]
         outputs = [cli([*step, *target, "-o", "json"], env={"XDG_STATE_HOME": str(state)}) for step in steps]
         for output in outputs:
             assert output.exit_code == 0, output.stderr
@@ -108,7 +121,11 @@ def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     with server.start(str(tmp_path / "http")) as served:  # one server: the target (and its state file) stays the same
         results.append(sequence(["--admin-url", served.url], tmp_path / "http-state"))
     assert results[0] == results[1]
-    flag, array = ("txnTcBatchLogEnabled", "coodinatorArray") if log == "tc" else ("txnPendingAckBatchLogEnabled", "subscriptionArray")
+    flag, array = (
+        ("txnTcBatchLogEnabled", "coodinatorArray")
+        if log == "tc"
+        else ("txnPendingAckBatchLogEnabled", "subscriptionArray")
+    )
     before_reload, after_reload = results[0][1], results[0][3]
     assert before_reload[flag] is True and after_reload[flag] is True
     assert all(v is False for item in before_reload[array] for v in item.values())
@@ -139,7 +156,10 @@ def test_abort_transaction_asks_first_and_aborts(cli, tmp_path):
     most, least = 0, got[0]
     refused = cli(["abort-transaction", f"({most},{least})", "--engine-dir", engine])
     assert refused.exit_code == 2 and "--yes" in refused.stderr
-    assert cli(["transaction-metadata", f"({most},{least})", "--engine-dir", engine, "-o", "json"]).json()["status"] == "OPEN"
+    assert (
+        cli(["transaction-metadata", f"({most},{least})", "--engine-dir", engine, "-o", "json"]).json()["status"]
+        == "OPEN"
+    )
     done = cli(["abort-transaction", "-m", most, "-l", least, "--yes", "--engine-dir", engine, "-o", "json"])
     assert done.exit_code == 0, done.stderr
     assert done.json()["aborted"] is True
@@ -168,7 +188,7 @@ def test_scale_transaction_coordinators_grows_and_never_shrinks(cli, tmp_path):
     for backend in ("engine", "http"):
         directory = tmp_path / backend
         assert cli(["engine", "init", "--coordinators", "2", "--engine-dir", directory]).exit_code == 0
-        with (server.start(str(directory)) if backend == "http" else contextlib.nullcontext()) as served:
+        with server.start(str(directory)) if backend == "http" else contextlib.nullcontext() as served:
             target = ["--engine-dir", str(directory)] if backend == "engine" else ["--admin-url", served.url]
             refused = cli(["scale-transactionCoordinators", "-r", "3", *target])
             assert refused.exit_code == 2 and "--yes" in refused.stderr  # asks first: it cannot be undone

@@ -1,5 +1,6 @@
 """A broker older than PIP-160 (2.10) over REST: the stand-in broker answers as 2.10.5 did on the real
 one (tests/integration/test_versions.py), with neither batch-log setting; plus Jersey's own 404."""
+
 import pytest
 
 from pulsar_txn_cli.admin import features
@@ -50,17 +51,41 @@ def test_the_downgrade_check_is_not_blocked_by_the_missing_setting(run):
     assert not [p for p in verdict["problems"] if "BatchedWriteEnabled" in p], verdict["problems"]
 
 
-@pytest.mark.parametrize(("version", "lacks"), [("2.10.5", True), ("2.10", True), ("2.11.0", False), ("4.0.7-SNAPSHOT", False),
-                                                ("3.0.0", False), (None, False), ("garbage", False)])
+@pytest.mark.parametrize(
+    ("version", "lacks"),
+    [
+        ("2.10.5", True),
+        ("2.10", True),
+        ("2.11.0", False),
+        ("4.0.7-SNAPSHOT", False),
+        ("3.0.0", False),
+        (None, False),
+        ("garbage", False),
+    ],
+)
 def test_which_releases_lack_batched_logs(version, lacks):
     assert features.lacks_batched_logs(version) is lacks
 
 
 def test_a_missing_endpoint_is_named():
     jersey = b'{ "servlet":"org.glassfish.jersey.servlet.ServletContainer-1", "message":"Not Found", "url":"/x", "status":"404" }'
-    error = http_failure(404, "GET", "/admin/v3/transactions/transactionBufferInternalStats/public/default/t", "cluster http://b:8080", jersey)
-    assert str(error).startswith("cluster http://b:8080 has no /admin/v3/transactions/transactionBufferInternalStats endpoint (404)")
-    pulsar = http_failure(404, "GET", "/admin/v3/transactions/transactionMetadata/0/9", "cluster http://b:8080", b'{"reason": "not found"}')
+    error = http_failure(
+        404,
+        "GET",
+        "/admin/v3/transactions/transactionBufferInternalStats/public/default/t",
+        "cluster http://b:8080",
+        jersey,
+    )
+    assert str(error).startswith(
+        "cluster http://b:8080 has no /admin/v3/transactions/transactionBufferInternalStats endpoint (404)"
+    )
+    pulsar = http_failure(
+        404,
+        "GET",
+        "/admin/v3/transactions/transactionMetadata/0/9",
+        "cluster http://b:8080",
+        b'{"reason": "not found"}',
+    )
     assert "has no" not in str(pulsar) and "check the transaction id" in str(pulsar)
 
 
@@ -70,5 +95,9 @@ def test_an_authorization_401_says_the_role_lacks_permission():
     error = str(http_failure(401, "GET", "/admin/v3/transactions/coordinatorStats", "cluster https://b:8443", body))
     assert "the token's role lacks permission (401)" in error and "superUserRoles" in error
     assert "check the token" not in error
-    unauthenticated = str(http_failure(401, "GET", "/admin/v2/clusters", "cluster https://b:8443", b'{"reason": "Authentication required"}'))
+    unauthenticated = str(
+        http_failure(
+            401, "GET", "/admin/v2/clusters", "cluster https://b:8443", b'{"reason": "Authentication required"}'
+        )
+    )
     assert "unauthenticated (401)" in unauthenticated and "check the token" in unauthenticated

@@ -1,4 +1,5 @@
 """Every admin command over REST against the stand-in broker (fakebroker.py), through the real CLI."""
+
 import pytest
 
 from tests.admin.conftest import TOKEN
@@ -15,6 +16,7 @@ def broker():
 def run(cli, broker):
     def run(*args, input=None):
         return cli([*args, "--admin-url", broker.url, "--token", TOKEN], input=input)
+
     return run
 
 
@@ -25,8 +27,10 @@ def ok(result):
 
 def test_coordinators_list(run, broker):
     result = ok(run("coordinators-list", "-o", "json"))
-    assert result.json() == [{"id": 0, "brokerServiceUrl": "pulsar://127.0.0.1:6650", "webServiceUrl": broker.url},
-                             {"id": 1, "brokerServiceUrl": "pulsar://127.0.0.1:6650", "webServiceUrl": broker.url}]
+    assert result.json() == [
+        {"id": 0, "brokerServiceUrl": "pulsar://127.0.0.1:6650", "webServiceUrl": broker.url},
+        {"id": 1, "brokerServiceUrl": "pulsar://127.0.0.1:6650", "webServiceUrl": broker.url},
+    ]
     assert f"target: cluster {broker.url}" in result.stderr
 
 
@@ -50,7 +54,17 @@ def test_coordinator_internal_stats(run):
 def test_pending_ack_stats_and_internal_stats(run):
     stats = ok(run("pending-ack-stats", "-t", "my-topic", "-s", "my-sub", "-l", "-o", "json")).json()
     assert stats["state"] == "Ready" and stats["lowWaterMarks"] == {"0": 0}
-    internal = ok(run("pending-ack-internal-stats", "-t", "persistent://public/default/my-topic", "--subscription-name", "my-sub", "-o", "json")).json()
+    internal = ok(
+        run(
+            "pending-ack-internal-stats",
+            "-t",
+            "persistent://public/default/my-topic",
+            "--subscription-name",
+            "my-sub",
+            "-o",
+            "json",
+        )
+    ).json()
     assert internal["pendingAckLogStats"]["managedLedgerName"].endswith("my-topic-my-sub__transaction_pending_ack")
 
 
@@ -87,13 +101,21 @@ def test_subscriptions_resolves_dashes_and_orphans(run):
     found = {(d["topic"], d["subscription"], d["status"]) for d in data}
     assert ("persistent://public/default/a-b", "c-d", "ok") in found  # not a / b-c-d: topic a has no such subscription
     assert ("persistent://public/default/my-topic", "my-sub", "ok") in found
-    assert [d["status"] for d in data if d["pendingAckTopic"].endswith("/gone-sub__transaction_pending_ack")] == ["orphan"]
+    assert [d["status"] for d in data if d["pendingAckTopic"].endswith("/gone-sub__transaction_pending_ack")] == [
+        "orphan"
+    ]
     assert "orphan" in result.stderr
 
 
 def test_every_command_renders_all_formats(run):
-    for args in (["coordinators-list"], ["coordinator-stats"], ["subscriptions"], ["metrics"],
-                 ["get-txn-tc-batch-log-stat"], ["get-txn-pending-ack-batch-log-stat"]):
+    for args in (
+        ["coordinators-list"],
+        ["coordinator-stats"],
+        ["subscriptions"],
+        ["metrics"],
+        ["get-txn-tc-batch-log-stat"],
+        ["get-txn-pending-ack-batch-log-stat"],
+    ):
         for fmt in ("table", "json", "jsonl"):
             ok(run(*args, "-o", fmt))
 
@@ -101,7 +123,12 @@ def test_every_command_renders_all_formats(run):
 def test_metrics_summary_and_delay_warning(run):
     result = ok(run("metrics", "-o", "json"))
     [tc] = result.json()
-    assert tc["log"] == "tc" and tc["batches"] == 4 and tc["avgRecordsPerBatch"] == 10.0 and tc["avgBytesPerBatch"] == 500.0
+    assert (
+        tc["log"] == "tc"
+        and tc["batches"] == 4
+        and tc["avgRecordsPerBatch"] == 10.0
+        and tc["avgBytesPerBatch"] == 500.0
+    )
     assert tc["flushTriggerShare"] == {"maxRecords": 0.25, "maxSize": 0.0, "maxDelay": 0.75, "largeData": 0.0}
     assert tc["avgOldestRecordDelayMs"] == 2.0 and tc["delayHistogramBlind"] is True
     assert "buckets are in seconds" in result.stderr
@@ -123,7 +150,9 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
     partial = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()
     assert partial["coodinatorArray"] == [{"0": False}, {"1": True}]
     ok(run("set-txn-tc-batch-log", "--enable", "true", "--reload", "--yes"))
-    assert broker.unloaded[-2:] == [f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in (0, 1)]
+    assert broker.unloaded[-2:] == [
+        f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in (0, 1)
+    ]
     after = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()
     assert after["coodinatorArray"] == [{"0": True}, {"1": True}]
     assert after["brokers"][0]["batches"] == 4
@@ -151,8 +180,12 @@ def _replaying(broker, answers: list[str]):
 
     def stats(query=None):
         state = states.pop(0) if states else "Ready"
-        return {"state": state, "ongoingTxnSize": 0,
-                **broker.pending_ack[("persistent://public/default/my-topic", "my-sub")]}
+        return {
+            "state": state,
+            "ongoingTxnSize": 0,
+            **broker.pending_ack[("persistent://public/default/my-topic", "my-sub")],
+        }
+
     broker.extra_routes = [(r"/admin/v3/transactions/pendingAckStats/public/default/my-topic/my-sub", "GET", stats)]
 
 
@@ -173,8 +206,13 @@ def test_reload_leaves_a_store_that_never_gets_ready_alone(run, broker, monkeypa
     assert broker.unloaded == ["persistent://public/default/a-b"]
     assert "not Ready" in result.stderr and "rerun with --reload later" in result.stderr
     skipped = [r for r in result.json()["reload"] if not r["unloaded"]]
-    assert skipped == [{"topic": "persistent://public/default/my-topic", "unloaded": False,
-                        "error": "its pending-ack store is not Ready yet"}]
+    assert skipped == [
+        {
+            "topic": "persistent://public/default/my-topic",
+            "unloaded": False,
+            "error": "its pending-ack store is not Ready yet",
+        }
+    ]
 
 
 def test_change_made_elsewhere_is_unknown(run, broker):
@@ -184,11 +222,14 @@ def test_change_made_elsewhere_is_unknown(run, broker):
     assert "outside pulsar-txn" in data["coordinators"][0]["reason"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["set-txn-tc-batch-log"], "--enable, --disable"),
-    (["set-txn-tc-batch-log", "--enable", "--disable"], "not both"),
-    (["set-txn-tc-batch-log", "--enable", "maybe"], "true or false"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["set-txn-tc-batch-log"], "--enable, --disable"),
+        (["set-txn-tc-batch-log", "--enable", "--disable"], "not both"),
+        (["set-txn-tc-batch-log", "--enable", "maybe"], "true or false"),
+    ],
+)
 def test_set_usage_errors(run, args, message):
     result = run(*args)
     assert result.exit_code == 2 and message in result.stderr

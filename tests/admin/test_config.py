@@ -68,7 +68,11 @@ def test_client_conf(conf):
 def test_context_beats_client_conf(conf, home):
     env = {"PULSAR_CLIENT_CONF": str(conf)}
     target = resolve(TargetFlags(context="prod"), environ=env, home=home)
-    assert (target.url, target.token, target.tls_trust_cert_path) == ("https://prod.example:8443", "ctx-token-123", "/etc/ca.pem")
+    assert (target.url, target.token, target.tls_trust_cert_path) == (
+        "https://prod.example:8443",
+        "ctx-token-123",
+        "/etc/ca.pem",
+    )
     # settings the context lacks still come from client.conf
     assert target.tls_enable_hostname_verification is False
 
@@ -91,8 +95,16 @@ def test_environment_engine_dir_beats_client_conf(conf, tmp_path):
 
 
 def test_flags_beat_everything(conf, home, tmp_path):
-    env = {"PULSAR_CLIENT_CONF": str(conf), "PULSAR_TXN_ADMIN_URL": "http://env.example:8080", "PULSAR_TXN_TOKEN": "env-token-789"}
-    target = resolve(TargetFlags(admin_url="http://flag.example:8080", token="flag-token-000", context="prod"), environ=env, home=home)
+    env = {
+        "PULSAR_CLIENT_CONF": str(conf),
+        "PULSAR_TXN_ADMIN_URL": "http://env.example:8080",
+        "PULSAR_TXN_TOKEN": "env-token-789",
+    }
+    target = resolve(
+        TargetFlags(admin_url="http://flag.example:8080", token="flag-token-000", context="prod"),
+        environ=env,
+        home=home,
+    )
     assert (target.url, target.token, target.source) == ("http://flag.example:8080", "flag-token-000", "flags")
     engine = resolve(TargetFlags(engine_dir=str(tmp_path)), environ=env, home=home)
     assert engine.kind == "engine"
@@ -108,11 +120,17 @@ def test_both_on_the_command_line_exit_2(cli, tmp_path):
     assert result.exit_code == 2 and "only one target" in result.stderr
 
 
-@pytest.mark.parametrize("flags, token", [
-    (dict(auth_params="token:abc.def.ghi"), "abc.def.ghi"),
-    (dict(auth_params='{"token": "json-token"}'), "json-token"),
-    (dict(auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationToken", auth_params="bare-token"), "bare-token"),
-])
+@pytest.mark.parametrize(
+    "flags, token",
+    [
+        (dict(auth_params="token:abc.def.ghi"), "abc.def.ghi"),
+        (dict(auth_params='{"token": "json-token"}'), "json-token"),
+        (
+            dict(auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationToken", auth_params="bare-token"),
+            "bare-token",
+        ),
+    ],
+)
 def test_auth_params(flags, token):
     assert resolve(TargetFlags(admin_url="http://x:8080", **flags), environ={}).token == token
 
@@ -121,20 +139,36 @@ def test_token_files(tmp_path):
     path = tmp_path / "token.txt"
     path.write_text("file-token-1\n")
     assert resolve(TargetFlags(admin_url="http://x:8080", token_file=str(path)), environ={}).token == "file-token-1"
-    assert resolve(TargetFlags(admin_url="http://x:8080", auth_params=f"file://{path}"), environ={}).token == "file-token-1"
+    assert (
+        resolve(TargetFlags(admin_url="http://x:8080", auth_params=f"file://{path}"), environ={}).token
+        == "file-token-1"
+    )
     with pytest.raises(UsageError, match="cannot read the token file"):
         resolve(TargetFlags(admin_url="http://x:8080", token_file=str(tmp_path / "missing")), environ={})
 
 
 def test_tls_client_certificates_from_auth_params():
-    target = resolve(TargetFlags(admin_url="https://x:8443", auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationTls",
-                                 auth_params="tlsCertFile:/c.pem,tlsKeyFile:/k.pem"), environ={})
+    target = resolve(
+        TargetFlags(
+            admin_url="https://x:8443",
+            auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationTls",
+            auth_params="tlsCertFile:/c.pem,tlsKeyFile:/k.pem",
+        ),
+        environ={},
+    )
     assert (target.tls_cert_file, target.tls_key_file, target.token) == ("/c.pem", "/k.pem", None)
 
 
 def test_unsupported_plugin_and_bad_url():
     with pytest.raises(UsageError, match="not supported"):
-        resolve(TargetFlags(admin_url="http://x:8080", auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationSasl", auth_params="{}"), environ={})
+        resolve(
+            TargetFlags(
+                admin_url="http://x:8080",
+                auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationSasl",
+                auth_params="{}",
+            ),
+            environ={},
+        )
     with pytest.raises(UsageError, match="http:// or https://"):
         resolve(TargetFlags(admin_url="broker:8080"), environ={})
 
@@ -177,7 +211,10 @@ def test_client_conf_is_read_as_java_reads_properties(tmp_path):
     conf.write_text(JAVA_CONF.replace(r"webServiceUrl\: =", "webServiceUrl ="))
     target = resolve(TargetFlags(), environ={"PULSAR_CLIENT_CONF": str(conf)})
     assert target.url == "https://java.example:8443"
-    assert (target.tls_cert_file, target.tls_key_file) == ("/etc/pulsar/client.cert.pem", "/etc/pulsar/client.key-pk8.pem")
+    assert (target.tls_cert_file, target.tls_key_file) == (
+        "/etc/pulsar/client.cert.pem",
+        "/etc/pulsar/client.key-pk8.pem",
+    )
     assert target.tls_trust_cert_path == "/etc/pulsar/ca.cert.pem"
 
 
@@ -212,9 +249,18 @@ def test_pulsarconfig_names_pulsarctls_file(home, tmp_path):
 
 def test_basic_authentication_in_both_spellings():
     for params in ('{"userId": "ops", "password": "s3cret:x"}', "userId:ops,password:s3cret"):
-        target = resolve(TargetFlags(admin_url="http://b:8080", auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationBasic",
-                                     auth_params=params), environ={})
+        target = resolve(
+            TargetFlags(
+                admin_url="http://b:8080",
+                auth_plugin="org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+                auth_params=params,
+            ),
+            environ={},
+        )
         assert target.basic[0] == "ops" and target.basic[1].startswith("s3cret")
         assert "s3cret" not in repr(target)
     with pytest.raises(UsageError, match="needs userId and password"):
-        resolve(TargetFlags(admin_url="http://b:8080", auth_plugin="AuthenticationBasic", auth_params="userId:ops"), environ={})
+        resolve(
+            TargetFlags(admin_url="http://b:8080", auth_plugin="AuthenticationBasic", auth_params="userId:ops"),
+            environ={},
+        )

@@ -4,6 +4,7 @@ Real parts: the embedded engine served over real HTTP (admin/server.py) and reac
 spellings of its address, and the stand-in broker (fakebroker.py) for a multi-cluster store.
 The real multi-broker cluster test is tests/cluster/test_cluster.py (a second broker's URL).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def test_a_change_through_127_0_0_1_is_known_through_localhost(cli, served):
 
 def test_a_change_not_yet_effective_is_judged_through_another_url(cli, served):
     ok(cli(["set-txn-tc-batch-log", "--enable", "--admin-url", served]))  # no reload: stores keep false
-    with_url = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served.replace("127.0.0.1", "localhost"),
-                       "-o", "json"])).json()
+    with_url = ok(
+        cli(["get-txn-tc-batch-log-stat", "--admin-url", served.replace("127.0.0.1", "localhost"), "-o", "json"])
+    ).json()
     assert with_url["coodinatorArray"] == [{"0": False}, {"1": False}]
     assert "not reopened since the change" in with_url["coordinators"][0]["reason"]
 
@@ -91,33 +93,54 @@ def test_declaring_a_change_made_with_another_tool(cli, served):
     # Another tool (pulsar-admin's REST call) turns batching on; nothing recorded it.
     import urllib.request
 
-    urllib.request.urlopen(urllib.request.Request(
-        f"{served}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true", method="POST")).close()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{served}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true", method="POST"
+        )
+    ).close()
     before = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
     assert before["coodinatorArray"] == [{"0": None}, {"1": None}]
     assert "outside pulsar-txn" in before["coordinators"][0]["reason"]
     opened = min(c["recoverStartTime"] for c in before["coordinators"])
     wrong = cli(["set-txn-tc-batch-log", "--disable", "--changed-at", str(opened), "--admin-url", served])
     assert wrong.exit_code == 2 and "not false" in wrong.stderr
-    declared = ok(cli(["set-txn-tc-batch-log", "--enable", "--changed-at", batchlog.iso(opened + 1),
-                       "--admin-url", served, "-o", "json"])).json()
+    declared = ok(
+        cli(
+            [
+                "set-txn-tc-batch-log",
+                "--enable",
+                "--changed-at",
+                batchlog.iso(opened + 1),
+                "--admin-url",
+                served,
+                "-o",
+                "json",
+            ]
+        )
+    ).json()
     assert declared["declared"] is True and declared["at"] == opened + 1
     after = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
     # Stores opened before the declared moment: the value before it is unknown, so still unknown,
     # but now for a reason an operator can act on; a reload makes them known.
     assert after["coodinatorArray"] == [{"0": None}, {"1": None}]
     assert "value before the change is unknown" in after["coordinators"][0]["reason"]
-    urllib.request.urlopen(urllib.request.Request(
-        f"{served}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload",
-        method="PUT")).close()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{served}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload",
+            method="PUT",
+        )
+    ).close()
     reloaded = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", served, "-o", "json"])).json()
     assert reloaded["coodinatorArray"][0] == {"0": True} and reloaded["change"]["declared"] is True
 
 
-@pytest.mark.parametrize("value, message", [
-    ("yesterday", "is not a time"),
-    ("2999-01-01T00:00:00Z", "in the future"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("yesterday", "is not a time"),
+        ("2999-01-01T00:00:00Z", "in the future"),
+    ],
+)
 def test_changed_at_bad_input(cli, served, value, message):
     urlopen_set(served, "true")
     result = cli(["set-txn-tc-batch-log", "--enable", "--changed-at", value, "--admin-url", served])
@@ -133,8 +156,11 @@ def test_changed_at_does_not_go_with_reload(cli, served):
 def urlopen_set(url: str, value: str) -> None:
     import urllib.request
 
-    urllib.request.urlopen(urllib.request.Request(
-        f"{url}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/{value}", method="POST")).close()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{url}/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/{value}", method="POST"
+        )
+    ).close()
 
 
 def test_state_prune_selects_what_to_forget(cli, served, tmp_path):
@@ -186,14 +212,21 @@ def test_each_coordinator_is_judged_by_its_owning_brokers_configuration(cli):
         both = sorted(x.url.split("://")[1] for x in (a, b))
         a.extra_routes = [
             (r"/admin/v2/brokers/standalone", "GET", lambda: both),
-            (r"/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-1", "GET",
-             lambda: {"brokerUrl": "pulsar://127.0.0.1:6651", "httpUrl": b.url}),
+            (
+                r"/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-1",
+                "GET",
+                lambda: {"brokerUrl": "pulsar://127.0.0.1:6651", "httpUrl": b.url},
+            ),
         ]
         stat = ok(cli(["get-txn-tc-batch-log-stat", "--admin-url", a.url, "-o", "json"])).json()
         metrics = ok(cli(["metrics", "--admin-url", a.url, "-o", "json"])).json()
     assert {x["broker"]: x["runtime"] for x in stat["brokers"]} == {
-        a.url.split("://")[1]: False, b.url.split("://")[1]: True}
+        a.url.split("://")[1]: False,
+        b.url.split("://")[1]: True,
+    }
     assert stat["txnTcBatchLogEnabled"] is None  # the brokers disagree
     assert [(d["coordinatorId"], d["configured"], d["effective"]) for d in stat["coordinators"]] == [
-        (0, False, False), (1, True, True)]
+        (0, False, False),
+        (1, True, True),
+    ]
     assert sorted({m["scraped"] for m in metrics}) == sorted(x.url for x in (a, b))

@@ -1,4 +1,5 @@
 """No token reaches stdout, stderr or the --debug log, for any admin command, success or failure."""
+
 import pytest
 
 from tests.admin.fakebroker import FakeBroker
@@ -29,7 +30,9 @@ def ways_to_give(token, tmp_path, url):
     token_file = tmp_path / "token"
     token_file.write_text(token)
     conf = tmp_path / "client.conf"
-    conf.write_text(f"webServiceUrl={url}\nauthPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\nauthParams=token:{token}\n")
+    conf.write_text(
+        f"webServiceUrl={url}\nauthPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\nauthParams=token:{token}\n"
+    )
     return [
         (["--admin-url", url, "--token", token], {}),
         (["--admin-url", url, "--auth-params", f"token:{token}"], {}),
@@ -93,10 +96,16 @@ def test_oauth2_secret_and_tokens_stay_secret(cli, tmp_path, command):
     key.write_text(json.dumps({"client_id": "ops", "client_secret": OAUTH2_SECRET}))
     with FakeBroker(token="none-yet") as good, FakeBroker(token="refuses-all") as refusing:
         with OAuth2StandIn("ops", OAUTH2_SECRET, on_issue=lambda t: setattr(good, "token", t)) as standin:
-            auth = ["--auth-plugin", "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", "--auth-params",
-                    json.dumps({"type": "client_credentials", "issuerUrl": standin.issuer, "privateKey": f"file://{key}"})]
-            results = [cli([*command, "--admin-url", good.url, *auth, "--debug", "-o", "json"]),
-                       cli([*command, "--admin-url", refusing.url, *auth, "--debug"])]
+            auth = [
+                "--auth-plugin",
+                "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
+                "--auth-params",
+                json.dumps({"type": "client_credentials", "issuerUrl": standin.issuer, "privateKey": f"file://{key}"}),
+            ]
+            results = [
+                cli([*command, "--admin-url", good.url, *auth, "--debug", "-o", "json"]),
+                cli([*command, "--admin-url", refusing.url, *auth, "--debug"]),
+            ]
             assert results[0].exit_code in (0, 4), results[0].stderr
             assert results[1].exit_code == 4 and "401" in results[1].stderr
             assert standin.issued
@@ -109,6 +118,8 @@ def test_oauth2_secret_and_tokens_stay_secret(cli, tmp_path, command):
 def test_redact_masks_oauth2_fields_whatever_their_value():
     from pulsar_txn_cli.admin.redact import redact
 
-    text = redact('grant_type=client_credentials&client_id=ops&client_secret=unregistered-1 '
-                  '{"access_token": "unregistered-2", "expires_in": 60}')
+    text = redact(
+        "grant_type=client_credentials&client_id=ops&client_secret=unregistered-1 "
+        '{"access_token": "unregistered-2", "expires_in": 60}'
+    )
     assert "unregistered-1" not in text and "unregistered-2" not in text and "client_id=ops" in text

@@ -4,6 +4,7 @@ A replay server answers each captured request with the broker's own status and J
 commands' parsing and error sentences are checked against what Pulsar really sends. Skipped
 until the integration harness has captured the answers.
 """
+
 import json
 import re
 from pathlib import Path
@@ -51,6 +52,7 @@ def replay(answers: dict):
         if body is None:
             return doc["status"], {}, b""
         return doc["status"], {}, body if not isinstance(body, str) else body
+
     return handle
 
 
@@ -58,7 +60,9 @@ ANSWERS = load(FIXTURES) if FIXTURES.is_dir() else {}
 
 
 def test_the_captured_answers_are_committed():
-    assert "coordinatorStats" in ANSWERS, f"no captured real-broker REST answers in {FIXTURES}: the committed fixtures are missing"
+    assert "coordinatorStats" in ANSWERS, (
+        f"no captured real-broker REST answers in {FIXTURES}: the committed fixtures are missing"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +84,9 @@ def run_json(cli, broker, *args):
 def test_coordinator_stats_are_the_brokers_json(cli, broker):
     assert run_json(cli, broker, "coordinator-stats") == body("coordinatorStats")
     assert run_json(cli, broker, "coordinator-stats", "-c", "0") == body("coordinatorStats_id_0")
-    assert run_json(cli, broker, "coordinator-internal-stats", "-c", "0", "-m") == body("coordinatorInternalStats_0_metadata_true")
+    assert run_json(cli, broker, "coordinator-internal-stats", "-c", "0", "-m") == body(
+        "coordinatorInternalStats_0_metadata_true"
+    )
     assert cli(["coordinator-internal-stats", "-c", "0", "--admin-url", broker.url]).exit_code == 0  # the table renders
 
 
@@ -94,8 +100,12 @@ def test_pending_ack_and_transaction_commands(cli, broker):
     path = ANSWERS["pendingAckStats"]["request"]["path"]
     topic, sub = re.match(r".*/pendingAckStats/(.+)/([^/?]+)$", path).groups()
     assert run_json(cli, broker, "pending-ack-stats", "-t", topic, "-s", sub) == body("pendingAckStats")
-    assert run_json(cli, broker, "pending-ack-internal-stats", "-t", topic, "-s", sub, "-m") == body("pendingAckInternalStats_metadata_true")
-    most, least = re.search(r"/transactionMetadata/(\d+)/(\d+)", ANSWERS["transactionMetadata_open"]["request"]["path"]).groups()
+    assert run_json(cli, broker, "pending-ack-internal-stats", "-t", topic, "-s", sub, "-m") == body(
+        "pendingAckInternalStats_metadata_true"
+    )
+    most, least = re.search(
+        r"/transactionMetadata/(\d+)/(\d+)", ANSWERS["transactionMetadata_open"]["request"]["path"]
+    ).groups()
     meta = run_json(cli, broker, "transaction-metadata", f"({most},{least})")
     assert meta == body("transactionMetadata_open") and meta["txnId"] == f"({most},{least})"
     assert run_json(cli, broker, "transaction-buffer-stats", "-t", topic) == body("transactionBufferStats")
@@ -107,7 +117,8 @@ def test_subscriptions_found_among_the_real_topic_names(cli, broker):
     topic, sub = re.match(r".*/pendingAckStats/(.+)/([^/?]+)$", path).groups()
     data = run_json(cli, broker, "subscriptions", "-n", "public/default")
     assert {"topic": f"persistent://{topic}", "subscription": sub, "status": "ok"}.items() <= next(
-        d for d in data if d["topic"] == f"persistent://{topic}" and d["subscription"] == sub).items()
+        d for d in data if d["topic"] == f"persistent://{topic}" and d["subscription"] == sub
+    ).items()
 
 
 def test_batch_log_stat_on_the_real_shapes(cli, broker):
@@ -121,7 +132,13 @@ def test_real_error_answers_become_one_sentence(name):
     from pulsar_txn_cli.admin.http_errors import http_failure
 
     doc = ANSWERS[name]
-    error = http_failure(doc["status"], doc["request"]["method"], doc["request"]["path"], "cluster http://broker:8080", json.dumps(doc["body"]))
+    error = http_failure(
+        doc["status"],
+        doc["request"]["method"],
+        doc["request"]["path"],
+        "cluster http://broker:8080",
+        json.dumps(doc["body"]),
+    )
     message = str(error)
     assert "\n" not in message
     assert f"({doc['status']})" in message or f"HTTP {doc['status']}" in message
@@ -132,7 +149,9 @@ def test_coordinator_stats_falls_back_when_a_coordinator_is_not_loaded(cli):
     """The real 500 for the all-coordinators call: each coordinator is then asked on its own."""
     answers = dict(ANSWERS)
     answers["coordinatorStats"] = answers["error_500_coordinatorStats_tc_not_loaded"]
-    with ScriptedServer(replay({k: v for k, v in answers.items() if k != "error_500_coordinatorStats_tc_not_loaded"})) as server:
+    with ScriptedServer(
+        replay({k: v for k, v in answers.items() if k != "error_500_coordinatorStats_tc_not_loaded"})
+    ) as server:
         result = cli(["coordinator-stats", "--admin-url", server.url, "-o", "json"])
     assert result.exit_code == 0, result.stderr
     assert result.json() == {"0": body("coordinatorStats_id_0")}

@@ -1,4 +1,5 @@
 """The REST transport against real local servers that misbehave on purpose."""
+
 import ssl
 
 import pytest
@@ -98,7 +99,7 @@ def test_5xx_then_success_for_get_with_backoff():
     assert len(sleeps) == 3
     # exponential backoff with jitter: each nominal delay doubles, jitter keeps it within 0.5x..1.5x
     for attempt, delay in enumerate(sleeps):
-        nominal = 0.2 * 2 ** attempt
+        nominal = 0.2 * 2**attempt
         assert 0.5 * nominal <= delay <= 1.5 * nominal
 
 
@@ -159,15 +160,22 @@ def test_an_empty_answer_to_a_read_is_not_none_found(cli):
             assert "Traceback" not in result.stderr and "TypeError" not in result.stderr
 
 
-@pytest.mark.parametrize("status, reason, expected", [
-    (401, "Authentication required", "unauthenticated (401)"),
-    (403, "Don't have permission to administrate resources on this tenant", "permission"),
-    (404, "Coordinator not found", "check the coordinator id"),
-    (405, "Pending ack handle don't use managedLedger!", "managed-ledger stores"),
-    (409, "Concurrent modification", "conflicted"),
-    (412, "Can't update non-dynamic configuration", "only dynamic settings"),
-    (503, "This Broker is not configured with transactionCoordinatorEnabled=true.", "transactionCoordinatorEnabled=true in broker.conf"),
-])
+@pytest.mark.parametrize(
+    "status, reason, expected",
+    [
+        (401, "Authentication required", "unauthenticated (401)"),
+        (403, "Don't have permission to administrate resources on this tenant", "permission"),
+        (404, "Coordinator not found", "check the coordinator id"),
+        (405, "Pending ack handle don't use managedLedger!", "managed-ledger stores"),
+        (409, "Concurrent modification", "conflicted"),
+        (412, "Can't update non-dynamic configuration", "only dynamic settings"),
+        (
+            503,
+            "This Broker is not configured with transactionCoordinatorEnabled=true.",
+            "transactionCoordinatorEnabled=true in broker.conf",
+        ),
+    ],
+)
 def test_http_errors_become_sentences(status, reason, expected):
     with ScriptedServer(always((status, {}, {"reason": reason}))) as server:
         with pytest.raises(ConnectionFailed) as info:
@@ -197,6 +205,7 @@ def test_untrusted_certificate_is_a_tls_error(self_signed):
 def test_https_to_http_redirect_keeps_no_token(self_signed):
     cert, key = self_signed
     with ScriptedServer(always(json_answer(TENANTS))) as plain:
+
         def redirect(r):
             return (307, {"Location": plain.url + r.path}, b"")
 
@@ -207,14 +216,19 @@ def test_https_to_http_redirect_keeps_no_token(self_signed):
 
 
 def test_a_broker_500_keeps_the_message_not_the_stack_trace():
-    page = ("\n --- An unexpected error occurred in the server --- \n\nMessage: org.apache.pulsar.client.admin.PulsarAdminException"
-            "$NotFoundException: Transaction coordinator not found! coordinator id : 0\n\nStacktrace:\n\njava.util.concurrent."
-            "CompletionException: ...\n\tat java.base/java.util.concurrent.CompletableFuture.encodeThrowable(CompletableFuture.java:332)\n")
+    page = (
+        "\n --- An unexpected error occurred in the server --- \n\nMessage: org.apache.pulsar.client.admin.PulsarAdminException"
+        "$NotFoundException: Transaction coordinator not found! coordinator id : 0\n\nStacktrace:\n\njava.util.concurrent."
+        "CompletionException: ...\n\tat java.base/java.util.concurrent.CompletableFuture.encodeThrowable(CompletableFuture.java:332)\n"
+    )
     with ScriptedServer(always((500, {"Content-Type": "text/plain"}, page))) as server:
         with pytest.raises(ConnectionFailed) as info:
             rest_admin(server.url).slow_transactions(1000)
     message = str(info.value)
-    assert "failed inside the broker (500)" in message and "Transaction coordinator not found! coordinator id : 0" in message
+    assert (
+        "failed inside the broker (500)" in message
+        and "Transaction coordinator not found! coordinator id : 0" in message
+    )
     assert "Stacktrace" not in message and "CompletableFuture" not in message
 
 
@@ -222,9 +236,13 @@ def test_pending_ack_not_initialised_is_explained():
     """The real broker's 503 for a subscription whose pending-ack store is not open yet."""
     from pulsar_txn_cli.admin.http_errors import http_failure
 
-    error = http_failure(503, "GET", "/admin/v3/transactions/pendingAckInternalStats/public/default/t/s",
-                         "cluster http://broker:8080",
-                         '{"reason":"org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: Pending ack have not init success!"}')
+    error = http_failure(
+        503,
+        "GET",
+        "/admin/v3/transactions/pendingAckInternalStats/public/default/t/s",
+        "cluster http://broker:8080",
+        '{"reason":"org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: Pending ack have not init success!"}',
+    )
     assert "no pending-ack store yet" in str(error) and error.status == 503
 
 
@@ -232,9 +250,18 @@ def test_basic_authentication_is_sent_and_never_shown(cli):
     import base64
 
     with ScriptedServer(always((401, {}, {"reason": "Authentication required"}))) as server:
-        result = cli(["coordinators-list", "--admin-url", server.url, "--auth-plugin",
-                      "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
-                      "--auth-params", '{"userId": "ops", "password": "pa55-word"}', "--debug"])
+        result = cli(
+            [
+                "coordinators-list",
+                "--admin-url",
+                server.url,
+                "--auth-plugin",
+                "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+                "--auth-params",
+                '{"userId": "ops", "password": "pa55-word"}',
+                "--debug",
+            ]
+        )
     credential = base64.b64encode(b"ops:pa55-word").decode()
     assert server.requests[0].headers["Authorization"] == f"Basic {credential}"
     assert result.exit_code == 4

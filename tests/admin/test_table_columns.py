@@ -27,8 +27,10 @@ def test_timeout_is_a_duration_not_a_date(cli, tmp_path):
 
 def test_pending_ack_stats_has_its_own_columns(cli, simulated_engine):
     engine_dir = simulated_engine
-    table = cli(["pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "--engine-dir", engine_dir],
-                env={"COLUMNS": "250"})
+    table = cli(
+        ["pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "--engine-dir", engine_dir],
+        env={"COLUMNS": "250"},
+    )
     assert table.exit_code == 0, table.stderr
     header = table.stdout.lower()
     assert "subscription" in header and "ongoing" in header and "recover start" in header

@@ -3,6 +3,7 @@
 engine/__init__.py is another engineer's; until it has an Engine class these tests assemble
 the same real parts themselves (nothing here is mocked).
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli.engine.buffer.service import BufferService

@@ -1,4 +1,5 @@
 """Buffers over in-memory managed ledgers, and a ground truth to compare recoveries with."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.engine.buffer.buffer import SnapshotTopics, TransactionBuffer

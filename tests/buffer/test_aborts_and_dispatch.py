@@ -1,4 +1,5 @@
 """Abort filtering of dispatch, pruning after trimming, and the coordinator's low-water mark."""
+
 from __future__ import annotations
 
 import pytest

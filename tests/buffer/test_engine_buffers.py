@@ -1,4 +1,5 @@
 """The engine's transaction buffers (engine.buffers), on a real Engine (coordinators, store, clock, config)."""
+
 from __future__ import annotations
 
 import pytest
@@ -65,9 +66,15 @@ def test_config_keys_fit_the_engine_config_table():
     assert len(DEFAULTS) == 4
     for name in DEFAULTS:
         key = broker_config.KEYS[name]
-        assert key.default == {"transactionBufferSegmentedSnapshotEnabled": False, "transactionBufferSnapshotSegmentSize": 262144,
-                               "transactionBufferSnapshotMaxTransactionCount": 1000,
-                               "transactionBufferSnapshotMinTimeInMillis": 5000}[name]
+        assert (
+            key.default
+            == {
+                "transactionBufferSegmentedSnapshotEnabled": False,
+                "transactionBufferSnapshotSegmentSize": 262144,
+                "transactionBufferSnapshotMaxTransactionCount": 1000,
+                "transactionBufferSnapshotMinTimeInMillis": 5000,
+            }[name]
+        )
         assert not key.dynamic
 
 

@@ -1,4 +1,5 @@
 """The buffer on the engine's real managed ledgers and SQLite store: writes, restarts, trimming."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,11 @@ def parts(tmp_path):
 
 
 def _state(buffer):
-    return (buffer.max_read_position, {t: o.first_position for t, o in buffer.ongoing.items()},
-            [e.payload for _, e in buffer.dispatch()])
+    return (
+        buffer.max_read_position,
+        {t: o.first_position for t, o in buffer.ongoing.items()},
+        [e.payload for _, e in buffer.dispatch()],
+    )
 
 
 def test_messages_and_markers_land_in_the_topic_managed_ledger(parts):
@@ -40,8 +44,12 @@ def test_messages_and_markers_land_in_the_topic_managed_ledger(parts):
 
 @pytest.mark.parametrize("segmented", [False, True])
 def test_restart_recovers_from_the_snapshot_topics(tmp_path, segmented):
-    parts = EngineParts(tmp_path / "e", transactionBufferSegmentedSnapshotEnabled=segmented,
-                        transactionBufferSnapshotSegmentSize=SEGMENT_OF_2, transactionBufferSnapshotMaxTransactionCount=3)
+    parts = EngineParts(
+        tmp_path / "e",
+        transactionBufferSegmentedSnapshotEnabled=segmented,
+        transactionBufferSnapshotSegmentSize=SEGMENT_OF_2,
+        transactionBufferSnapshotMaxTransactionCount=3,
+    )
     svc = parts.service
     for n in range(1, 9):
         txn = TxnID(0, n)
@@ -53,15 +61,22 @@ def test_restart_recovers_from_the_snapshot_topics(tmp_path, segmented):
     parts.restart()
     recovered = parts.service.buffer(TOPIC)
     assert _state(recovered) == before
-    assert recovered.max_read_position < Position(*parts.service.log("public/default/persistent/orders").ml.last_confirmed())
-    name = "public/default/persistent/" + ("__transaction_buffer_snapshot_indexes" if segmented else "__transaction_buffer_snapshot")
+    assert recovered.max_read_position < Position(
+        *parts.service.log("public/default/persistent/orders").ml.last_confirmed()
+    )
+    name = "public/default/persistent/" + (
+        "__transaction_buffer_snapshot_indexes" if segmented else "__transaction_buffer_snapshot"
+    )
     assert parts.service.log(name).ml.exists
     parts.close()
 
 
 def test_interrupted_segmented_write_on_real_ledgers(tmp_path):
-    parts = EngineParts(tmp_path / "e", transactionBufferSegmentedSnapshotEnabled=True,
-                        transactionBufferSnapshotSegmentSize=SEGMENT_OF_2)
+    parts = EngineParts(
+        tmp_path / "e",
+        transactionBufferSegmentedSnapshotEnabled=True,
+        transactionBufferSnapshotSegmentSize=SEGMENT_OF_2,
+    )
     svc = parts.service
     for n in (1, 2, 3, 4):
         svc.publish(TOPIC, b"m", TxnID(0, n))
@@ -129,7 +144,10 @@ def test_the_service_ends_a_transaction_on_every_partition(parts):
     partitions = [f"{TOPIC}-partition-{i}" for i in range(2)]
     for topic in partitions:
         svc.publish(topic, b"x", "(0,1)")
-    assert svc.in_buffer_stats(partitions[0], (0, 1)) == {"startPosition": str(svc.buffer(partitions[0]).ongoing[T1].first_position), "aborted": False}
+    assert svc.in_buffer_stats(partitions[0], (0, 1)) == {
+        "startPosition": str(svc.buffer(partitions[0]).ongoing[T1].first_position),
+        "aborted": False,
+    }
     markers = svc.end_transaction((0, 1), partitions, committed=False, low_water_mark=1)
     assert set(markers) == set(partitions)
     assert svc.in_buffer_stats(partitions[1], "(0,1)") == {"aborted": True}

@@ -3,6 +3,7 @@
 Each test exercises the call through the engine's behaviour; none decides from the source whether
 to run (a missing call is a failure).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,6 @@ from pulsar_txn_cli.engine import coordinator, simulate as simulate_module
 from pulsar_txn_cli.engine.broker import Engine
 
 TOPIC = "persistent://public/default/orders"
-
-
 
 
 def _open_txn(engine, partitions) -> int:
@@ -49,8 +48,12 @@ def test_abort_transaction_through_the_admin_layer_releases_readers(cli, tmp_pat
 def test_simulate_drives_the_buffers(tmp_path):
     engine = Engine.init(tmp_path / "engine", coordinators=2)
     try:
-        summary = simulate_module.simulate(engine, simulate_module.SimOptions(transactions=40, concurrency=5, topics=2,
-                                                                              abort_ratio=0.3, timeout_ratio=0.2, seed=7))
+        summary = simulate_module.simulate(
+            engine,
+            simulate_module.SimOptions(
+                transactions=40, concurrency=5, topics=2, abort_ratio=0.3, timeout_ratio=0.2, seed=7
+            ),
+        )
         svc = engine.buffers
         assert svc.buffers, "simulate wrote no transactional message"
         for buffer in svc.buffers.values():

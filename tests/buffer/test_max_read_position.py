@@ -1,4 +1,5 @@
 """maxReadPosition: just before the oldest open transaction's first message, else the last position."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.names import Position

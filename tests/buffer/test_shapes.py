@@ -3,6 +3,7 @@
 The real answers come from the real-broker harness (tests/fixtures/real/rest/); the comparison
 runs for each captured transactionBufferStats / transactionBufferInternalStats file found there.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,28 @@ from pulsar_txn_cli.engine.router import handle
 from tests.buffer.engine_helpers import TOPIC
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
-STATS_KEYS = {"state", "maxReadPosition", "lastSnapshotTimestamps", "ongoingTxnSize", "recoverStartTime", "recoverEndTime"}
-ML_STATS_KEYS = {"entriesAddedCounter", "numberOfEntries", "totalSize", "currentLedgerEntries", "currentLedgerSize",
-                 "lastLedgerCreatedTimestamp", "waitingCursorsCount", "pendingAddEntriesCount", "lastConfirmedEntry",
-                 "state", "ledgers", "cursors"}
+STATS_KEYS = {
+    "state",
+    "maxReadPosition",
+    "lastSnapshotTimestamps",
+    "ongoingTxnSize",
+    "recoverStartTime",
+    "recoverEndTime",
+}
+ML_STATS_KEYS = {
+    "entriesAddedCounter",
+    "numberOfEntries",
+    "totalSize",
+    "currentLedgerEntries",
+    "currentLedgerSize",
+    "lastLedgerCreatedTimestamp",
+    "waitingCursorsCount",
+    "pendingAddEntriesCount",
+    "lastConfirmedEntry",
+    "state",
+    "ledgers",
+    "cursors",
+}
 
 
 def _engine(directory, **settings) -> Engine:
@@ -66,7 +85,11 @@ def test_rest_answers_have_pulsars_shapes(segmented, tmp_path):
         assert stats["segmentsStats"]["unsealedAbortTxnIDSize"] == 1 and stats["segmentsStats"]["segmentsSize"] == 0
     status, internal = answers["internal"]
     assert status == 200 and internal["snapshotType"] == ("Segment" if segmented else "Single")
-    names = ["segmentInternalStats", "segmentIndexInternalStats"] if segmented else ["singleSnapshotSystemTopicInternalStats"]
+    names = (
+        ["segmentInternalStats", "segmentIndexInternalStats"]
+        if segmented
+        else ["singleSnapshotSystemTopicInternalStats"]
+    )
     assert set(internal) == {"snapshotType", *names}
     for name in names:
         topic_stats = internal[name]
@@ -111,12 +134,19 @@ def _compare(real, ours, where=""):
                 problems += _compare(value, ours[key], f"{where}.{key}")
         for key in set(ours) - set(real):
             problems.append(f"{where}.{key} not in the real answer")
-    elif real is not None and ours is not None and type(real) is not type(ours) and not (isinstance(real, list) and isinstance(ours, list)):
+    elif (
+        real is not None
+        and ours is not None
+        and type(real) is not type(ours)
+        and not (isinstance(real, list) and isinstance(ours, list))
+    ):
         problems.append(f"{where}: {type(real).__name__} vs {type(ours).__name__}")
     return problems
 
 
-@pytest.mark.parametrize("kind", ["transactionBufferStats", "transactionBufferInternalStats", "transactionInBufferStats"])
+@pytest.mark.parametrize(
+    "kind", ["transactionBufferStats", "transactionBufferInternalStats", "transactionInBufferStats"]
+)
 def test_keys_and_types_match_the_real_broker(kind, tmp_path):
     files = _captured(kind)
     if not files:
@@ -125,20 +155,33 @@ def test_keys_and_types_match_the_real_broker(kind, tmp_path):
         real = json.loads(file.read_text())["body"]
         segmented = "snapshotStats" in real or real.get("snapshotType") == "Segment"
         in_buffer = "in_buffer" if "startPosition" in real else "in_buffer_ended"
-        ours = _answers(segmented, tmp_path / file.stem)[{"transactionBufferStats": "stats", "transactionBufferInternalStats": "internal",
-                                                          "transactionInBufferStats": in_buffer}[kind]][1]
+        ours = _answers(segmented, tmp_path / file.stem)[
+            {
+                "transactionBufferStats": "stats",
+                "transactionBufferInternalStats": "internal",
+                "transactionInBufferStats": in_buffer,
+            }[kind]
+        ][1]
         if kind == "transactionBufferStats":
             ours = {k: v for k, v in ours.items() if k != "lowWaterMarks" or "lowWaterMarks" in real}
         if kind == "transactionBufferInternalStats":  # the managed-ledger stats are the engine's, compared elsewhere
-            ours = {k: {"managedLedgerName": v["managedLedgerName"]} if isinstance(v, dict) else v for k, v in ours.items()}
-            real = {k: {"managedLedgerName": v["managedLedgerName"]} if isinstance(v, dict) else v for k, v in real.items() if v is not None}
+            ours = {
+                k: {"managedLedgerName": v["managedLedgerName"]} if isinstance(v, dict) else v for k, v in ours.items()
+            }
+            real = {
+                k: {"managedLedgerName": v["managedLedgerName"]} if isinstance(v, dict) else v
+                for k, v in real.items()
+                if v is not None
+            }
         assert _compare(real, ours) == [], file.name
 
 
 def test_partitioned_metadata_matches_the_real_broker(tmp_path):
     files = _captured("partitioned_topic_metadata")
     if not files:
-        pytest.fail(f"no captured partitioned_topic_metadata answer in {FIXTURES}: the committed fixtures are incomplete")
+        pytest.fail(
+            f"no captured partitioned_topic_metadata answer in {FIXTURES}: the committed fixtures are incomplete"
+        )
     engine = _engine(tmp_path / "e")
     try:
         ours = handle(engine, "GET", "/admin/v2/persistent/public/default/orders/partitions", {})[1]

@@ -1,4 +1,5 @@
 """Snapshots in both forms, and recovery from them: always the same state as a full replay."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,7 +34,10 @@ def test_snapshot_after_max_transaction_count_changes():
     snapshots = _values(world.topics.single)
     assert len(snapshots) == 2
     last = snapshots[-1]
-    assert (last.topicName, Position(last.maxReadPositionLedgerId, last.maxReadPositionEntryId)) == (TOPIC, buffer.max_read_position)
+    assert (last.topicName, Position(last.maxReadPositionLedgerId, last.maxReadPositionEntryId)) == (
+        TOPIC,
+        buffer.max_read_position,
+    )
 
 
 def test_snapshot_after_min_time_when_something_changed():
@@ -87,19 +91,36 @@ def test_segments_are_sealed_at_capacity_and_listed_in_the_index():
         buffer.publish(b"m", txn(n))
         markers.append(buffer.abort(txn(n)))
     segments = _values(world.topics.segments)
-    assert [[(a.mostSigBits, a.leastSigBits) for a in s.aborts] for s in segments] == [[(0, 1), (0, 2)], [(0, 3), (0, 4)]]
-    assert [Position(s.persistentPositionLedgerId, s.persistentPositionEntryId) for s in segments] == [markers[1], markers[3]]
+    assert [[(a.mostSigBits, a.leastSigBits) for a in s.aborts] for s in segments] == [
+        [(0, 1), (0, 2)],
+        [(0, 3), (0, 4)],
+    ]
+    assert [Position(s.persistentPositionLedgerId, s.persistentPositionEntryId) for s in segments] == [
+        markers[1],
+        markers[3],
+    ]
     index = SystemTopicStore(world.topics.indexes).latest(TOPIC)
-    assert [(i.sequenceID, Position(i.abortedMarkLedgerID, i.abortedMarkEntryID)) for i in index.indexList] == [(0, markers[1]), (1, markers[3])]
+    assert [(i.sequenceID, Position(i.abortedMarkLedgerID, i.abortedMarkEntryID)) for i in index.indexList] == [
+        (0, markers[1]),
+        (1, markers[3]),
+    ]
     buffer.take_snapshot()
     index = SystemTopicStore(world.topics.indexes).latest(TOPIC)
     assert [str(a) for a in index.snapshot.aborts] == ["(0,5)"]  # the unsealed id
-    assert Position(index.snapshot.maxReadPositionLedgerId, index.snapshot.maxReadPositionEntryId) == buffer.max_read_position
+    assert (
+        Position(index.snapshot.maxReadPositionLedgerId, index.snapshot.maxReadPositionEntryId)
+        == buffer.max_read_position
+    )
     assert buffer.aborts.snapshot_stats(segment_stats=True) == {
-        "segmentsSize": 2, "currentSegmentCapacity": 2, "unsealedAbortTxnIDSize": 1,
+        "segmentsSize": 2,
+        "currentSegmentCapacity": 2,
+        "unsealedAbortTxnIDSize": 1,
         "lastTookSnapshotSegmentTimestamp": world.clock.now,
-        "segmentStats": [{"lastTxnID": "(0,2)", "persistentPosition": str(markers[1])},
-                         {"lastTxnID": "(0,4)", "persistentPosition": str(markers[3])}]}
+        "segmentStats": [
+            {"lastTxnID": "(0,2)", "persistentPosition": str(markers[1])},
+            {"lastTxnID": "(0,4)", "persistentPosition": str(markers[3])},
+        ],
+    }
 
 
 class Crash(Exception):
@@ -176,7 +197,9 @@ def test_index_pointing_at_a_missing_segment_fails_recovery_like_the_broker():
     buffer.take_snapshot()
     first_segment = next(SystemTopicStore(world.topics.segments).entries())[0]
     world.topics.segments.drop(first_segment)
-    with pytest.raises(EngineError, match=rf"snapshot segment {first_segment} \(sequence 0\) listed in the index is missing"):
+    with pytest.raises(
+        EngineError, match=rf"snapshot segment {first_segment} \(sequence 0\) listed in the index is missing"
+    ):
         world.buffer()
 
 
@@ -211,7 +234,9 @@ def test_index_pointing_at_a_segment_of_trimmed_ledgers_is_simply_dropped():
     assert [i.sequenceID for i in SystemTopicStore(world.topics.indexes).latest(TOPIC).indexList] == [1]
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["pub", "txn", "commit", "abort", "snap", "trim"]), st.integers(1, 5)), max_size=40)
+OPS = st.lists(
+    st.tuples(st.sampled_from(["pub", "txn", "commit", "abort", "snap", "trim"]), st.integers(1, 5)), max_size=40
+)
 
 
 @settings(max_examples=60, deadline=None)

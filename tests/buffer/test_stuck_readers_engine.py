@@ -1,4 +1,5 @@
 """stuck-readers on the embedded engine, through the admin layer's in-process transport."""
+
 from __future__ import annotations
 
 import pytest

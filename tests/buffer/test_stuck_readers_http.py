@@ -3,6 +3,7 @@
 The server is a stand-in for a real broker (whose answers it serves verbatim); the engine
 path is covered in test_stuck_readers_engine.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,28 +15,59 @@ from tests.admin.scripted import ScriptedServer
 
 OPEN_AT = 1_767_225_600_000
 HOLDER = {
-    "txnId": "(0,5)", "status": "OPEN", "openTimestamp": OPEN_AT, "timeoutAt": OPEN_AT + 60_000,
-    "producedPartitions": {"persistent://public/default/orders-partition-1": {"startPosition": "3:2", "aborted": False}},
+    "txnId": "(0,5)",
+    "status": "OPEN",
+    "openTimestamp": OPEN_AT,
+    "timeoutAt": OPEN_AT + 60_000,
+    "producedPartitions": {
+        "persistent://public/default/orders-partition-1": {"startPosition": "3:2", "aborted": False}
+    },
     "ackedPartitions": {},
 }
-YOUNGER = {**HOLDER, "txnId": "(1,9)", "openTimestamp": OPEN_AT + 5000,
-           "producedPartitions": {"persistent://public/default/orders-partition-1": {"startPosition": "4:0", "aborted": False}}}
+YOUNGER = {
+    **HOLDER,
+    "txnId": "(1,9)",
+    "openTimestamp": OPEN_AT + 5000,
+    "producedPartitions": {
+        "persistent://public/default/orders-partition-1": {"startPosition": "4:0", "aborted": False}
+    },
+}
 ROUTES = {
     "/admin/v3/transactions/slowTransactions/-1": {"(1,9)": YOUNGER, "(0,5)": HOLDER},
     "/admin/v2/persistent/public/default/orders/partitions": {"partitions": 2},
     "/admin/v2/namespaces/public/default/topics": [
-        "persistent://public/default/orders-partition-0", "persistent://public/default/orders-partition-1",
-        "persistent://public/default/__change_events"],
+        "persistent://public/default/orders-partition-0",
+        "persistent://public/default/orders-partition-1",
+        "persistent://public/default/__change_events",
+    ],
     "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0": {
-        "state": "Ready", "maxReadPosition": "7:3", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 0,
-        "recoverStartTime": 1, "recoverEndTime": 2, "totalAbortedTransactions": 0, "snapshotType": "Single"},
+        "state": "Ready",
+        "maxReadPosition": "7:3",
+        "lastSnapshotTimestamps": 0,
+        "ongoingTxnSize": 0,
+        "recoverStartTime": 1,
+        "recoverEndTime": 2,
+        "totalAbortedTransactions": 0,
+        "snapshotType": "Single",
+    },
     "/admin/v2/persistent/public/default/orders-partition-0/internalStats": {
-        "lastConfirmedEntry": "7:3", "ledgers": [{"ledgerId": 7, "entries": 0, "size": 0}]},
+        "lastConfirmedEntry": "7:3",
+        "ledgers": [{"ledgerId": 7, "entries": 0, "size": 0}],
+    },
     "/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-1": {
-        "state": "Ready", "maxReadPosition": "3:1", "lastSnapshotTimestamps": 0, "ongoingTxnSize": 2,
-        "recoverStartTime": 1, "recoverEndTime": 2, "totalAbortedTransactions": 0, "snapshotType": "Single"},
+        "state": "Ready",
+        "maxReadPosition": "3:1",
+        "lastSnapshotTimestamps": 0,
+        "ongoingTxnSize": 2,
+        "recoverStartTime": 1,
+        "recoverEndTime": 2,
+        "totalAbortedTransactions": 0,
+        "snapshotType": "Single",
+    },
     "/admin/v2/persistent/public/default/orders-partition-1/internalStats": {
-        "lastConfirmedEntry": "4:2", "ledgers": [{"ledgerId": 3, "entries": 5, "size": 10}, {"ledgerId": 4, "entries": 0, "size": 0}]},
+        "lastConfirmedEntry": "4:2",
+        "ledgers": [{"ledgerId": 3, "entries": 5, "size": 10}, {"ledgerId": 4, "entries": 0, "size": 0}],
+    },
 }
 
 
@@ -106,19 +138,28 @@ def test_holders_from_a_real_brokers_slow_transactions():
         pytest.fail(f"{captured} is missing: the committed fixtures are incomplete")
     body = json.loads(captured.read_text())["body"]
     holders = holders_by_partition(body)
-    expected = {p: sorted(t for t, m in body.items() if p in m["producedPartitions"] and not m["producedPartitions"][p]["aborted"])
-                for m in body.values() for p in m["producedPartitions"]}
+    expected = {
+        p: sorted(
+            t for t, m in body.items() if p in m["producedPartitions"] and not m["producedPartitions"][p]["aborted"]
+        )
+        for m in body.values()
+        for p in m["producedPartitions"]
+    }
     assert {p: sorted(h["txnId"] for h in hs) for p, hs in holders.items()} == expected
     for partition, found in holders.items():
         for holder in found:
-            assert holder["startPosition"] == body[holder["txnId"]]["producedPartitions"][partition].get("startPosition")
+            assert holder["startPosition"] == body[holder["txnId"]]["producedPartitions"][partition].get(
+                "startPosition"
+            )
 
 
 def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
     """#13.17: a buffer that never finished recovering holds readers back too, for another reason."""
     routes = dict(ROUTES)
     routes["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"] = {
-        **ROUTES["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"], "state": "Initializing"}
+        **ROUTES["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"],
+        "state": "Initializing",
+    }
 
     def answer(request):
         body = routes.get(request.path.split("?")[0])
@@ -132,5 +173,11 @@ def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
     assert (report["checked"], report["held"], report["recovering"]) == (2, 2, 1)
     causes = {p["topic"].rsplit("-", 1)[-1]: (p["cause"], p["bufferState"]) for p in report["partitions"]}
     assert causes == {"0": ("recovering", "Initializing"), "1": ("open transactions", "Ready")}
-    assert "1 of 2 partition(s) held back by open transactions, 1 by a transaction buffer that has not finished recovering" in table.stdout
-    assert f"pulsar-admin --admin-url {server.url} topics unload persistent://public/default/orders-partition-0" in table.stdout
+    assert (
+        "1 of 2 partition(s) held back by open transactions, 1 by a transaction buffer that has not finished recovering"
+        in table.stdout
+    )
+    assert (
+        f"pulsar-admin --admin-url {server.url} topics unload persistent://public/default/orders-partition-0"
+        in table.stdout
+    )

@@ -1,4 +1,5 @@
 """Hypothesis strategies for records of both logs (the codec's and the scanner's properties)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
@@ -55,4 +56,7 @@ def pa_records(draw):
     return record
 
 
-LOG_RECORDS = st.one_of(st.tuples(st.just(TC), st.lists(tc_records(), max_size=6)), st.tuples(st.just(PA), st.lists(pa_records(), max_size=6)))
+LOG_RECORDS = st.one_of(
+    st.tuples(st.just(TC), st.lists(tc_records(), max_size=6)),
+    st.tuples(st.just(PA), st.lists(pa_records(), max_size=6)),
+)

@@ -1,4 +1,5 @@
 """`pulsar-txn decode` end to end through the real entry point."""
+
 from __future__ import annotations
 
 import base64
@@ -24,11 +25,29 @@ def test_hex_option_json_is_an_array_of_one(cli):
     assert result.exit_code == 0, result.stderr
     [entry] = result.json()
     assert entry == codec.entry_to_json(codec.decode_entry(BATCH, "tc"))
-    assert [r["metadataOp"] for r in entry["records"]] == ["NEW", "ADD_PARTITION", "ADD_SUBSCRIPTION", "UPDATE", "UPDATE"]
+    assert [r["metadataOp"] for r in entry["records"]] == [
+        "NEW",
+        "ADD_PARTITION",
+        "ADD_SUBSCRIPTION",
+        "UPDATE",
+        "UPDATE",
+    ]
 
 
 def test_repeated_hex_and_base64_options(cli):
-    args = ["decode", "--hex", BATCH.hex(), "--hex", SINGLE.hex(), "--base64", base64.b64encode(SINGLE).decode(), "--log", "tc", "-o", "json"]
+    args = [
+        "decode",
+        "--hex",
+        BATCH.hex(),
+        "--hex",
+        SINGLE.hex(),
+        "--base64",
+        base64.b64encode(SINGLE).decode(),
+        "--log",
+        "tc",
+        "-o",
+        "json",
+    ]
     result = cli(args)
     assert result.exit_code == 0, result.stderr
     assert [(e["batched"], len(e["records"])) for e in result.json()] == [(True, 5), (False, 1), (False, 1)]
@@ -44,14 +63,24 @@ def test_files_in_every_format(cli, tmp_path):
     result = cli(["decode", "--log", "tc", "-o", "json", *[tmp_path / n for n in names]])
     assert result.exit_code == 0, result.stderr
     got = [(e["ledgerId"], e["entryId"], e["batched"]) for e in result.json()]
-    assert got == [(None, None, True), (None, None, True), (None, None, False), (None, None, False), (9, 0, True), (9, 1, False), (9, 2, True)]
+    assert got == [
+        (None, None, True),
+        (None, None, True),
+        (None, None, False),
+        (None, None, False),
+        (9, 0, True),
+        (9, 1, False),
+        (9, 2, True),
+    ]
     assert result.json()[6]["managedLedger"] == TC_ML
 
 
 def test_explicit_format_overrides_detection(cli, tmp_path):
     path = tmp_path / "ambiguous.txt"
     path.write_text("CAEQAhgD\n")  # base64 of a TC record
-    assert cli(["decode", "-f", "base64", "--log", "tc", "-o", "json", path]).json()[0]["records"][0]["txnId"] == "(3,2)"
+    assert (
+        cli(["decode", "-f", "base64", "--log", "tc", "-o", "json", path]).json()[0]["records"][0]["txnId"] == "(3,2)"
+    )
     result = cli(["decode", "--format", "hex", "--log", "tc", path])
     assert result.exit_code == 3 and "not hexadecimal" in result.stderr
 
@@ -183,7 +212,12 @@ def test_strict_stops_at_the_first_bad_entry(cli):
 
 def test_lossy_readledger_dump_has_its_own_message(cli, tmp_path):
     path = tmp_path / "string.txt"
-    path.write_text(LOG_PREFIX + f"--------- Lid=9, Eid=0, EntrySize={len(BATCH)} ---------\n" + BATCH.decode("utf-8", "replace") + "\n")
+    path.write_text(
+        LOG_PREFIX
+        + f"--------- Lid=9, Eid=0, EntrySize={len(BATCH)} ---------\n"
+        + BATCH.decode("utf-8", "replace")
+        + "\n"
+    )
     result = cli(["decode", "--log", "tc", path])
     assert result.exit_code == 3
     assert "error: entry 9:0: the entry was dumped as text (readledger's default string formatter)" in result.stderr

@@ -1,4 +1,5 @@
 """Dump formats: detection, hex/base64/JSONL lines and readledger text (pulsar_txn_cli.codec.dumps)."""
+
 from __future__ import annotations
 
 import base64
@@ -18,7 +19,8 @@ ENTRY = codec.encode_batch([pending_ack(1), pending_ack(2, op=2)])
 READLEDGER_TEXT = (
     "SLF4J: Class path contains multiple SLF4J bindings.\n"
     "2026-11-22T01:02:03,401+0000 [main] INFO  org.apache.bookkeeper.client.BookKeeperAdmin - Resetting LAC\n"
-    + LOG_PREFIX + "--------- Lid=21, Eid=4, EntrySize=41 ---------\n"
+    + LOG_PREFIX
+    + "--------- Lid=21, Eid=4, EntrySize=41 ---------\n"
     "00000000 0E 01 00 01 0A 1B 08 01 10 00 18 01 20 01 2A 11 ............ .*.\n"
     "00000010 08 0C 10 03 18 FE FF FF FF FF FF FF FF FF 01 20 ............... \n"
     "00000020 0A 0A 06 08 02 18 02 20 01                      ....... .\n"
@@ -65,7 +67,10 @@ def test_detect_format(head, fmt):
 
 
 def test_detection_finds_a_header_after_a_long_log_preamble():
-    preamble = "".join(f"2026-11-22T01:02:03,{i:03d}+0000 [main] INFO  org.apache.zookeeper.ZooKeeper - Client environment:x={i}\n" for i in range(200))
+    preamble = "".join(
+        f"2026-11-22T01:02:03,{i:03d}+0000 [main] INFO  org.apache.zookeeper.ZooKeeper - Client environment:x={i}\n"
+        for i in range(200)
+    )
     assert len(preamble) > 8192
     [entry] = entries(preamble + READLEDGER_TEXT)
     assert entry.data == ENTRY and entry.where == "21:4"
@@ -123,7 +128,9 @@ def test_jsonl_dump_lines():
     )
     got = entries(text)
     assert [(e.managed_ledger, e.ledger_id, e.entry_id, e.where) for e in got] == [
-        (TC_ML, 12, 0, "12:0"), (PA_ML, 13, 5, "13:5"), (None, None, None, "dump.txt #3"),
+        (TC_ML, 12, 0, "12:0"),
+        (PA_ML, 13, 5, "13:5"),
+        (None, None, None, "dump.txt #3"),
     ]
     assert got[2].data == b"\x08\x01"
 
@@ -159,8 +166,15 @@ def test_readledger_renderer_matches_the_literal_dump():
 
 def test_readledger_ignores_interleaved_log_lines_and_crlf():
     rows = READLEDGER_TEXT.splitlines()
-    noisy = rows[:4] + ["2026-11-22T01:02:03,500+0000 [BookKeeperClientWorker-0] WARN  o.a.b.c.PendingReadOp - slow read"] + rows[4:]
-    noisy += [LOG_PREFIX + "--------- Lid=21, Eid=5, EntrySize=2 ---------", "00000000 08 01                                           .."]
+    noisy = (
+        rows[:4]
+        + ["2026-11-22T01:02:03,500+0000 [BookKeeperClientWorker-0] WARN  o.a.b.c.PendingReadOp - slow read"]
+        + rows[4:]
+    )
+    noisy += [
+        LOG_PREFIX + "--------- Lid=21, Eid=5, EntrySize=2 ---------",
+        "00000000 08 01                                           ..",
+    ]
     got = entries("\r\n".join(noisy) + "\r\n")
     assert [(e.entry_id, e.data) for e in got] == [(4, ENTRY), (5, b"\x08\x01")]
 
@@ -209,7 +223,12 @@ def test_readledger_string_formatter_dump_is_called_lossy():
 
 
 def test_readledger_header_without_body_asks_for_m():
-    text = LOG_PREFIX + "--------- Lid=21, Eid=4, EntrySize=41 ---------\n" + LOG_PREFIX + "--------- Lid=21, Eid=5, EntrySize=0 ---------\n"
+    text = (
+        LOG_PREFIX
+        + "--------- Lid=21, Eid=4, EntrySize=41 ---------\n"
+        + LOG_PREFIX
+        + "--------- Lid=21, Eid=5, EntrySize=0 ---------\n"
+    )
     first, second = entries(text)
     assert "none of the entry's bytes" in str(first.error) and "-m" in str(first.error)
     assert second.data == b"" and second.error is None  # an empty entry, for the codec to reject

@@ -1,6 +1,7 @@
 """One rule for inputs that hold no entries: a data error (exit 3) naming the input, never an
 empty result; files are checked before any work, so nothing reaches stdout. Giving no input at
 all stays a usage error (exit 2)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,15 @@ def empty(request, tmp_path):
     return path
 
 
-@pytest.mark.parametrize("args", [["decode", "--log", "tc"], ["decode", "-f", "jsonl"], ["decode", "-f", "hex", "--log", "tc"],
-                                  ["analyze", "--engine", "local"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["decode", "--log", "tc"],
+        ["decode", "-f", "jsonl"],
+        ["decode", "-f", "hex", "--log", "tc"],
+        ["analyze", "--engine", "local"],
+    ],
+)
 @pytest.mark.parametrize("output", ["table", "json"])
 def test_an_empty_file_is_a_data_error(cli, empty, args, output):
     result = cli([*args, "-o", output, empty])

@@ -1,4 +1,5 @@
 """Entry framing, record checks and the JSON shape (pulsar_txn_cli.codec)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,7 +39,10 @@ def test_single_entry_is_the_bare_record():
     assert (entry.batched, entry.version, entry.size, entry.records) == (False, None, len(data), [record])
 
 
-@pytest.mark.parametrize("log, records", [(TC, tc_lifecycle(1) + tc_lifecycle(2)), (PA, [pending_ack(1), pending_ack(2, op=2), pending_ack(3, op=3)])])
+@pytest.mark.parametrize(
+    "log, records",
+    [(TC, tc_lifecycle(1) + tc_lifecycle(2)), (PA, [pending_ack(1), pending_ack(2, op=2), pending_ack(3, op=3)])],
+)
 def test_batch_round_trip_keeps_order(log, records):
     entry = codec.decode_entry(codec.encode_batch(records), log)
     assert entry.batched and entry.version == 1 and entry.warnings == []
@@ -103,7 +107,9 @@ def test_0x0e_without_the_magic():
 
 
 def test_truncated_single_record():
-    data = codec.TcRecord(metadata_op=1, txnid_least_bits=1, partitions=["persistent://t-partition-0"]).SerializeToString()
+    data = codec.TcRecord(
+        metadata_op=1, txnid_least_bits=1, partitions=["persistent://t-partition-0"]
+    ).SerializeToString()
     error = decode_error(data[:-5], TC)
     assert error.reason.startswith("the TC log record is truncated: field 6 claims")
     assert error.offset == data.index(b"\x32")
@@ -147,7 +153,10 @@ def test_missing_required_field_in_a_batch_names_record_and_offset():
     bad.pending_ack_metadata.add(ledgerId=4)  # no entryId
     data = codec.encode_batch_serialized([good, bad.SerializePartialToString()])
     error = decode_error(data, PA)
-    assert error.reason == "the batched pending-ack entry: record 1 of the batch lacks required field pending_ack_metadata[0].entryId"
+    assert (
+        error.reason
+        == "the batched pending-ack entry: record 1 of the batch lacks required field pending_ack_metadata[0].entryId"
+    )
     assert error.offset == 4 + 2 + len(good)
 
 
@@ -209,7 +218,12 @@ def test_pending_ack_json():
             {"ledgerId": 12, "entryId": 4, "ackSet": [-2], "batchSize": 10},
         ],
     }
-    assert codec.record_to_dict(pending_ack(9, op=3), PA) == {"txnId": "(1,9)", "pendingAckOp": "ABORT", "txnidLeastBits": 9, "txnidMostBits": 1}
+    assert codec.record_to_dict(pending_ack(9, op=3), PA) == {
+        "txnId": "(1,9)",
+        "pendingAckOp": "ABORT",
+        "txnidLeastBits": 9,
+        "txnidMostBits": 1,
+    }
 
 
 def test_entry_json_shape():
@@ -263,7 +277,11 @@ def test_log_of_managed_ledger(name, log):
 def test_op_names_and_summaries():
     new, part, sub, committing, committed = tc_lifecycle(1)
     assert [codec.op_name(r, TC) for r in (new, part, sub, committing, committed)] == [
-        "NEW", "ADD_PARTITION", "ADD_SUBSCRIPTION", "UPDATE:COMMITTING", "UPDATE:COMMITTED",
+        "NEW",
+        "ADD_PARTITION",
+        "ADD_SUBSCRIPTION",
+        "UPDATE:COMMITTING",
+        "UPDATE:COMMITTED",
     ]
     assert codec.summarize(new, TC) == "timeout 30000 ms, owner pulsar://broker-1:6650"
     assert codec.summarize(sub, TC) == "persistent://public/default/orders-partition-0 / billing"
@@ -279,12 +297,19 @@ def test_presence_not_values_decides_which_fields_appear():
     # default is not zero (PendingAckOp has no 0: an absent op reads as ACK).
     zeros = codec.TcRecord(metadata_op=0, txnid_most_bits=0, txnid_least_bits=0, new_status=0, timeout_ms=0, owner="")
     assert codec.record_to_dict(zeros, TC) == {
-        "txnId": "(0,0)", "metadataOp": "NEW", "txnidLeastBits": 0, "txnidMostBits": 0,
-        "newStatus": "OPEN", "timeoutMs": 0, "owner": "",
+        "txnId": "(0,0)",
+        "metadataOp": "NEW",
+        "txnidLeastBits": 0,
+        "txnidMostBits": 0,
+        "newStatus": "OPEN",
+        "timeoutMs": 0,
+        "owner": "",
     }
     assert codec.record_to_dict(codec.TcRecord(), TC) == {"txnId": "(0,0)"}
     no_op = codec.PendingAckRecord(txnid_least_bits=3)
     assert codec.record_to_dict(no_op, PA) == {"txnId": "(0,3)", "txnidLeastBits": 3}
-    assert codec.records_to_dicts([no_op], PA, batched=True) == [{"batchIndex": 0, "txnId": "(0,3)", "txnidLeastBits": 3}]
+    assert codec.records_to_dicts([no_op], PA, batched=True) == [
+        {"batchIndex": 0, "txnId": "(0,3)", "txnidLeastBits": 3}
+    ]
     ack = codec.PendingAckRecord(pending_ack_op=1, ack_type=0)
     assert codec.record_to_dict(ack, PA) == {"txnId": "(0,0)", "pendingAckOp": "ACK", "ackType": "Individual"}

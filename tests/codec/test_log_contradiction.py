@@ -3,6 +3,7 @@
 Decoding a pending-ack log's bytes as the TC log does not fail: it gives nonsense records, so the
 name the dump carries must win over a mistyped --log.
 """
+
 from __future__ import annotations
 
 from pulsar_txn_cli import codec

@@ -1,4 +1,5 @@
 """Property tests: random records round-trip; hostile bytes only ever raise the project's DecodeError."""
+
 from __future__ import annotations
 
 import base64
@@ -77,7 +78,9 @@ def test_random_bytes_only_raise_decode_error(data):
 @given(LOG_RECORDS, st.data())
 def test_mutated_entries_only_raise_decode_error(log_records, data):
     _, records = log_records
-    entry = bytearray(codec.encode_batch(records) if data.draw(st.booleans()) or not records else codec.encode_single(records[0]))
+    entry = bytearray(
+        codec.encode_batch(records) if data.draw(st.booleans()) or not records else codec.encode_single(records[0])
+    )
     for _ in range(data.draw(st.integers(1, 4))):
         kind = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
         if kind == "cut":
@@ -106,7 +109,9 @@ GOOD_JSONL = dumps.dump_line("pulsar/system/persistent/__transaction_log_0", 1, 
 
 
 @SETTINGS
-@given(st.text(alphabet=st.sampled_from(list("0123456789ABCDEFabcdef |-=,.\nLidEtSz\x00\ufffd")), max_size=300), st.data())
+@given(
+    st.text(alphabet=st.sampled_from(list("0123456789ABCDEFabcdef |-=,.\nLidEtSz\x00\ufffd")), max_size=300), st.data()
+)
 def test_readledger_parser_never_raises(noise, data):
     cut = data.draw(st.integers(0, len(GOOD_READLEDGER)))
     at = data.draw(st.integers(0, len(GOOD_READLEDGER)))

@@ -1,5 +1,6 @@
 """Real `readledger` dumps of a real broker (tests/fixtures/real, captured by
 tests/integration/capture_fixtures.py) decoded and checked against their MANIFEST.json."""
+
 from __future__ import annotations
 
 import json

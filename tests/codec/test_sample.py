@@ -1,4 +1,5 @@
 """The sample dump shipped in the package (used by docs/decode.md)."""
+
 from __future__ import annotations
 
 from importlib import resources

@@ -1,6 +1,7 @@
 """The fast suite's cluster for `collect`: the embedded engine served over real HTTP
 (admin/server.py) after a batched workload, and a STAND-IN BookKeeper shell
 (standin_bookkeeper.py: real bookies cannot run in the fast suite) that answers from its dump."""
+
 from __future__ import annotations
 
 import stat
@@ -19,7 +20,9 @@ def fleet(tmp_path, monkeypatch):
     from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine import dump
 
-    simulate_into(tmp_path / "engine", coordinators=2, transactions=60, concurrency=8, topics=2, subscriptions=2, seed=5)
+    simulate_into(
+        tmp_path / "engine", coordinators=2, transactions=60, concurrency=8, topics=2, subscriptions=2, seed=5
+    )
     where = ["--engine-dir", str(tmp_path / "engine")]
     for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
         assert run_cli(["engine", "config", "set", key, "true", *where]).exit_code == 0
@@ -29,7 +32,7 @@ def fleet(tmp_path, monkeypatch):
     dump_path = tmp_path / "engine.jsonl"
     dump_path.write_text("".join(line + "\n" for line in dump.lines(engine, dump.select(engine, None, "all"))))
     script = tmp_path / "bookkeeper"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("STANDIN_DUMP", str(dump_path))
     monkeypatch.setenv("STANDIN_CALLS", str(tmp_path / "calls.txt"))

@@ -1,4 +1,5 @@
 """Helpers for the `collect` tests around the `fleet` fixture (conftest.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,18 @@ URI = "zk+null://127.0.0.1:2181/ledgers"
 
 
 def args(fleet, out, *extra):
-    return ["collect", "--admin-url", fleet["url"], "--out", str(out), "--bookkeeper-shell", fleet["shell"],
-            "--metadata-service-uri", URI, *extra]
+    return [
+        "collect",
+        "--admin-url",
+        fleet["url"],
+        "--out",
+        str(out),
+        "--bookkeeper-shell",
+        fleet["shell"],
+        "--metadata-service-uri",
+        URI,
+        *extra,
+    ]
 
 
 def ledgers_of(dump: Path) -> set[tuple[str, int]]:

@@ -7,6 +7,7 @@ Knobs (environment): STANDIN_FAIL=ID (that ledger fails as a missing ledger does
 (seconds per ledger), STANDIN_CALLS=FILE (appends each ledger id read), STANDIN_NO_HEADERS=1 (INFO
 logging off: rows only). It refuses to run without $BOOKIE_CONF naming metadataServiceUri.
 """
+
 import base64
 import json
 import os
@@ -16,7 +17,7 @@ import time
 
 def rows(data: bytes):
     for start in range(0, max(len(data), 1), 16):
-        chunk = data[start:start + 16]
+        chunk = data[start : start + 16]
         cells = "".join(f"{b:02X} " for b in chunk) + "   " * (16 - len(chunk))
         text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
         yield f"{start:08X} {cells}{text}"
@@ -47,8 +48,10 @@ def main(argv):
             data = base64.b64decode(obj["data"])
             cumulative += len(data)
             if not os.environ.get("STANDIN_NO_HEADERS"):
-                print(f"12:00:00.000 [main] INFO  org.apache.bookkeeper.tools.cli.commands.bookie.ReadLedgerCommand - "
-                      f"--------- Lid={ledger}, Eid={obj['entryId']}, EntrySize={cumulative} ---------")
+                print(
+                    f"12:00:00.000 [main] INFO  org.apache.bookkeeper.tools.cli.commands.bookie.ReadLedgerCommand - "
+                    f"--------- Lid={ledger}, Eid={obj['entryId']}, EntrySize={cumulative} ---------"
+                )
             print("\n".join(rows(data)))
     return 0
 

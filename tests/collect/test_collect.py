@@ -2,6 +2,7 @@
 STAND-IN BookKeeper shell (standin_bookkeeper.py: real bookies cannot run in the fast suite; the
 real shell against a real broker is tests/integration/test_collect_real_broker.py). Covers the
 plan from internal stats, the dumps `analyze` reads, resumption, Ctrl-C, and the error paths."""
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,16 @@ import pytest
 from tests.collect.fleet import URI, args, calls, ledgers_of
 from tests.conftest import simulate_into
 
+
 def test_collect_writes_every_ledger_and_analyze_agrees_with_the_dump(cli, fleet):
     out = fleet["tmp"] / "out"
     result = cli(args(fleet, out, "-o", "json"))
     assert result.exit_code == 0, result.stdout + result.stderr
     summary = result.json()
     expected = ledgers_of(fleet["dump"])
-    assert summary["ledgers"] == summary["read"] == len(expected) and summary["failed"] == [] and summary["problems"] == []
+    assert (
+        summary["ledgers"] == summary["read"] == len(expected) and summary["failed"] == [] and summary["problems"] == []
+    )
     assert summary["metadataServiceUri"] == URI and summary["secondsPerLedger"] > 0
     collected = [json.loads(l) for f in sorted(out.rglob("ledger-*.jsonl")) for l in f.read_text().splitlines()]
     original = [json.loads(l) for l in fleet["dump"].read_text().splitlines()]
@@ -48,7 +52,9 @@ def test_a_second_run_reads_only_what_is_missing(cli, fleet, monkeypatch):
     second = cli(args(fleet, out, "-o", "json"))
     assert second.exit_code == 0, second.stderr
     summary = second.json()
-    open_ledgers = {r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]}
+    open_ledgers = {
+        r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]
+    }
     assert set(calls(fleet)) == {victim} | open_ledgers  # the failed ledger, and the open ones (they may grow)
     assert summary["alreadyCollected"] == summary["ledgers"] - len({victim} | open_ledgers)
 
@@ -71,7 +77,9 @@ def test_ctrl_c_keeps_the_completed_ledgers_and_the_next_run_finishes(fleet):
     assert f"{kept} of {total} ledgers are complete" in err and "run the same command again" in err
     assert not list(out.rglob(".*.tmp"))  # no half-written dump left behind
     assert len(list(out.rglob("ledger-*.jsonl"))) == kept
-    finish = subprocess.run(cmd[:-2] + ["-o", "json"], env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    finish = subprocess.run(
+        cmd[:-2] + ["-o", "json"], env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
     assert finish.returncode == 0, finish.stderr
     assert len(list(out.rglob("ledger-*.jsonl"))) == total
 
@@ -86,20 +94,42 @@ def test_entries_without_headers_are_refused_not_guessed(cli, fleet, monkeypatch
 
 def test_the_embedded_engine_is_refused_with_a_pointer(cli, tmp_path):
     simulate_into(tmp_path / "engine", transactions=2, seed=1)
-    result = cli(["collect", "--engine-dir", str(tmp_path / "engine"), "--out", str(tmp_path / "out"),
-                  "--bookkeeper-shell", "/bin/true"])
+    result = cli(
+        [
+            "collect",
+            "--engine-dir",
+            str(tmp_path / "engine"),
+            "--out",
+            str(tmp_path / "out"),
+            "--bookkeeper-shell",
+            "/bin/true",
+        ]
+    )
     assert result.exit_code == 2
     assert "engine dump --log all" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("extra, message", [
-    ([], "give --bookkeeper-shell PATH"),
-    (["--bookkeeper-shell", "/nonexistent/bookkeeper"], "no such executable file"),
-    (["--bookkeeper-shell", "/bin/true", "--concurrency", "0"], "--concurrency must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "give --bookkeeper-shell PATH"),
+        (["--bookkeeper-shell", "/nonexistent/bookkeeper"], "no such executable file"),
+        (["--bookkeeper-shell", "/bin/true", "--concurrency", "0"], "--concurrency must be at least 1"),
+    ],
+)
 def test_bad_options_are_one_sentence_and_exit_2(cli, fleet, extra, message):
-    result = cli(["collect", "--admin-url", fleet["url"], "--out", str(fleet["tmp"] / "out"),
-                  "--metadata-service-uri", URI, *extra])
+    result = cli(
+        [
+            "collect",
+            "--admin-url",
+            fleet["url"],
+            "--out",
+            str(fleet["tmp"] / "out"),
+            "--metadata-service-uri",
+            URI,
+            *extra,
+        ]
+    )
     assert result.exit_code == 2, result.stdout + result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
 
@@ -116,7 +146,9 @@ def test_the_metadata_service_uri_comes_from_the_brokers_configuration():
     from pulsar_txn_cli.collect.metadata import from_store_url, service_uri
     from pulsar_txn_cli.errors import UsageError
 
-    real = json.loads((Path(__file__).parents[1] / "fixtures/real/rest/brokers_configuration_runtime.json").read_text())["body"]
+    real = json.loads(
+        (Path(__file__).parents[1] / "fixtures/real/rest/brokers_configuration_runtime.json").read_text()
+    )["body"]
     assert service_uri(real) == "zk+null://localhost:50559/ledgers"  # a real 4.0.7 broker's answer
     assert service_uri({"bookkeeperMetadataServiceUri": "zk://zk1:2181/ledgers"}) == "zk://zk1:2181/ledgers"
     assert from_store_url("zk:a:2181,b:2181/pulsar") == "zk+null://a:2181;b:2181/pulsar/ledgers"
@@ -157,14 +189,18 @@ def test_parquet_dumps_analyze_like_the_jsonl_ones_and_resume(cli, fleet):
     summary = result.json()
     assert summary["format"] == "parquet" and summary["read"] == len(ledgers_of(fleet["dump"]))
     files = sorted(out.rglob("ledger-*"))
-    assert len(files) == summary["read"] and all(f.suffix == ".parquet" and f.read_bytes()[:4] == b"PAR1" for f in files)
+    assert len(files) == summary["read"] and all(
+        f.suffix == ".parquet" and f.read_bytes()[:4] == b"PAR1" for f in files
+    )
     assert not [f for f in out.rglob("*") if f.name.startswith(".")]  # no temporary file left behind
     report = cli(["analyze", str(out), "--engine", "local", "-o", "json"]).json()
     direct = cli(["analyze", str(fleet["dump"]), "--engine", "local", "-o", "json"]).json()
     assert report["totals"] == direct["totals"] and report["totals"]["batchedEntries"] > 0
     fleet["calls"].unlink()
     again = cli(args(fleet, out, "--format", "parquet", "-o", "json")).json()
-    open_ledgers = {r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]}
+    open_ledgers = {
+        r["ledgerId"] for r in map(json.loads, (out / "_collect" / "done.jsonl").read_text().splitlines()) if r["open"]
+    }
     assert set(calls(fleet)) == open_ledgers and again["alreadyCollected"] == again["ledgers"] - len(open_ledgers)
     # the other format into the same directory would mix two collections: refused, nothing read
     fleet["calls"].unlink()

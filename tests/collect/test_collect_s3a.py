@@ -2,6 +2,7 @@
 Hadoop's S3A connector resolved as Spark users resolve it; the cluster is the `fleet` fixture's
 served engine with the STAND-IN BookKeeper shell (conftest.py). Resumption works from what is in
 the bucket, and `analyze` of the bucket agrees with the dump the stand-in served."""
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,16 @@ def run(argv, s3, *, credentials=True, conf=True):
     told otherwise, its credentials in the environment as AWS's tools take them."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_"))}
     env.update(s3.env() if credentials else {})
-    settings = [arg for key, value in s3.spark_conf().items() for arg in ("--spark-conf", f"{key}={value}")] if conf else []
-    done = subprocess.run([str(Path(sys.executable).parent / "pulsar-txn"), *map(str, argv), *settings],
-                          capture_output=True, text=True, env={**env, "SPARK_LOCAL_IP": "127.0.0.1"}, timeout=600)
+    settings = (
+        [arg for key, value in s3.spark_conf().items() for arg in ("--spark-conf", f"{key}={value}")] if conf else []
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "pulsar-txn"), *map(str, argv), *settings],
+        capture_output=True,
+        text=True,
+        env={**env, "SPARK_LOCAL_IP": "127.0.0.1"},
+        timeout=600,
+    )
     assert S3Proxy.SECRET_KEY not in done.stdout + done.stderr
     return done
 
@@ -43,7 +51,9 @@ def test_collect_into_s3a_resumes_from_the_bucket_and_analyze_agrees(cli, fleet,
     monkeypatch.setenv("STANDIN_FAIL", str(victim))
     first = run(args(fleet, "s3a://fleet/collected", "--format", "parquet", "-o", "json"), s3)
     assert first.returncode == 3, first.stderr
-    assert "s3a:// needs Hadoop's S3A connector: added spark.jars.packages org.apache.hadoop:hadoop-aws:" in first.stderr
+    assert (
+        "s3a:// needs Hadoop's S3A connector: added spark.jars.packages org.apache.hadoop:hadoop-aws:" in first.stderr
+    )
     summary = json.loads(first.stdout)
     assert [f["ledgerId"] for f in summary["failed"]] == [victim] and summary["read"] == len(expected) - 1
     assert summary["out"] == "s3a://fleet/collected" and summary["format"] == "parquet"

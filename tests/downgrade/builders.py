@@ -1,9 +1,16 @@
 """Small builders of observations for the verdict tests (no I/O)."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
-    BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
+    BATCH_INDEX_KEY,
+    BATCH_KEYS,
+    COORDINATOR,
+    SUBSCRIPTION,
+    BrokerObservation,
+    LogObservation,
+    Observations,
 )
 
 TARGET = "http://broker:8080"
@@ -22,29 +29,48 @@ def broker(name="b1:8080", batching=False, batch_index=False, version="4.0.4", *
 
 
 def tc(cid, ledgers=(1, 2), effective=False, mark="2:5", lac="2:9", **kw) -> LogObservation:
-    return LogObservation(COORDINATOR, coordinator_id=cid, ledgers=tuple(ledgers) if ledgers is not None else None,
-                          effective_batching=effective, mark_delete=mark, last_confirmed=lac, **kw)
+    return LogObservation(
+        COORDINATOR,
+        coordinator_id=cid,
+        ledgers=tuple(ledgers) if ledgers is not None else None,
+        effective_batching=effective,
+        mark_delete=mark,
+        last_confirmed=lac,
+        **kw,
+    )
 
 
-def sub(topic="persistent://public/default/t", name="s", ledgers=(10, 11), effective=False,
-        mark="11:0", lac="11:3", **kw) -> LogObservation:
-    return LogObservation(SUBSCRIPTION, topic=topic, subscription=name,
-                          ledgers=tuple(ledgers) if ledgers is not None else None,
-                          effective_batching=effective, mark_delete=mark, last_confirmed=lac, **kw)
+def sub(
+    topic="persistent://public/default/t", name="s", ledgers=(10, 11), effective=False, mark="11:0", lac="11:3", **kw
+) -> LogObservation:
+    return LogObservation(
+        SUBSCRIPTION,
+        topic=topic,
+        subscription=name,
+        ledgers=tuple(ledgers) if ledgers is not None else None,
+        effective_batching=effective,
+        mark_delete=mark,
+        last_confirmed=lac,
+        **kw,
+    )
 
 
 def obs(coordinators=(), subscriptions=(), brokers=None, dynamic=None, taken_at=T1, **kw) -> Observations:
     return Observations(
-        target=kw.pop("target", TARGET), taken_at=taken_at,
+        target=kw.pop("target", TARGET),
+        taken_at=taken_at,
         dynamic_config={} if dynamic is None else dynamic,
         brokers=tuple(brokers if brokers is not None else [broker()]),
-        coordinators=tuple(coordinators), subscriptions=tuple(subscriptions), **kw,
+        coordinators=tuple(coordinators),
+        subscriptions=tuple(subscriptions),
+        **kw,
     )
 
 
 def checkpoint(coordinators=None, subscriptions=None, target=TARGET) -> Checkpoint:
     return Checkpoint(
-        target, T0,
+        target,
+        T0,
         {cid: Record(ledger, T0) for cid, ledger in (coordinators or {}).items()},
         {key: Record(ledger, T0) for key, ledger in (subscriptions or {}).items()},
     )

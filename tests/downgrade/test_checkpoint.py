@@ -1,4 +1,5 @@
 """The checkpoint file: round trip, atomic writes, refusal of damaged files; status and reset."""
+
 from __future__ import annotations
 
 import json
@@ -46,15 +47,20 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["cp.json"]
 
 
-@pytest.mark.parametrize("text", [
-    "not json", "[]", '{"format": 2, "target": "x", "createdAt": "t"}',
-    '{"format": 1, "target": 3, "createdAt": "t"}',
-    '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": "0", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
-    '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": -1, "recordedAt": "t"}]}',
-    '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": 1, "recordedAt": "t"}, {"coordinatorId": 0, "lastBatchedLedgerId": 2, "recordedAt": "t"}]}',
-    '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": [{"topic": "", "subscription": "s", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
-    '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": {}}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[]",
+        '{"format": 2, "target": "x", "createdAt": "t"}',
+        '{"format": 1, "target": 3, "createdAt": "t"}',
+        '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": "0", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
+        '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": -1, "recordedAt": "t"}]}',
+        '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": 1, "recordedAt": "t"}, {"coordinatorId": 0, "lastBatchedLedgerId": 2, "recordedAt": "t"}]}',
+        '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": [{"topic": "", "subscription": "s", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
+        '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": {}}',
+    ],
+)
 def test_damaged_files_are_refused_with_the_path(tmp_path, text):
     path = tmp_path / "cp.json"
     path.write_text(text)
@@ -122,8 +128,11 @@ def test_reset_never_deletes_a_file_that_is_not_a_checkpoint(cli, tmp_path):
     """#13.3: a mistyped --checkpoint (a note, a config file, a directory) is refused, exit 2, and kept."""
     engine_dir = tmp_path / "engine"
     assert cli(["engine", "init", "--engine-dir", engine_dir]).exit_code == 0
-    for name, text in (("notes.txt", "ledger ids kept on paper\n"), ("other.json", '{"format": 99}'),
-                       ("empty.json", "")):
+    for name, text in (
+        ("notes.txt", "ledger ids kept on paper\n"),
+        ("other.json", '{"format": 99}'),
+        ("empty.json", ""),
+    ):
         victim = tmp_path / name
         victim.write_text(text)
         result = cli(["downgrade", "reset", "--checkpoint", victim, "--engine-dir", engine_dir])

@@ -1,5 +1,6 @@
 """`downgrade check` and `upgrade check` end to end on the embedded engine, through both backends:
 in process (--engine-dir) and over HTTP (admin/server.py, --admin-url)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ from tests.conftest import isolate
 from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
-SMALL_LEDGERS = {"managedLedgerMaxEntriesPerLedger": "20", "managedLedgerMinLedgerRolloverTimeMinutes": "0",
-                 "transactionPendingAckLogIndexMinLag": "20"}
+SMALL_LEDGERS = {
+    "managedLedgerMaxEntriesPerLedger": "20",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    "transactionPendingAckLogIndexMinLag": "20",
+}
 SWITCHES = ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log")
 MAX_ROUNDS = 8
 
@@ -112,11 +116,14 @@ def until_safe(cli, b: Backend, **workload):
 
 
 def recorded(doc: dict) -> dict:
-    return {**{("tc", c["coordinatorId"]): c["lastBatchedLedgerId"] for c in doc["coordinators"]},
-            **{(s["topic"], s["subscription"]): s["lastBatchedLedgerId"] for s in doc["subscriptions"]}}
+    return {
+        **{("tc", c["coordinatorId"]): c["lastBatchedLedgerId"] for c in doc["coordinators"]},
+        **{(s["topic"], s["subscription"]): s["lastBatchedLedgerId"] for s in doc["subscriptions"]},
+    }
 
 
 # -- verdicts ------------------------------------------------------------------------------------
+
 
 def test_blocked_while_batching_is_on(cli, backend):
     switch(cli, backend, True)
@@ -198,12 +205,16 @@ def test_upgrade_check(cli, backend):
 
 # -- --verify-entries -----------------------------------------------------------------------------
 
+
 def _dump(b: Backend, path: Path) -> None:
     from pulsar_txn_cli.engine import dump
 
     def write(engine):
-        path.write_text("".join(line if line.endswith("\n") else line + "\n"
-                                for line in dump.lines(engine, dump.select(engine, None))))
+        path.write_text(
+            "".join(
+                line if line.endswith("\n") else line + "\n" for line in dump.lines(engine, dump.select(engine, None))
+            )
+        )
 
     if b.engine is not None:
         write(b.engine)
@@ -227,7 +238,9 @@ def test_verify_entries_agrees_with_a_safe_verdict_and_catches_a_planted_batch(c
     tc0 = safe.json()["coordinators"][0]
     planted = tmp_path / "planted.jsonl"
     batch = codec.encode_batch([codec.TcRecord(metadata_op=0, txnid_most_bits=0, txnid_least_bits=i) for i in range(2)])
-    planted.write_text(dump_line("pulsar/system/persistent/__transaction_log_0", tc0["oldestLedgerId"], 0, batch) + "\n")
+    planted.write_text(
+        dump_line("pulsar/system/persistent/__transaction_log_0", tc0["oldestLedgerId"], 0, batch) + "\n"
+    )
     result = check(cli, backend, "--verify-entries", planted)
     assert result.exit_code == 6
     assert any(f"ledger {tc0['oldestLedgerId']} of coordinator 0" in p for p in result.json()["problems"])
@@ -235,14 +248,25 @@ def test_verify_entries_agrees_with_a_safe_verdict_and_catches_a_planted_batch(c
 
 # -- failures ------------------------------------------------------------------------------------
 
+
 def test_unreachable_target_is_a_connection_error(cli, tmp_path):
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    result = cli(["downgrade", "check", "--admin-url", f"http://127.0.0.1:{port}", "--checkpoint",
-                  tmp_path / "cp.json", "--request-timeout", "2"])
+    result = cli(
+        [
+            "downgrade",
+            "check",
+            "--admin-url",
+            f"http://127.0.0.1:{port}",
+            "--checkpoint",
+            tmp_path / "cp.json",
+            "--request-timeout",
+            "2",
+        ]
+    )
     assert result.exit_code == 4
     assert "Traceback" not in result.stderr and not (tmp_path / "cp.json").exists()
 
@@ -308,9 +332,16 @@ class _failing_proxy:
 
 # -- other processes ------------------------------------------------------------------------------
 
+
 def _subprocess(args, **kw):
-    return subprocess.run([sys.executable, "-m", "pulsar_txn_cli", *map(str, args)], capture_output=True,
-                          text=True, env=os.environ.copy(), timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "pulsar_txn_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+        **kw,
+    )
 
 
 @pytest.mark.slow
@@ -331,8 +362,10 @@ def test_a_new_process_resumes_from_the_checkpoint(cli, tmp_path):
             break
     assert last.returncode == 0, last.stdout
     assert recorded(json.loads(last.stdout)) == recorded(json.loads(first.stdout))
-    assert json.loads(_subprocess(["downgrade", "status", *b.target, "-o", "json"]).stdout)["coordinators"] == \
-        saved["coordinators"]
+    assert (
+        json.loads(_subprocess(["downgrade", "status", *b.target, "-o", "json"]).stdout)["coordinators"]
+        == saved["coordinators"]
+    )
 
 
 @pytest.mark.slow
@@ -341,9 +374,25 @@ def test_interrupted_wait_leaves_the_checkpoint_intact(cli, tmp_path):
     switch(cli, b, True)
     b.workload()
     switch(cli, b, False)
-    proc = subprocess.Popen([sys.executable, "-m", "pulsar_txn_cli", "downgrade", "check", *b.target,
-                             "--checkpoint", str(b.checkpoint), "--wait", "--interval", "0.2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_txn_cli",
+            "downgrade",
+            "check",
+            *b.target,
+            "--checkpoint",
+            str(b.checkpoint),
+            "--wait",
+            "--interval",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     try:
         deadline = time.monotonic() + 60
         while not b.checkpoint.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -364,6 +413,7 @@ def test_interrupted_wait_leaves_the_checkpoint_intact(cli, tmp_path):
 
 # -- demo ------------------------------------------------------------------------------------------
 
+
 def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
     directory = tmp_path / "demo"
     result = cli(["demo", "--dir", directory, "--transactions", "200"])
@@ -378,6 +428,7 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
 
 
 # -- facts §3.3 on the engine ---------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_index", [False, True])
@@ -425,11 +476,26 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
 
 # -- --wait ----------------------------------------------------------------------------------------
 
+
 def test_wait_gives_up_at_the_timeout_with_wait(cli, tmp_path):
     b = Backend("engine", tmp_path)
     drained(cli, b)
-    result = cli(["downgrade", "check", *b.target, "--checkpoint", b.checkpoint, "--wait", "--interval", "0.05",
-                  "--timeout", "0.2", "-o", "json"])
+    result = cli(
+        [
+            "downgrade",
+            "check",
+            *b.target,
+            "--checkpoint",
+            b.checkpoint,
+            "--wait",
+            "--interval",
+            "0.05",
+            "--timeout",
+            "0.2",
+            "-o",
+            "json",
+        ]
+    )
     assert result.exit_code == 5 and result.json()["verdict"] == "WAIT"
     assert "check 1: WAIT" in result.stderr
 
@@ -451,8 +517,14 @@ def test_wait_polls_until_safe(cli, tmp_path):
             b.seed += 1
             simulate(engine, SimOptions(transactions=150, subscriptions=4, topics=2, seed=b.seed))
 
-        result = runner.wait(admin, b.checkpoint, interval=30, timeout=None, sleep=workload_instead_of_sleep,
-                             on_check=lambda r, n, failure: seen.append(r.verdict.verdict))
+        result = runner.wait(
+            admin,
+            b.checkpoint,
+            interval=30,
+            timeout=None,
+            sleep=workload_instead_of_sleep,
+            on_check=lambda r, n, failure: seen.append(r.verdict.verdict),
+        )
     finally:
         admin.close()
     assert result.verdict.verdict == "SAFE"

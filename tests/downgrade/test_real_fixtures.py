@@ -1,6 +1,7 @@
 """`downgrade check` and `upgrade check` against a real Pulsar 4.0.7 broker's captured REST answers
 (tests/fixtures/real/rest), served by a local HTTP server that replays them by path. Answers
 that were not captured are 404s, as for a subscription the broker does not know."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ def replay():
         parts = urlsplit(request.path)
         query = dict(parse_qsl(parts.query))
         # The capture whose query parameters the request also has (most of them first).
-        matching = sorted((c for c in answers.get(parts.path, []) if all(query.get(k) == v for k, v in c[0].items())),
-                          key=lambda c: -len(c[0]))
+        matching = sorted(
+            (c for c in answers.get(parts.path, []) if all(query.get(k) == v for k, v in c[0].items())),
+            key=lambda c: -len(c[0]),
+        )
         if not matching:
             return 404, {}, {"reason": "not captured"}
         body = matching[0][1]
@@ -62,7 +65,9 @@ def test_downgrade_check_reads_the_real_shapes_and_fails_closed(cli, replay, tmp
     assert "Traceback" not in result.stderr
     doc = result.json()
     assert doc["verdict"] != "SAFE" and doc["target"] == f"cluster {replay}"
-    real = _captured("coordinatorInternalStats_0_metadata_false.json")["transactionLogStats"]["managedLedgerInternalStats"]
+    real = _captured("coordinatorInternalStats_0_metadata_false.json")["transactionLogStats"][
+        "managedLedgerInternalStats"
+    ]
     [tc0] = doc["coordinators"]
     assert tc0["oldestLedgerId"] == min(l["ledgerId"] for l in real["ledgers"])
     assert tc0["lastConfirmedEntry"] == real["lastConfirmedEntry"]
@@ -71,8 +76,9 @@ def test_downgrade_check_reads_the_real_shapes_and_fails_closed(cli, replay, tmp
     # Discovery split the real pending-ack topic names (topics with '-' in them) into real subscriptions.
     assert ("persistent://public/default/fx-orders", "sub-a") in subs
     pa = _captured("pendingAckInternalStats_metadata_false.json")["pendingAckLogStats"]["managedLedgerInternalStats"]
-    assert subs[("persistent://public/default/fx-orders", "sub-a")]["oldestLedgerId"] == \
-        min(l["ledgerId"] for l in pa["ledgers"])
+    assert subs[("persistent://public/default/fx-orders", "sub-a")]["oldestLedgerId"] == min(
+        l["ledgerId"] for l in pa["ledgers"]
+    )
     # The settings were changed outside pulsar-txn, so where they are effective is unknown: blocked,
     # and the fix is the tool's own switch (which records the moment of the change).
     assert doc["verdict"] == "BLOCKED"

@@ -1,4 +1,5 @@
 """The downgrade and upgrade verdicts, as pure functions: every rule, one case each."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,7 @@ from tests.downgrade.builders import T1, TARGET, broker, checkpoint, obs, sub, t
 
 
 # -- step 2: recording and clearing ------------------------------------------------------------
+
 
 def test_first_check_records_the_newest_ledgers_and_waits():
     result = v.downgrade_verdict(obs([tc(0, (3, 4)), tc(1, (7,))], [sub(ledgers=(10, 12))]), None)
@@ -69,6 +71,7 @@ def test_a_recorded_ledger_newer_than_the_log_is_an_inconsistent_checkpoint():
 
 # -- failing closed ------------------------------------------------------------------------------
 
+
 def test_an_item_that_could_not_be_read_waits():
     result = v.downgrade_verdict(obs([tc(0, (6,)), tc(1, None, error="HTTP 500")]), checkpoint({0: 4, 1: 4}))
     assert result.verdict == v.WAIT
@@ -105,8 +108,9 @@ def test_no_broker_at_all_waits():
 
 
 def test_a_discovery_problem_waits_even_when_every_seen_item_is_clear():
-    result = v.downgrade_verdict(obs([tc(0, (6,))], problems=("namespace public/x could not be listed",)),
-                                 checkpoint({0: 4}))
+    result = v.downgrade_verdict(
+        obs([tc(0, (6,))], problems=("namespace public/x could not be listed",)), checkpoint({0: 4})
+    )
     assert result.verdict == v.WAIT
     assert result.problems == ["namespace public/x could not be listed"]
 
@@ -129,12 +133,15 @@ def test_an_unreadable_checkpoint_is_blocked_and_left_alone():
 
 # -- step 1 --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("key", BATCH_KEYS)
 def test_batching_on_in_the_dynamic_config_is_blocked_with_the_fix(key):
     result = v.downgrade_verdict(obs([tc(0, (3,))], dynamic={key: "true"}), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == [advice.set_command(key, False),
-                            f"pulsar-admin brokers update-dynamic-config --config {key} --value false"]
+    assert result.fixes == [
+        advice.set_command(key, False),
+        f"pulsar-admin brokers update-dynamic-config --config {key} --value false",
+    ]
     assert result.newly_recorded == 0
 
 
@@ -166,8 +173,9 @@ def test_a_dynamic_override_to_false_is_fine():
 def test_a_coordinator_still_batching_is_blocked_with_its_reload_command():
     result = v.downgrade_verdict(obs([tc(0, (3,)), tc(1, (3,), effective=True)]), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == ["pulsar-admin topics unload "
-                            "persistent://pulsar/system/transaction_coordinator_assign-partition-1"]
+    assert result.fixes == [
+        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-1"
+    ]
     assert result.newly_recorded == 0
 
 
@@ -188,7 +196,9 @@ def test_a_store_still_opening_is_wait_not_blocked():
     """After a broker restart a store replays its log before it is Ready: it opens with the
     configured value, so the check waits for it (found on a real cluster, --wait across a restart)."""
     opening = sub(effective=None, effective_reason="the store is in state Initializing", store_state="Initializing")
-    result = v.downgrade_verdict(obs([tc(0, (3,))], [opening]), checkpoint({0: 2}, {("persistent://public/default/t", "s"): 9}))
+    result = v.downgrade_verdict(
+        obs([tc(0, (3,))], [opening]), checkpoint({0: 2}, {("persistent://public/default/t", "s"): 9})
+    )
     assert result.verdict == v.WAIT, result.problems
     assert any("still opening" in p for p in result.problems) and not result.fixes
     closed = sub(effective=None, effective_reason="the store is not loaded", store_state=None)
@@ -210,11 +220,16 @@ def test_a_failed_observation_alone_does_not_drop_the_records():
 
 # -- likely causes -------------------------------------------------------------------------------
 
+
 def _cause(log, recorded=4, brokers=None):
-    result = v.downgrade_verdict(obs([log] if log.kind == "coordinator" else [tc(0, (9,))],
-                                     [] if log.kind == "coordinator" else [log], brokers=brokers),
-                                 checkpoint({0: recorded}, {(log.topic, log.subscription): recorded}
-                                            if log.kind != "coordinator" else None))
+    result = v.downgrade_verdict(
+        obs(
+            [log] if log.kind == "coordinator" else [tc(0, (9,))],
+            [] if log.kind == "coordinator" else [log],
+            brokers=brokers,
+        ),
+        checkpoint({0: recorded}, {(log.topic, log.subscription): recorded} if log.kind != "coordinator" else None),
+    )
     item = result.coordinators[0] if log.kind == "coordinator" else result.subscriptions[0]
     assert not item.clear and result.verdict == v.WAIT
     return item
@@ -253,21 +268,28 @@ def test_cause_pending_ack_cursor_stuck_points_at_the_subscription():
 
 # -- JSON shape ----------------------------------------------------------------------------------
 
+
 def test_json_shape():
-    data = v.downgrade_verdict(obs([tc(0, (5,))], [sub(ledgers=(13,))]),
-                               checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12})).to_json()
+    data = v.downgrade_verdict(
+        obs([tc(0, (5,))], [sub(ledgers=(13,))]), checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12})
+    ).to_json()
     assert data["verdict"] == "SAFE" and data["target"] == TARGET and data["problems"] == []
     assert {"coordinatorId", "oldestLedgerId", "lastBatchedLedgerId", "clear", "reason"} <= set(data["coordinators"][0])
     assert {"topic", "subscription", "oldestLedgerId", "lastBatchedLedgerId", "clear", "reason"} <= set(
-        data["subscriptions"][0])
+        data["subscriptions"][0]
+    )
     assert data["coordinators"][0]["oldestLedgerId"] == 5 and data["coordinators"][0]["lastBatchedLedgerId"] == 4
 
 
 # -- upgrade -------------------------------------------------------------------------------------
 
+
 def _up(**kw):
-    defaults = dict(coordinators=[tc(0, effective=True)], subscriptions=[sub(effective=True)],
-                    brokers=[broker(batching=True), broker("b2:8080", batching=True)])
+    defaults = dict(
+        coordinators=[tc(0, effective=True)],
+        subscriptions=[sub(effective=True)],
+        brokers=[broker(batching=True), broker("b2:8080", batching=True)],
+    )
     return upgrade.upgrade_verdict(obs(**{**defaults, **kw}))
 
 
@@ -277,8 +299,9 @@ def test_upgrade_complete():
 
 
 def test_upgrade_mixed_versions_without_batching_is_incomplete():
-    result = _up(brokers=[broker(), broker("b2:8080", version="3.0.0")],
-                 coordinators=[tc(0, effective=False)], subscriptions=[])
+    result = _up(
+        brokers=[broker(), broker("b2:8080", version="3.0.0")], coordinators=[tc(0, effective=False)], subscriptions=[]
+    )
     assert result.verdict == upgrade.INCOMPLETE
     assert any("2 versions" in p for p in result.problems)
 
@@ -301,15 +324,18 @@ def test_upgrade_not_yet_effective_is_incomplete_with_the_reload_command():
     assert any("unload" in f for f in result.fixes)
 
 
-@pytest.mark.parametrize("change", [
-    dict(brokers=[broker(batching=True, error="HTTP 500")]),
-    dict(brokers=[broker(batching=True, version=None)]),
-    dict(brokers=[]),
-    dict(coordinators=[]),
-    dict(coordinators=[tc(0, effective=None)]),
-    dict(coordinators=[tc(0, effective=True, error="HTTP 404")]),
-    dict(problems=("namespace x could not be listed",)),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(brokers=[broker(batching=True, error="HTTP 500")]),
+        dict(brokers=[broker(batching=True, version=None)]),
+        dict(brokers=[]),
+        dict(coordinators=[]),
+        dict(coordinators=[tc(0, effective=None)]),
+        dict(coordinators=[tc(0, effective=True, error="HTTP 404")]),
+        dict(problems=("namespace x could not be listed",)),
+    ],
+)
 def test_upgrade_fails_closed(change):
     assert _up(**change).verdict in (upgrade.INCOMPLETE, v.BLOCKED)
 
@@ -328,9 +354,11 @@ def test_batch_index_flag_read_from_runtime():
 
 # -- --verify-entries ----------------------------------------------------------------------------
 
+
 def _safe():
-    result = v.downgrade_verdict(obs([tc(0, (5, 6))], [sub(ledgers=(13,))]),
-                                 checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12}))
+    result = v.downgrade_verdict(
+        obs([tc(0, (5, 6))], [sub(ledgers=(13,))]), checkpoint({0: 4}, {("persistent://public/default/t", "s"): 12})
+    )
     assert result.verdict == v.SAFE
     return result
 
@@ -340,7 +368,9 @@ def test_entry_scan_without_batched_entries_keeps_safe():
 
 
 def test_a_batched_entry_in_a_ledger_said_clear_blocks():
-    result = entry_scan.apply_entry_scan(_safe(), entry_scan.EntryScan({6: ("pulsar/system/persistent/__transaction_log_0", 2)}, 10, 0))
+    result = entry_scan.apply_entry_scan(
+        _safe(), entry_scan.EntryScan({6: ("pulsar/system/persistent/__transaction_log_0", 2)}, 10, 0)
+    )
     assert result.verdict == v.BLOCKED
     assert not result.coordinators[0].clear
     assert any("ledger 6 of coordinator 0" in p for p in result.problems)

@@ -1,5 +1,6 @@
 """Property tests: whatever the cluster looks like, the verdict never says SAFE (or COMPLETE)
 while anything it rests on is unclear, on, failed or unknown."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -8,7 +9,13 @@ from hypothesis import strategies as st
 from pulsar_txn_cli.downgrade import upgrade, verdict as v
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
-    BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR, SUBSCRIPTION, BrokerObservation, LogObservation, Observations,
+    BATCH_INDEX_KEY,
+    BATCH_KEYS,
+    COORDINATOR,
+    SUBSCRIPTION,
+    BrokerObservation,
+    LogObservation,
+    Observations,
 )
 from pulsar_txn_cli.names import parse_bool as config_flag
 
@@ -30,20 +37,55 @@ def configs(draw):
     return config
 
 
-brokers = st.builds(lambda n, rt, ver, err: BrokerObservation(f"b{n}:8080", None if err == "none" else rt, ver,
-                                                              None if err in (None, "none") else err),
-                    st.integers(0, 3), configs(), st.sampled_from(["4.0.4", "3.3.1", None]),
-                    st.one_of(errors, st.just("none")))
+brokers = st.builds(
+    lambda n, rt, ver, err: BrokerObservation(
+        f"b{n}:8080", None if err == "none" else rt, ver, None if err in (None, "none") else err
+    ),
+    st.integers(0, 3),
+    configs(),
+    st.sampled_from(["4.0.4", "3.3.1", None]),
+    st.one_of(errors, st.just("none")),
+)
 ledger_lists = st.one_of(st.none(), st.lists(ledger_ids, max_size=4, unique=True).map(lambda l: tuple(sorted(l))))
 effective = st.sampled_from([False, False, False, True, None])
-coordinators = st.builds(lambda cid, ledgers, eff, err, md, lac, txns: LogObservation(
-    COORDINATOR, coordinator_id=cid, ledgers=ledgers, effective_batching=eff, error=err, mark_delete=md,
-    last_confirmed=lac, ongoing_txns=txns),
-    st.integers(0, 3), ledger_lists, effective, errors, positions, positions, st.one_of(st.none(), st.integers(0, 2)))
-subscriptions = st.builds(lambda t, s, ledgers, eff, err, md, lac: LogObservation(
-    SUBSCRIPTION, topic=f"persistent://public/default/t{t}", subscription=f"s{s}", ledgers=ledgers,
-    effective_batching=eff, error=err, mark_delete=md, last_confirmed=lac),
-    st.integers(0, 2), st.integers(0, 1), ledger_lists, effective, errors, positions, positions)
+coordinators = st.builds(
+    lambda cid, ledgers, eff, err, md, lac, txns: LogObservation(
+        COORDINATOR,
+        coordinator_id=cid,
+        ledgers=ledgers,
+        effective_batching=eff,
+        error=err,
+        mark_delete=md,
+        last_confirmed=lac,
+        ongoing_txns=txns,
+    ),
+    st.integers(0, 3),
+    ledger_lists,
+    effective,
+    errors,
+    positions,
+    positions,
+    st.one_of(st.none(), st.integers(0, 2)),
+)
+subscriptions = st.builds(
+    lambda t, s, ledgers, eff, err, md, lac: LogObservation(
+        SUBSCRIPTION,
+        topic=f"persistent://public/default/t{t}",
+        subscription=f"s{s}",
+        ledgers=ledgers,
+        effective_batching=eff,
+        error=err,
+        mark_delete=md,
+        last_confirmed=lac,
+    ),
+    st.integers(0, 2),
+    st.integers(0, 1),
+    ledger_lists,
+    effective,
+    errors,
+    positions,
+    positions,
+)
 
 
 def _unique(items):
@@ -58,9 +100,12 @@ def _unique(items):
 @st.composite
 def observations(draw):
     return Observations(
-        target=draw(st.sampled_from(TARGETS)), taken_at="2026-01-01T01:00:00Z",
-        dynamic_config=draw(st.one_of(st.none(), configs())), dynamic_error=draw(errors),
-        brokers=tuple(draw(st.lists(brokers, max_size=3))), brokers_error=draw(errors),
+        target=draw(st.sampled_from(TARGETS)),
+        taken_at="2026-01-01T01:00:00Z",
+        dynamic_config=draw(st.one_of(st.none(), configs())),
+        dynamic_error=draw(errors),
+        brokers=tuple(draw(st.lists(brokers, max_size=3))),
+        brokers_error=draw(errors),
         coordinators=_unique(draw(st.lists(coordinators, max_size=4))),
         subscriptions=_unique(draw(st.lists(subscriptions, max_size=4))),
         problems=tuple(draw(st.lists(st.sampled_from(["namespace x failed"]), max_size=1))),
@@ -68,24 +113,39 @@ def observations(draw):
 
 
 records = st.builds(lambda l: Record(l, "2026-01-01T00:00:00Z"), ledger_ids)
-checkpoints = st.one_of(st.none(), st.builds(
-    Checkpoint, st.sampled_from(TARGETS), st.just("2026-01-01T00:00:00Z"),
-    st.dictionaries(st.integers(0, 3), records, max_size=4),
-    st.dictionaries(st.tuples(st.sampled_from([f"persistent://public/default/t{i}" for i in range(3)]),
-                              st.sampled_from(["s0", "s1"])), records, max_size=4)))
+checkpoints = st.one_of(
+    st.none(),
+    st.builds(
+        Checkpoint,
+        st.sampled_from(TARGETS),
+        st.just("2026-01-01T00:00:00Z"),
+        st.dictionaries(st.integers(0, 3), records, max_size=4),
+        st.dictionaries(
+            st.tuples(
+                st.sampled_from([f"persistent://public/default/t{i}" for i in range(3)]), st.sampled_from(["s0", "s1"])
+            ),
+            records,
+            max_size=4,
+        ),
+    ),
+)
 
 
 def _everything_checked_off(o: Observations) -> bool:
     if o.dynamic_error or o.dynamic_config is None or o.brokers_error or not o.brokers or o.problems:
         return False
-    if any(config_flag(o.dynamic_config.get(k)) is True or
-           (o.dynamic_config.get(k) is not None and config_flag(o.dynamic_config.get(k)) is None) for k in BATCH_KEYS):
+    if any(
+        config_flag(o.dynamic_config.get(k)) is True
+        or (o.dynamic_config.get(k) is not None and config_flag(o.dynamic_config.get(k)) is None)
+        for k in BATCH_KEYS
+    ):
         return False
     for b in o.brokers:
         if b.error or b.runtime is None or any(config_flag(b.runtime.get(k)) is not False for k in BATCH_KEYS):
             return False
-    return bool(o.coordinators) and all(log.effective_batching is False and not log.error and log.ledgers
-                                        for log in o.logs)
+    return bool(o.coordinators) and all(
+        log.effective_batching is False and not log.error and log.ledgers for log in o.logs
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -145,10 +205,28 @@ def test_upgrade_is_never_complete_unless_everything_was_seen_and_on(o):
 # -- perturbations of a healthy cluster: SAFE exactly when nothing was perturbed ---------------
 
 PERTURBATIONS = [
-    "dynamic-on", "dynamic-garbage", "dynamic-error", "dynamic-missing", "runtime-on", "runtime-garbage",
-    "runtime-missing", "broker-error", "brokers-error", "no-brokers", "problem", "log-error", "log-effective-on",
-    "log-effective-unknown", "log-no-ledgers", "log-not-clear", "recorded-missing", "checkpoint-foreign",
-    "checkpoint-error", "checkpoint-none", "record-missing", "no-coordinators",
+    "dynamic-on",
+    "dynamic-garbage",
+    "dynamic-error",
+    "dynamic-missing",
+    "runtime-on",
+    "runtime-garbage",
+    "runtime-missing",
+    "broker-error",
+    "brokers-error",
+    "no-brokers",
+    "problem",
+    "log-error",
+    "log-effective-on",
+    "log-effective-unknown",
+    "log-no-ledgers",
+    "log-not-clear",
+    "recorded-missing",
+    "checkpoint-foreign",
+    "checkpoint-error",
+    "checkpoint-none",
+    "record-missing",
+    "no-coordinators",
 ]
 
 
@@ -165,20 +243,49 @@ def perturbed(draw):
         if i < n_tc:
             logs.append(LogObservation(COORDINATOR, coordinator_id=i, ledgers=ledgers, effective_batching=False))
         else:
-            logs.append(LogObservation(SUBSCRIPTION, topic=f"persistent://public/default/t{i}", subscription="s",
-                                       ledgers=ledgers, effective_batching=False))
-    brokers_ = [BrokerObservation(f"b{i}:8080", {k: "false" for k in BATCH_KEYS}, "4.0.4")
-                for i in range(draw(st.integers(1, 3)))]
-    cp = Checkpoint("http://a:8080", "t0", {i: Record(recorded[i], "t0") for i in range(n_tc)},
-                    {(logs[i].topic, "s"): Record(recorded[i], "t0") for i in range(n_tc, n_tc + n_sub)})
-    state = dict(dynamic={}, dynamic_error=None, brokers=brokers_, brokers_error=None, problems=(), logs=logs,
-                 cp=cp, cp_error=None)
+            logs.append(
+                LogObservation(
+                    SUBSCRIPTION,
+                    topic=f"persistent://public/default/t{i}",
+                    subscription="s",
+                    ledgers=ledgers,
+                    effective_batching=False,
+                )
+            )
+    brokers_ = [
+        BrokerObservation(f"b{i}:8080", {k: "false" for k in BATCH_KEYS}, "4.0.4")
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    cp = Checkpoint(
+        "http://a:8080",
+        "t0",
+        {i: Record(recorded[i], "t0") for i in range(n_tc)},
+        {(logs[i].topic, "s"): Record(recorded[i], "t0") for i in range(n_tc, n_tc + n_sub)},
+    )
+    state = dict(
+        dynamic={},
+        dynamic_error=None,
+        brokers=brokers_,
+        brokers_error=None,
+        problems=(),
+        logs=logs,
+        cp=cp,
+        cp_error=None,
+    )
     chosen = draw(st.lists(st.sampled_from(PERTURBATIONS), max_size=3, unique=True))
     for name in chosen:
         _apply(name, state, draw)
-    o = Observations("http://a:8080", "t1", state["dynamic"], state["dynamic_error"], tuple(state["brokers"]),
-                     state["brokers_error"], tuple(l for l in state["logs"] if l.kind == COORDINATOR),
-                     tuple(l for l in state["logs"] if l.kind == SUBSCRIPTION), tuple(state["problems"]))
+    o = Observations(
+        "http://a:8080",
+        "t1",
+        state["dynamic"],
+        state["dynamic_error"],
+        tuple(state["brokers"]),
+        state["brokers_error"],
+        tuple(l for l in state["logs"] if l.kind == COORDINATOR),
+        tuple(l for l in state["logs"] if l.kind == SUBSCRIPTION),
+        tuple(state["problems"]),
+    )
     return o, state["cp"], state["cp_error"], chosen
 
 
@@ -250,10 +357,14 @@ def _apply(name, s, draw):
     elif name == "record-missing" and s["cp"] is not None:
         log = logs[li]
         if log.kind == COORDINATOR:
-            s["cp"] = replace(s["cp"], coordinators={k: r for k, r in s["cp"].coordinators.items() if k != log.coordinator_id})
+            s["cp"] = replace(
+                s["cp"], coordinators={k: r for k, r in s["cp"].coordinators.items() if k != log.coordinator_id}
+            )
         else:
-            s["cp"] = replace(s["cp"], subscriptions={k: r for k, r in s["cp"].subscriptions.items()
-                                                      if k != (log.topic, log.subscription)})
+            s["cp"] = replace(
+                s["cp"],
+                subscriptions={k: r for k, r in s["cp"].subscriptions.items() if k != (log.topic, log.subscription)},
+            )
     elif name == "no-coordinators":
         s["logs"][:] = [l for l in logs if l.kind != COORDINATOR]
 

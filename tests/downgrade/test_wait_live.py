@@ -1,6 +1,7 @@
 """`downgrade check --wait`: a live table of the held logs on a terminal, plain lines when piped.
 
 The terminal is a real pseudo-terminal (os.openpty) on the command's stderr."""
+
 from __future__ import annotations
 
 import os

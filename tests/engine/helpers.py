@@ -1,4 +1,5 @@
 """Real SQLite stores for the engine tests (tmp_path directories)."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.codec import decode_entry

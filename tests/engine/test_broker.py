@@ -1,4 +1,5 @@
 """The running-broker rule, reload, two processes, an unclean stop."""
+
 from __future__ import annotations
 
 import subprocess
@@ -68,7 +69,9 @@ def test_config_validation_and_layers(tmp_path):
     engine = Engine.init(tmp_path / "e")
     try:
         # checked when set, whatever the switch says (#13.2), naming the key at fault
-        with pytest.raises(UsageError, match="'transactionLogBatchedWriteMaxRecords' value must be greater than or equal to 10, not 5"):
+        with pytest.raises(
+            UsageError, match="'transactionLogBatchedWriteMaxRecords' value must be greater than or equal to 10, not 5"
+        ):
             engine.config.set("transactionLogBatchedWriteMaxRecords", "5")
         assert engine.config.get("transactionLogBatchedWriteMaxRecords") == 512
         engine.config.set("transactionLogBatchedWriteMaxRecords", "10")
@@ -172,11 +175,16 @@ def test_a_bad_stored_batch_setting_names_itself_and_blocks_only_the_enable(tmp_
     engine = Engine.init(tmp_path / "e")
     try:
         with engine.store.tx():
-            engine.store.db.execute("INSERT INTO config(key, value) VALUES('transactionPendingAckBatchedWriteMaxSize', '100')")
+            engine.store.db.execute(
+                "INSERT INTO config(key, value) VALUES('transactionPendingAckBatchedWriteMaxSize', '100')"
+            )
         assert engine.config.set("transactionLogBatchedWriteMaxDelayInMillis", "5") == "static"
         assert engine.config.set("transactionLogBatchedWriteEnabled", "true") == "dynamic"  # the other group
-        with pytest.raises(UsageError, match="transactionPendingAckBatchedWriteEnabled: Configuration field "
-                                             "'transactionPendingAckBatchedWriteMaxSize' value must be greater than or equal to 131072, not 100"):
+        with pytest.raises(
+            UsageError,
+            match="transactionPendingAckBatchedWriteEnabled: Configuration field "
+            "'transactionPendingAckBatchedWriteMaxSize' value must be greater than or equal to 131072, not 100",
+        ):
             engine.config.set("transactionPendingAckBatchedWriteEnabled", "true")
         with pytest.raises(UsageError, match="must not be negative"):
             engine.config.set("transactionLogBatchedWriteMaxDelayInMillis", "-1")

@@ -1,4 +1,5 @@
 """The `engine` command group through the real entry point."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,7 +42,22 @@ def test_same_seed_same_transactions_and_batching_cuts_entries(cli, tmp_path):
         cli(["engine", "init", "--engine-dir", edir])
         cli(["engine", "config", "set", "transactionLogBatchedWriteEnabled", batch, "--engine-dir", edir])
         cli(["engine", "reload", "--engine-dir", edir])
-        r = cli(["engine", "simulate", "-n", "400", "--concurrency", "200", "--seed", "9", "--engine-dir", edir, "-o", "json"])
+        r = cli(
+            [
+                "engine",
+                "simulate",
+                "-n",
+                "400",
+                "--concurrency",
+                "200",
+                "--seed",
+                "9",
+                "--engine-dir",
+                edir,
+                "-o",
+                "json",
+            ]
+        )
         assert r.exit_code == 0, r.stderr
         results[batch] = r.json()
     off, on = results["false"], results["true"]
@@ -55,14 +71,20 @@ def test_auto_init_and_config_commands(cli, edir):
     assert r.exit_code == 0 and r.json()["value"] == "false"
     assert "created a new engine" in r.stderr
     r = cli(["engine", "config", "set", "transactionLogBatchedWriteMaxSize", "100", "--engine-dir", edir])
-    assert r.exit_code == 2 and "'transactionLogBatchedWriteMaxSize' value must be greater than or equal to 131072" in r.stderr
+    assert (
+        r.exit_code == 2
+        and "'transactionLogBatchedWriteMaxSize' value must be greater than or equal to 131072" in r.stderr
+    )
     r = cli(["engine", "config", "set", "transactionLogBatchedWriteEnabled", "true", "--engine-dir", edir])
     assert r.exit_code == 0  # the refused value was not stored
     r = cli(["engine", "config", "set", "nope", "1", "--engine-dir", edir])
     assert r.exit_code == 2 and "unknown broker configuration key 'nope'" in r.stderr
     r = cli(["engine", "config", "list", "--engine-dir", edir, "-o", "json"])
     rows = {row["key"]: row for row in r.json()}
-    assert rows["transactionLogBatchedWriteMaxSize"]["value"] == "4194304" and rows["transactionLogBatchedWriteEnabled"]["dynamic"]
+    assert (
+        rows["transactionLogBatchedWriteMaxSize"]["value"] == "4194304"
+        and rows["transactionLogBatchedWriteEnabled"]["dynamic"]
+    )
 
 
 def test_metrics_are_cumulative_across_invocations(cli, edir):

@@ -4,6 +4,7 @@ After every kill the database opens (a broker restart), `engine verify` passes, 
 transaction whose NEW was acknowledged (the simulate's --ack-log) and whose end was never
 requested is still in its coordinator log.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,10 +32,33 @@ def test_sigkill_at_random_moments(cli, tmp_path):
         for key in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"):
             assert cli(["engine", "config", "set", key, batch, "--engine-dir", edir]).exit_code == 0
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pulsar_txn_cli", "engine", "simulate", "-n", "1000000", "--concurrency", "50",
-             "--subscriptions", "20", "--timeout-ratio", "0.05", "--txn-timeout-ms", "5", "--seed", str(round_),
-             "--ack-log", str(ack_log), "--engine-dir", edir, "-q"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "pulsar_txn_cli",
+                "engine",
+                "simulate",
+                "-n",
+                "1000000",
+                "--concurrency",
+                "50",
+                "--subscriptions",
+                "20",
+                "--timeout-ratio",
+                "0.05",
+                "--txn-timeout-ms",
+                "5",
+                "--seed",
+                str(round_),
+                "--ack-log",
+                str(ack_log),
+                "--engine-dir",
+                edir,
+                "-q",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         # Wait until it is writing, then kill it at a random moment.
         deadline = time.monotonic() + 30

@@ -1,4 +1,5 @@
 """Managed ledgers, coordinators and pending-ack stores on a real engine (facts §3, §9)."""
+
 from __future__ import annotations
 
 import pytest
@@ -281,15 +282,33 @@ def test_internal_stats_shape(engine_factory):
     ml = stats["transactionLogStats"]
     assert ml["managedLedgerName"] == "pulsar/system/persistent/__transaction_log_0"
     inner = ml["managedLedgerInternalStats"]
-    for key, kind in [("entriesAddedCounter", int), ("numberOfEntries", int), ("totalSize", int), ("currentLedgerEntries", int),
-                      ("currentLedgerSize", int), ("lastLedgerCreatedTimestamp", str), ("waitingCursorsCount", int),
-                      ("pendingAddEntriesCount", int), ("lastConfirmedEntry", str), ("state", str), ("ledgers", list), ("cursors", dict)]:
+    for key, kind in [
+        ("entriesAddedCounter", int),
+        ("numberOfEntries", int),
+        ("totalSize", int),
+        ("currentLedgerEntries", int),
+        ("currentLedgerSize", int),
+        ("lastLedgerCreatedTimestamp", str),
+        ("waitingCursorsCount", int),
+        ("pendingAddEntriesCount", int),
+        ("lastConfirmedEntry", str),
+        ("state", str),
+        ("ledgers", list),
+        ("cursors", dict),
+    ]:
         assert isinstance(inner[key], kind), key
     ledger = inner["ledgers"][0]
     assert set(ledger) >= {"ledgerId", "entries", "size", "offloaded", "underReplicated", "metadata"}
     cursor = inner["cursors"]["transaction.subscription"]
-    assert set(cursor) >= {"markDeletePosition", "readPosition", "individuallyDeletedMessages", "messagesConsumedCounter",
-                           "numberOfEntriesSinceFirstNotAckedMessage", "totalNonContiguousDeletedMessagesRange", "properties"}
+    assert set(cursor) >= {
+        "markDeletePosition",
+        "readPosition",
+        "individuallyDeletedMessages",
+        "messagesConsumedCounter",
+        "numberOfEntriesSinceFirstNotAckedMessage",
+        "totalNonContiguousDeletedMessagesRange",
+        "properties",
+    }
 
 
 def test_verify_finds_a_damaged_log(engine_factory):

@@ -1,4 +1,5 @@
 """The engine's REST router: Pulsar's paths, JSON shapes and error codes (facts §6, §7)."""
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,14 @@ def test_coordinator_endpoints(world):
     engine, (most, least) = world
     status, body = get(engine, "/admin/v3/transactions/coordinatorStats")
     assert status == 200 and set(body) == {"0", "1"}
-    assert set(body["0"]) == {"state", "leastSigBits", "lowWaterMark", "ongoingTxnSize", "recoverStartTime", "recoverEndTime"}
+    assert set(body["0"]) == {
+        "state",
+        "leastSigBits",
+        "lowWaterMark",
+        "ongoingTxnSize",
+        "recoverStartTime",
+        "recoverEndTime",
+    }
     assert body["0"]["ongoingTxnSize"] == 1 and body["0"]["state"] == "Ready"
     status, one = get(engine, "/admin/v3/transactions/coordinatorStats", coordinatorId=1)
     assert status == 200 and one["ongoingTxnSize"] == 0
@@ -84,7 +92,10 @@ def test_pending_ack_endpoints(world):
     status, stats = get(engine, f"{base}/pendingAckStats/public/default/fx-orders/sub-a")
     assert status == 200 and stats["ongoingTxnSize"] == 1 and stats["state"] == "Ready"
     status, internal = get(engine, f"{base}/pendingAckInternalStats/public/default/fx-orders/sub-a")
-    assert internal["pendingAckLogStats"]["managedLedgerName"] == "public/default/persistent/fx-orders-sub-a__transaction_pending_ack"
+    assert (
+        internal["pendingAckLogStats"]["managedLedgerName"]
+        == "public/default/persistent/fx-orders-sub-a__transaction_pending_ack"
+    )
     assert "__pending_ack_state" in internal["pendingAckLogStats"]["managedLedgerInternalStats"]["cursors"]
     assert get(engine, f"{base}/pendingAckInternalStats/public/default/fx-orders/no-such-sub")[0] == 404
     assert get(engine, f"{base}/pendingAckStats/public/default/no-topic/sub-a")[0] == 404
@@ -93,13 +104,20 @@ def test_pending_ack_endpoints(world):
     assert status == 200 and body == {}  # cumulativeAckPosition null is omitted
     store = engine.pending_ack(TOPIC, "sub-a")
     lid = store.subscription.ledger_id
-    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/0")[1] == {"state": "PendingAck"}
-    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/5")[1] == {"state": "NotInPendingAck"}
+    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/0")[1] == {
+        "state": "PendingAck"
+    }
+    assert get(engine, f"{base}/positionStatsInPendingAck/public/default/fx-orders/sub-a/{lid}/5")[1] == {
+        "state": "NotInPendingAck"
+    }
 
 
 def test_topics_and_namespaces(world):
     engine, _ = world
-    assert get(engine, "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")[1]["partitions"] == 2
+    assert (
+        get(engine, "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")[1]["partitions"]
+        == 2
+    )
     status, lookup = get(engine, "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-1")
     assert status == 200 and set(lookup) == {"brokerUrl", "httpUrl", "nativeUrl", "brokerUrlSsl"}
     assert get(engine, "/admin/v2/tenants")[1] == ["public", "pulsar"]
@@ -119,7 +137,10 @@ def test_unload_reopens_the_right_stores(world):
     tc_ledger = engine.tc(1).ml.current
     store_ledger = engine.pending_ack(TOPIC, "sub-a").ml.current
     other = engine.pending_ack(PART, "subb").ml.current
-    assert handle(engine, "PUT", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-1/unload")[0] == 204
+    assert (
+        handle(engine, "PUT", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-1/unload")[0]
+        == 204
+    )
     assert engine.tc(1).ml.current > tc_ledger
     assert handle(engine, "PUT", "/admin/v2/persistent/public/default/fx-orders/unload")[0] == 204
     assert engine.pending_ack(TOPIC, "sub-a").ml.current > store_ledger
@@ -129,8 +150,13 @@ def test_unload_reopens_the_right_stores(world):
 def test_dynamic_configuration(world):
     engine, _ = world
     assert get(engine, "/admin/v2/brokers/configuration")[1] == [
-        "transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"]
-    assert handle(engine, "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true") == (200, None)
+        "transactionLogBatchedWriteEnabled",
+        "transactionPendingAckBatchedWriteEnabled",
+    ]
+    assert handle(engine, "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/true") == (
+        200,
+        None,
+    )
     assert get(engine, "/admin/v2/brokers/configuration/values")[1] == {"transactionLogBatchedWriteEnabled": "true"}
     assert get(engine, "/admin/v2/brokers/configuration/runtime")[1]["transactionLogBatchedWriteEnabled"] == "true"
     status, body = handle(engine, "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteMaxRecords/20")
@@ -276,7 +302,10 @@ def test_answers_match_a_real_broker(tmp_path):
 def test_metrics_lines_match_a_real_broker(tmp_path):
     """Every bufferedwriter sample name a real broker exports, with the same labels, is in the engine's text."""
     real = (FIXTURES / "metrics_pulsar_txn_after_batched_phase.txt").read_text()
-    pattern = re.compile(r"^(pulsar_txn_(?:tc|pending_ack_store)_bufferedwriter_\w+)\{cluster=\"[^\"]*\",broker=\"[^\"]*\"(,le=\"[^\"]+\")?\}", re.M)
+    pattern = re.compile(
+        r"^(pulsar_txn_(?:tc|pending_ack_store)_bufferedwriter_\w+)\{cluster=\"[^\"]*\",broker=\"[^\"]*\"(,le=\"[^\"]+\")?\}",
+        re.M,
+    )
     wanted = {(m.group(1), m.group(2) or "") for m in pattern.finditer(real)}
     assert wanted
     engine = Engine.init(tmp_path / "e")

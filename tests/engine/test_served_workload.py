@@ -1,5 +1,6 @@
 """Rehearsing over HTTP (issue #13, item 14): a served engine takes a workload, and a command
 that finds the engine locked says so while it waits, then fails with its own exit code (7)."""
+
 from __future__ import annotations
 
 import os
@@ -38,12 +39,18 @@ def test_a_served_engine_runs_the_same_workload_as_in_process(cli, tmp_path):
         assert result.exit_code == 0, result.stderr
         assert result.json() == expected
         stats = cli(["coordinator-stats", "--admin-url", served.url, "-o", "json"]).json()
-    assert sum(s["leastSigBits"] for s in stats.values()) > 0  # the transactions reached the served engine's coordinators
+    assert (
+        sum(s["leastSigBits"] for s in stats.values()) > 0
+    )  # the transactions reached the served engine's coordinators
 
 
 def test_a_broker_takes_no_simulated_workload(cli):
     def jersey_404(request):
-        return 404, {}, {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "status": "404"}
+        return (
+            404,
+            {},
+            {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "status": "404"},
+        )
 
     with ScriptedServer(jersey_404) as broker:
         result = cli(["engine", "simulate", "--admin-url", broker.url, "-n", "3"])
@@ -62,8 +69,12 @@ def test_while_served_a_command_says_it_waits_then_points_to_the_server(cli, tmp
     Engine.init(directory, coordinators=1).close()
     if not (BIN / "pulsar-txn").exists():
         pytest.fail("the pulsar-txn console script is not installed next to this Python: ./dev setup installs it")
-    serving = subprocess.Popen([str(BIN / "pulsar-txn"), "engine", "serve", "--port", "0", "--engine-dir", str(directory)],
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    serving = subprocess.Popen(
+        [str(BIN / "pulsar-txn"), "engine", "serve", "--port", "0", "--engine-dir", str(directory)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         url = None
         for line in serving.stderr:
@@ -72,12 +83,17 @@ def test_while_served_a_command_says_it_waits_then_points_to_the_server(cli, tmp
                 url = found.group(1)
                 break
         assert url, "engine serve did not say where it listens"
-        waited = cli(["engine", "config", "list", "--engine-dir", directory], env={"PULSAR_TXN_ENGINE_LOCK_TIMEOUT": "0.5"})
+        waited = cli(
+            ["engine", "config", "list", "--engine-dir", directory], env={"PULSAR_TXN_ENGINE_LOCK_TIMEOUT": "0.5"}
+        )
         assert waited.exit_code == 7, waited.stderr  # not 3: nothing is wrong with the data
         # The holder's command line is cut at 80 characters (the temporary directory is long).
-        assert re.search(rf"waiting for the engine lock on {re.escape(str(directory))}, held by pid {serving.pid}, "
-                         rf"`pulsar-txn engine serve --port 0 --engine-dir [^`]*`, serving {re.escape(url)}; "
-                         r"giving up after 0\.5 s \(PULSAR_TXN_ENGINE_LOCK_TIMEOUT\)", waited.stderr), waited.stderr
+        assert re.search(
+            rf"waiting for the engine lock on {re.escape(str(directory))}, held by pid {serving.pid}, "
+            rf"`pulsar-txn engine serve --port 0 --engine-dir [^`]*`, serving {re.escape(url)}; "
+            r"giving up after 0\.5 s \(PULSAR_TXN_ENGINE_LOCK_TIMEOUT\)",
+            waited.stderr,
+        ), waited.stderr
         assert "gave up waiting for its lock after 0.5 s" in waited.stderr
         assert f"hint: the engine is served at {url}: give --admin-url {url} instead of --engine-dir" in waited.stderr
         added = cli(["engine", "simulate", "--admin-url", url, "-n", "5", "-o", "json"])

@@ -1,4 +1,5 @@
 """TxnLogBufferedWriterTest, mirrored (facts §9)."""
+
 from __future__ import annotations
 
 import pytest
@@ -230,8 +231,11 @@ def test_callbacks_fire_only_after_the_commit(rig):
     writer = rig.writer(max_records=2)
 
     def check(pos):
-        seen.append(rig.store.db.execute(
-            "SELECT COUNT(*) FROM entries WHERE ledger_id=? AND entry_id=?", (pos.ledger, pos.entry)).fetchone()[0])
+        seen.append(
+            rig.store.db.execute(
+                "SELECT COUNT(*) FROM entries WHERE ledger_id=? AND entry_id=?", (pos.ledger, pos.entry)
+            ).fetchone()[0]
+        )
 
     writer.add(_payload(0), check)
     writer.add(_payload(1), check)
@@ -265,7 +269,6 @@ def test_timer_tasks_do_not_pile_up(rig):
     assert len(rig.clock._timers) == 1
     rig.tick(10)
     assert len(rig.done) == 1000 and rig.clock._timers == []
-
 
 
 @settings(max_examples=40, deadline=None)

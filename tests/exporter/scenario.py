@@ -3,6 +3,7 @@
 Batching was on while a workload ran and is now off, so every log still holds batched
 ledgers (WAIT); partition 0 of `orders` is held by an open transaction for 90 s of engine time.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """`pulsar-txn exporter`: what it exports for a downgrade in progress, what it refuses to export
 when the target cannot be observed, and the Grafana dashboard's queries."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,9 @@ def test_once_exports_what_downgrade_check_sees(cli, engine_dir):
     assert check.exit_code == 5, check.stderr
     verdict = check.json()
     assert value(found, "pulsar_txn_downgrade_logs", log="tc", state="held") == len(verdict["coordinators"]) == 2
-    assert value(found, "pulsar_txn_downgrade_logs", log="pending-ack", state="held") == len(verdict["subscriptions"]) > 0
+    assert (
+        value(found, "pulsar_txn_downgrade_logs", log="pending-ack", state="held") == len(verdict["subscriptions"]) > 0
+    )
     for item in verdict["coordinators"]:
         labels = {"log": "tc", "coordinator": str(item["coordinatorId"])}
         assert value(found, "pulsar_txn_log_oldest_ledger_id", **labels) == item["oldestLedgerId"]

@@ -1,5 +1,6 @@
 """A real Prometheus (Debian's, installed by ./dev) scrapes a real `pulsar-txn exporter` process,
 and every query of the shipped Grafana dashboard answers through Prometheus' HTTP API."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,23 @@ def exporter(cli, monkeypatch, tmp_path):
     scenario.isolate(monkeypatch, tmp_path)
     directory = scenario.downgrade_in_progress(cli, tmp_path / "engine")
     log = (tmp_path / "exporter.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "pulsar_txn_cli", "exporter", "--port", "0", "--interval", "1",
-                             "--engine-dir", str(directory)], stdout=subprocess.DEVNULL, stderr=log, env=os.environ)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_txn_cli",
+            "exporter",
+            "--port",
+            "0",
+            "--interval",
+            "1",
+            "--engine-dir",
+            str(directory),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=os.environ,
+    )
     try:
         yield _wait_for(lambda: re.search(r"on (http://\S+)/metrics", Path(log.name).read_text()), proc).group(1)
     finally:
@@ -49,11 +65,21 @@ def prometheus(exporter, tmp_path):
     port = free_port()
     config = tmp_path / "prometheus.yml"
     target = urllib.parse.urlsplit(exporter).netloc
-    config.write_text(f"global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pulsar-txn\n"
-                      f"    static_configs:\n      - targets: ['{target}']\n")
+    config.write_text(
+        f"global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pulsar-txn\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
+    )
     log = (tmp_path / "prometheus.log").open("w")
-    proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=log,
+    )
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

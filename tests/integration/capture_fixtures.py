@@ -10,6 +10,7 @@ previous ledgers), dumps one TC-log ledger and one pending-ack ledger of each ki
 BookieShell, writes MANIFEST.json, and saves the broker's JSON answers for the admin
 endpoints under rest/.  `capture(broker, out)` works on any running harness broker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -139,18 +140,23 @@ def capture_ledgers(b, out: Path, phases: list[dict], manifest: dict) -> None:
             "records": sum(harness.batch_size(p) for _, _, p in entries),
             "maxRecordsPerEntry": max(harness.batch_size(p) for _, _, p in entries),
             "txns": txns,
-            "note": ("txns = every transaction of this phase, in completion order (the first and last "
-                     "are 'ping' transactions without ops, opened and aborted by the harness); the "
-                     "ledger was still open when dumped, so its last entry (the final ping's ABORTED "
-                     "record) may be missing"),
+            "note": (
+                "txns = every transaction of this phase, in completion order (the first and last "
+                "are 'ping' transactions without ops, opened and aborted by the harness); the "
+                "ledger was still open when dumped, so its last entry (the final ping's ABORTED "
+                "record) may be missing"
+            ),
         }
         log(f"{fname}: ledger {lid}, {len(entries)} entries, {len(text)} chars")
         _, (topic, sub), plid, ptext, pentries = ph["dumps"]["pa"]
         fname = f"pending_ack_{kind}.txt"
         (out / fname).write_text(ptext)
         local = topic.split("/")[-1]
-        acked = [t for t in txns if any(o["op"] == "ack" and o["topic"].endswith("/" + local)
-                                        and o["sub"] == sub for o in t["ops"])]
+        acked = [
+            t
+            for t in txns
+            if any(o["op"] == "ack" and o["topic"].endswith("/" + local) and o["sub"] == sub for o in t["ops"])
+        ]
         manifest["files"][fname] = {
             "kind": "pending_ack",
             "managedLedgerName": f"public/default/persistent/{local}-{sub}__transaction_pending_ack",
@@ -162,17 +168,22 @@ def capture_ledgers(b, out: Path, phases: list[dict], manifest: dict) -> None:
             "records": sum(harness.batch_size(p) for _, _, p in pentries),
             "maxRecordsPerEntry": max(harness.batch_size(p) for _, _, p in pentries),
             "txns": acked,
-            "note": ("txns = transactions of this phase that acked on this topic+subscription (each gives "
-                     "an ACK record and then a COMMIT or ABORT record); the ledger was open when dumped, "
-                     "so the newest entry may be missing"),
+            "note": (
+                "txns = transactions of this phase that acked on this topic+subscription (each gives "
+                "an ACK record and then a COMMIT or ABORT record); the ledger was open when dumped, "
+                "so the newest entry may be missing"
+            ),
         }
         log(f"{fname}: {topic} {sub} ledger {plid}, {len(pentries)} entries")
 
 
 def save(out: Path, name: str, method: str, path: str, status: int, body) -> None:
-    (out / f"{name}.json").write_text(json.dumps(
-        {"request": {"method": method, "path": path}, "status": status, "body": body}, indent=1,
-        sort_keys=False) + "\n")
+    (out / f"{name}.json").write_text(
+        json.dumps(
+            {"request": {"method": method, "path": path}, "status": status, "body": body}, indent=1, sort_keys=False
+        )
+        + "\n"
+    )
 
 
 def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
@@ -191,35 +202,54 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
         ("coordinatorStats", "/admin/v3/transactions/coordinatorStats"),
         ("coordinatorStats_id_0", "/admin/v3/transactions/coordinatorStats?coordinatorId=0"),
         ("coordinatorInternalStats_0_metadata_true", "/admin/v3/transactions/coordinatorInternalStats/0?metadata=true"),
-        ("coordinatorInternalStats_0_metadata_false",
-         "/admin/v3/transactions/coordinatorInternalStats/0?metadata=false"),
+        (
+            "coordinatorInternalStats_0_metadata_false",
+            "/admin/v3/transactions/coordinatorInternalStats/0?metadata=false",
+        ),
         ("pendingAckStats", f"/admin/v3/transactions/pendingAckStats/{t_enc}/sub-a"),
         ("pendingAckStats_lowWaterMarks", f"/admin/v3/transactions/pendingAckStats/{t_enc}/sub-a?lowWaterMarks=true"),
-        ("pendingAckInternalStats_metadata_true",
-         f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/sub-a?metadata=true"),
-        ("pendingAckInternalStats_metadata_false",
-         f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/sub-a?metadata=false"),
-        ("pendingAckInternalStats_partition",
-         f"/admin/v3/transactions/pendingAckInternalStats/public/default/{PREFIX}-part-partition-0/subb"),
+        (
+            "pendingAckInternalStats_metadata_true",
+            f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/sub-a?metadata=true",
+        ),
+        (
+            "pendingAckInternalStats_metadata_false",
+            f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/sub-a?metadata=false",
+        ),
+        (
+            "pendingAckInternalStats_partition",
+            f"/admin/v3/transactions/pendingAckInternalStats/public/default/{PREFIX}-part-partition-0/subb",
+        ),
         ("transactionMetadata_open", f"/admin/v3/transactions/transactionMetadata/{most}/{least}"),
         ("slowTransactions_1000ms", "/admin/v3/transactions/slowTransactions/1000"),
         ("slowTransactions_1000ms_coordinator_0", "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0"),
         ("transactionBufferStats", f"/admin/v3/transactions/transactionBufferStats/{t_enc}"),
-        ("transactionBufferStats_lowWaterMarks_segmentStats",
-         f"/admin/v3/transactions/transactionBufferStats/{t_enc}?lowWaterMarks=true&segmentStats=true"),
+        (
+            "transactionBufferStats_lowWaterMarks_segmentStats",
+            f"/admin/v3/transactions/transactionBufferStats/{t_enc}?lowWaterMarks=true&segmentStats=true",
+        ),
         ("transactionBufferInternalStats", f"/admin/v3/transactions/transactionBufferInternalStats/{t_enc}"),
-        ("transactionBufferInternalStats_metadata_true",
-         f"/admin/v3/transactions/transactionBufferInternalStats/{t_enc}?metadata=true"),
+        (
+            "transactionBufferInternalStats_metadata_true",
+            f"/admin/v3/transactions/transactionBufferInternalStats/{t_enc}?metadata=true",
+        ),
         ("tc_assign_partitions", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"),
-        ("lookup_tc_assign_partition_0",
-         "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-0"),
+        (
+            "lookup_tc_assign_partition_0",
+            "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-0",
+        ),
         ("tenants", "/admin/v2/tenants"),
         ("namespaces_public", "/admin/v2/namespaces/public"),
         ("namespaces_pulsar", "/admin/v2/namespaces/pulsar"),
-        ("topics_public_default_includeSystemTopic",
-         "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true"),
+        (
+            "topics_public_default_includeSystemTopic",
+            "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true",
+        ),
         ("topics_public_default", "/admin/v2/namespaces/public/default/topics"),
-        ("topics_pulsar_system_includeSystemTopic", "/admin/v2/namespaces/pulsar/system/topics?includeSystemTopic=true"),
+        (
+            "topics_pulsar_system_includeSystemTopic",
+            "/admin/v2/namespaces/pulsar/system/topics?includeSystemTopic=true",
+        ),
         ("subscriptions_topic", f"/admin/v2/persistent/{t_enc}/subscriptions"),
         ("subscriptions_partitioned_topic", f"/admin/v2/persistent/public/default/{PREFIX}-part/subscriptions"),
         ("brokers_configuration", "/admin/v2/brokers/configuration"),
@@ -232,35 +262,53 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
         ("brokers_leaderBroker", "/admin/v2/brokers/leaderBroker"),
         ("partitioned_topic_metadata", f"/admin/v2/persistent/public/default/{PREFIX}-part/partitions"),
         # error answers
-        ("error_404_pendingAckInternalStats_missing_subscription",
-         f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/no-such-sub"),
-        ("error_500_pendingAckStats_missing_subscription", f"/admin/v3/transactions/pendingAckStats/{t_enc}/no-such-sub"),
+        (
+            "error_404_pendingAckInternalStats_missing_subscription",
+            f"/admin/v3/transactions/pendingAckInternalStats/{t_enc}/no-such-sub",
+        ),
+        (
+            "error_500_pendingAckStats_missing_subscription",
+            f"/admin/v3/transactions/pendingAckStats/{t_enc}/no-such-sub",
+        ),
         ("error_404_transactionMetadata_unknown_txn", "/admin/v3/transactions/transactionMetadata/0/999999"),
         ("error_404_coordinatorStats_unknown_id", "/admin/v3/transactions/coordinatorStats?coordinatorId=7"),
         ("error_404_coordinatorInternalStats_unknown_id", "/admin/v3/transactions/coordinatorInternalStats/7"),
-        ("error_404_transactionBufferStats_missing_topic",
-         "/admin/v3/transactions/transactionBufferStats/public/default/no-such-topic"),
+        (
+            "error_404_transactionBufferStats_missing_topic",
+            "/admin/v3/transactions/transactionBufferStats/public/default/no-such-topic",
+        ),
         ("error_404_unknown_path", "/admin/v3/transactions/noSuchEndpoint"),
     ]
     if ack_op:
         topic = ack_op["topic"].split("://", 1)[1]
-        gets.append(("transactionInPendingAckStats",
-                     f"/admin/v3/transactions/transactionInPendingAckStats/{topic}/{ack_op['sub']}/{most}/{least}"))
+        gets.append(
+            (
+                "transactionInPendingAckStats",
+                f"/admin/v3/transactions/transactionInPendingAckStats/{topic}/{ack_op['sub']}/{most}/{least}",
+            )
+        )
     if prod_op:
         topic = prod_op["topic"].split("://", 1)[1]
-        gets.append(("transactionInBufferStats",
-                     f"/admin/v3/transactions/transactionInBufferStats/{topic}/{most}/{least}"))
+        gets.append(
+            ("transactionInBufferStats", f"/admin/v3/transactions/transactionInBufferStats/{topic}/{most}/{least}")
+        )
     for name, path in gets:
         st, body = b.rest("GET", path)
         save(out, name, "GET", path, st, body)
         log(f"GET {path} -> {st}")
     for name, method, path in [
         ("error_405_wrong_method_coordinatorStats", "DELETE", "/admin/v3/transactions/coordinatorStats"),
-        ("error_412_update_non_dynamic_config", "POST",
-         "/admin/v2/brokers/configuration/transactionLogBatchedWriteMaxRecords/20"),
+        (
+            "error_412_update_non_dynamic_config",
+            "POST",
+            "/admin/v2/brokers/configuration/transactionLogBatchedWriteMaxRecords/20",
+        ),
         ("error_412_update_unknown_config", "POST", "/admin/v2/brokers/configuration/noSuchConfigName/1"),
-        ("error_412_invalid_dynamic_config_value", "POST",
-         "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/notaboolean"),
+        (
+            "error_412_invalid_dynamic_config_value",
+            "POST",
+            "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/notaboolean",
+        ),
         ("error_412_delete_unknown_config", "DELETE", "/admin/v2/brokers/configuration/noSuchConfigName"),
     ]:
         st, body = b.rest(method, path)
@@ -270,16 +318,20 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
     for name, method, path in [
         ("update_dynamic_config", "POST", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled/false"),
         ("delete_dynamic_config", "DELETE", "/admin/v2/brokers/configuration/transactionLogBatchedWriteEnabled"),
-        ("unload_tc_assign_partition_0", "PUT",
-         "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload"),
+        (
+            "unload_tc_assign_partition_0",
+            "PUT",
+            "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-0/unload",
+        ),
     ]:
         st, body = b.rest(method, path)
         save(out, name, method, path, st, body)
         log(f"{method} {path} -> {st}")
     # right after the unload the coordinator is gone until a transactional client reconnects
-    for name, path in [("error_500_coordinatorStats_tc_not_loaded", "/admin/v3/transactions/coordinatorStats"),
-                       ("error_404_coordinatorStats_id_0_tc_not_loaded",
-                        "/admin/v3/transactions/coordinatorStats?coordinatorId=0")]:
+    for name, path in [
+        ("error_500_coordinatorStats_tc_not_loaded", "/admin/v3/transactions/coordinatorStats"),
+        ("error_404_coordinatorStats_id_0_tc_not_loaded", "/admin/v3/transactions/coordinatorStats?coordinatorId=0"),
+    ]:
         st, body = b.rest("GET", path)
         if isinstance(body, dict) and isinstance(body.get("reason"), str) and len(body["reason"]) > 600:
             body = dict(body, reason=body["reason"][:600] + "...(stack trace truncated by capture_fixtures.py)")
@@ -291,7 +343,8 @@ def capture_rest(b: harness.PulsarBroker, out: Path) -> None:
     st, text = b.rest("GET", "/metrics/", raw=True)
     lines = [ln for ln in text.splitlines() if "pulsar_txn_" in ln]
     (out / "metrics_pulsar_txn.txt").write_text(
-        f"# GET /metrics/ -> {st}; only lines containing 'pulsar_txn_' kept\n" + "\n".join(lines) + "\n")
+        f"# GET /metrics/ -> {st}; only lines containing 'pulsar_txn_' kept\n" + "\n".join(lines) + "\n"
+    )
     log(f"metrics: {len(lines)} pulsar_txn_ lines")
 
 
@@ -323,7 +376,9 @@ def capture(b: harness.PulsarBroker, out: Path) -> None:
     (out / "rest").mkdir(exist_ok=True)
     (out / "rest" / "metrics_pulsar_txn_after_batched_phase.txt").write_text(
         f"# GET /metrics/ -> {st}; only lines containing 'pulsar_txn_' kept\n"
-        + "\n".join(ln for ln in text.splitlines() if "pulsar_txn_" in ln) + "\n")
+        + "\n".join(ln for ln in text.splitlines() if "pulsar_txn_" in ln)
+        + "\n"
+    )
     (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
     capture_rest(b, out / "rest")
 

@@ -11,6 +11,7 @@ can be restarted alone, or with another classpath.
 Ports are free ports on 127.0.0.1; every directory is private to one PulsarCluster; every process
 runs in its own process group with a watchdog, and `stop()` kills them all.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,25 @@ READY_TIMEOUT = float(os.environ.get("PULSAR_TXN_CLUSTER_READY_TIMEOUT", "240"))
 MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_CLUSTER_MAX_LIFETIME", "1800"))
 
 COMMON_FLAGS = [
-    "-XX:+UseG1GC", "-XX:ActiveProcessorCount=2",
+    "-XX:+UseG1GC",
+    "-XX:ActiveProcessorCount=2",
     "-Dio.netty.tryReflectionSetAccessible=true",
-    "--add-opens", "java.base/java.io=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-opens", "java.base/sun.net=ALL-UNNAMED",
-    "--add-opens", "java.management/sun.management=ALL-UNNAMED",
-    "-Djute.maxbuffer=10485760", "-Djava.net.preferIPv4Stack=true",
-    "-Dzookeeper.4lw.commands.whitelist=*", "-Dlog4j2.is.webapp=false",
+    "--add-opens",
+    "java.base/java.io=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens",
+    "java.management/sun.management=ALL-UNNAMED",
+    "-Djute.maxbuffer=10485760",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dzookeeper.4lw.commands.whitelist=*",
+    "-Dlog4j2.is.webapp=false",
 ]
 HEAPS = {
     "zookeeper": ["-Xms64m", "-Xmx256m"],
@@ -72,7 +82,9 @@ class Proc:
             out.flush()
             self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         proc = self.proc
-        self._watchdog = threading.Timer(MAX_LIFETIME, lambda: proc.poll() is None and _kill_group(proc, signal.SIGKILL))
+        self._watchdog = threading.Timer(
+            MAX_LIFETIME, lambda: proc.poll() is None and _kill_group(proc, signal.SIGKILL)
+        )
         self._watchdog.daemon = True
         self._watchdog.start()
 
@@ -132,31 +144,46 @@ class Broker:
         zk = f"127.0.0.1:{c.zk_port}"
         conf: dict[str, Any] = {
             "clusterName": c.name,
-            "metadataStoreUrl": f"zk:{zk}", "configurationMetadataStoreUrl": f"zk:{zk}",
-            "zookeeperServers": zk, "configurationStoreServers": zk,  # the names before 2.10/3.0
-            "bindAddress": "127.0.0.1", "advertisedAddress": "127.0.0.1",
-            "brokerServicePort": self.broker_port, "webServicePort": self.web_port,
+            "metadataStoreUrl": f"zk:{zk}",
+            "configurationMetadataStoreUrl": f"zk:{zk}",
+            "zookeeperServers": zk,
+            "configurationStoreServers": zk,  # the names before 2.10/3.0
+            "bindAddress": "127.0.0.1",
+            "advertisedAddress": "127.0.0.1",
+            "brokerServicePort": self.broker_port,
+            "webServicePort": self.web_port,
             "functionsWorkerEnabled": "false",
             # 2.10 dies at start without it on a VM ("Unable to read VM NIC speed"; harness.py)
             "loadBalancerOverrideBrokerNicSpeedGbps": 10,
-            "managedLedgerDefaultEnsembleSize": 1, "managedLedgerDefaultWriteQuorum": 1,
+            "managedLedgerDefaultEnsembleSize": 1,
+            "managedLedgerDefaultWriteQuorum": 1,
             "managedLedgerDefaultAckQuorum": 1,
-            "transactionCoordinatorEnabled": "true", "systemTopicEnabled": "true", "topicLevelPoliciesEnabled": "true",
-            "transactionMetadataStoreProviderClassName":
-                "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
-            "transactionLogBatchedWriteEnabled": "false", "transactionPendingAckBatchedWriteEnabled": "false",
-            "transactionLogBatchedWriteMaxDelayInMillis": 100, "transactionPendingAckBatchedWriteMaxDelayInMillis": 100,
+            "transactionCoordinatorEnabled": "true",
+            "systemTopicEnabled": "true",
+            "topicLevelPoliciesEnabled": "true",
+            "transactionMetadataStoreProviderClassName": "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
+            "transactionLogBatchedWriteEnabled": "false",
+            "transactionPendingAckBatchedWriteEnabled": "false",
+            "transactionLogBatchedWriteMaxDelayInMillis": 100,
+            "transactionPendingAckBatchedWriteMaxDelayInMillis": 100,
             "transactionPendingAckLogIndexMinLag": 1,
             "acknowledgmentAtBatchIndexLevelEnabled": "true",
-            "managedLedgerMaxEntriesPerLedger": 50, "managedLedgerMinLedgerRolloverTimeMinutes": 0,
-            "managedLedgerMaxLedgerRolloverTimeMinutes": 1, "managedLedgerCursorPositionFlushSeconds": 1,
-            "managedLedgerCursorMaxEntriesPerLedger": 10, "managedLedgerCursorRolloverTimeInSeconds": 1,
-            "defaultRetentionTimeInMinutes": 0, "defaultRetentionSizeInMB": 0,
+            "managedLedgerMaxEntriesPerLedger": 50,
+            "managedLedgerMinLedgerRolloverTimeMinutes": 0,
+            "managedLedgerMaxLedgerRolloverTimeMinutes": 1,
+            "managedLedgerCursorPositionFlushSeconds": 1,
+            "managedLedgerCursorMaxEntriesPerLedger": 10,
+            "managedLedgerCursorRolloverTimeInSeconds": 1,
+            "defaultRetentionTimeInMinutes": 0,
+            "defaultRetentionSizeInMB": 0,
             "brokerDeleteInactiveTopicsEnabled": "false",
-            "bookkeeperNumberOfChannelsPerBookie": 1, "numIOThreads": 2, "numHttpServerThreads": 8,
+            "bookkeeperNumberOfChannelsPerBookie": 1,
+            "numIOThreads": 2,
+            "numHttpServerThreads": 8,
             "managedLedgerCacheSizeMB": 32,
             # a killed broker stays registered (and owns its coordinators) for 20 s
-            "zooKeeperSessionTimeoutMillis": 20000, "metadataStoreSessionTimeoutMillis": 20000,
+            "zooKeeperSessionTimeoutMillis": 20000,
+            "metadataStoreSessionTimeoutMillis": 20000,
             "statusFilePath": str(c.base / f"{self.name}.status"),
         }
         conf.update(c.extra_conf)
@@ -175,11 +202,22 @@ class Broker:
         (c.base / f"{self.name}.status").write_text("OK\n")
         log4j = c.base / f"log4j2-{self.name}.xml"
         log4j.write_text(_log4j_xml(str(self.proc.log_path)))
-        cmd = ["java", *HEAPS["broker"], *COMMON_FLAGS, f"-Dlog4j.configurationFile={log4j}",
-               "-cp", self.classpath, "org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf_path)]
+        cmd = [
+            "java",
+            *HEAPS["broker"],
+            *COMMON_FLAGS,
+            f"-Dlog4j.configurationFile={log4j}",
+            "-cp",
+            self.classpath,
+            "org.apache.pulsar.PulsarBrokerStarter",
+            "--broker-conf",
+            str(conf_path),
+        ]
         self.proc.start(cmd, c.base)
 
-    def rest(self, method: str, path: str, body: Any = None, timeout: float = 30, follow: bool = True) -> tuple[int, Any]:
+    def rest(
+        self, method: str, path: str, body: Any = None, timeout: float = 30, follow: bool = True
+    ) -> tuple[int, Any]:
         return _rest(self.admin_url, method, path, body, timeout, follow, self.cluster.token)
 
     def ready(self) -> bool:
@@ -193,9 +231,16 @@ class Broker:
 class PulsarCluster:
     """ZooKeeper, a bookie and N brokers; start() returns when every coordinator is Ready."""
 
-    def __init__(self, classpath: str | None = None, brokers: int = 2, name: str = CLUSTER,
-                 coordinators: int = COORDINATORS, extra_conf: dict[str, Any] | None = None,
-                 base_dir: str | None = None, version: str | None = None):
+    def __init__(
+        self,
+        classpath: str | None = None,
+        brokers: int = 2,
+        name: str = CLUSTER,
+        coordinators: int = COORDINATORS,
+        extra_conf: dict[str, Any] | None = None,
+        base_dir: str | None = None,
+        version: str | None = None,
+    ):
         # The workload always runs on the pinned release's classpath (a newer client talks to the
         # older brokers, as in harness.py); ZooKeeper, the bookie, the metadata tools and the brokers
         # run the cluster's own line: `classpath`, else `version`'s (versions.py), else the pinned one.
@@ -250,14 +295,26 @@ class PulsarCluster:
         data = self.base / "data" / "zookeeper"
         data.mkdir(parents=True, exist_ok=True)
         cfg = self.base / "zoo.cfg"
-        cfg.write_text(f"tickTime=2000\ndataDir={data}\nclientPort={self.zk_port}\nclientPortAddress=127.0.0.1\n"
-                       "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=2000\n"
-                       "4lw.commands.whitelist=*\n")
+        cfg.write_text(
+            f"tickTime=2000\ndataDir={data}\nclientPort={self.zk_port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=2000\n"
+            "4lw.commands.whitelist=*\n"
+        )
         log4j = self.base / "log4j2-zookeeper.xml"
         log4j.write_text(_log4j_xml(str(self.zookeeper.log_path)))
-        self.zookeeper.start(["java", *HEAPS["zookeeper"], *COMMON_FLAGS, f"-Dlog4j.configurationFile={log4j}",
-                              "-cp", self.classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-                             self.base)
+        self.zookeeper.start(
+            [
+                "java",
+                *HEAPS["zookeeper"],
+                *COMMON_FLAGS,
+                f"-Dlog4j.configurationFile={log4j}",
+                "-cp",
+                self.classpath,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(cfg),
+            ],
+            self.base,
+        )
         while time.monotonic() < deadline:
             if not self.zookeeper.alive:
                 raise BrokerStartError(f"ZooKeeper exited\n{self.zookeeper.tail()}")
@@ -284,25 +341,55 @@ class PulsarCluster:
         """As Pulsar's docs do it: cluster metadata (and BookKeeper's), then the coordinators'."""
         zk = f"127.0.0.1:{self.zk_port}"
         first = self.brokers[0]
-        setup = ["--cluster", self.name, "--web-service-url", first.admin_url,
-                 "--broker-service-url", first.service_url,
-                 "--initial-num-transaction-coordinators", str(self.coordinator_count)]
+        setup = [
+            "--cluster",
+            self.name,
+            "--web-service-url",
+            first.admin_url,
+            "--broker-service-url",
+            first.service_url,
+            "--initial-num-transaction-coordinators",
+            str(self.coordinator_count),
+        ]
         # 2.10 spells the stores --zookeeper/--configuration-store; newer lines --metadata-store/...
-        self._tool("org.apache.pulsar.PulsarClusterMetadataSetup",
-                   [setup + ["--metadata-store", f"zk:{zk}", "--configuration-metadata-store", f"zk:{zk}"],
-                    setup + ["--zookeeper", zk, "--configuration-store", zk]], "initialize-cluster-metadata")
-        self._tool("org.apache.pulsar.PulsarTransactionCoordinatorMetadataSetup",
-                   [["--cluster", self.name, "--configuration-store", zk,
-                     "--initial-num-transaction-coordinators", str(self.coordinator_count)]],
-                   "initialize-transaction-coordinator-metadata")
+        self._tool(
+            "org.apache.pulsar.PulsarClusterMetadataSetup",
+            [
+                setup + ["--metadata-store", f"zk:{zk}", "--configuration-metadata-store", f"zk:{zk}"],
+                setup + ["--zookeeper", zk, "--configuration-store", zk],
+            ],
+            "initialize-cluster-metadata",
+        )
+        self._tool(
+            "org.apache.pulsar.PulsarTransactionCoordinatorMetadataSetup",
+            [
+                [
+                    "--cluster",
+                    self.name,
+                    "--configuration-store",
+                    zk,
+                    "--initial-num-transaction-coordinators",
+                    str(self.coordinator_count),
+                ]
+            ],
+            "initialize-transaction-coordinator-metadata",
+        )
 
     def _tool(self, main: str, variants: list[list[str]], what: str) -> None:
         log4j = self.base / "log4j2-tool.xml"
         log4j.write_text(_log4j_xml(str(self.base / "tools.log")))
         failures = []
         for args in variants:
-            cmd = ["java", *HEAPS["tool"], "-Djava.net.preferIPv4Stack=true", f"-Dlog4j.configurationFile={log4j}",
-                   "-cp", self.classpath, main, *args]
+            cmd = [
+                "java",
+                *HEAPS["tool"],
+                "-Djava.net.preferIPv4Stack=true",
+                f"-Dlog4j.configurationFile={log4j}",
+                "-cp",
+                self.classpath,
+                main,
+                *args,
+            ]
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=self.base)
             if res.returncode == 0:
                 return
@@ -314,24 +401,53 @@ class PulsarCluster:
         for sub in ("journal", "ledgers"):
             (data / sub).mkdir(parents=True, exist_ok=True)
         conf = self.base / "bookie.conf"
-        conf.write_text("\n".join([
-            f"bookiePort={self.bookie_port}", "advertisedAddress=127.0.0.1", "listeningInterface=lo",
-            "allowLoopback=true", "useHostNameAsBookieID=false",
-            f"metadataServiceUri=zk+null://127.0.0.1:{self.zk_port}/ledgers",
-            f"zkServers=127.0.0.1:{self.zk_port}",
-            f"journalDirectories={data / 'journal'}", f"ledgerDirectories={data / 'ledgers'}",
-            "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
-            "dbStorage_writeCacheMaxSizeMb=16", "dbStorage_readAheadCacheMaxSizeMb=16",
-            "dbStorage_rocksDB_blockCacheSize=16777216", "journalSyncData=false", "journalMaxGroupWaitMSec=1",
-            "diskUsageThreshold=0.99", "diskUsageWarnThreshold=0.99", "gcWaitTime=60000",
-            "httpServerEnabled=false", "numAddWorkerThreads=2", "numReadWorkerThreads=2",
-            "numJournalCallbackThreads=2", "serverNumIOThreads=2", "zkTimeout=30000", "",
-        ]))
+        conf.write_text(
+            "\n".join(
+                [
+                    f"bookiePort={self.bookie_port}",
+                    "advertisedAddress=127.0.0.1",
+                    "listeningInterface=lo",
+                    "allowLoopback=true",
+                    "useHostNameAsBookieID=false",
+                    f"metadataServiceUri=zk+null://127.0.0.1:{self.zk_port}/ledgers",
+                    f"zkServers=127.0.0.1:{self.zk_port}",
+                    f"journalDirectories={data / 'journal'}",
+                    f"ledgerDirectories={data / 'ledgers'}",
+                    "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+                    "dbStorage_writeCacheMaxSizeMb=16",
+                    "dbStorage_readAheadCacheMaxSizeMb=16",
+                    "dbStorage_rocksDB_blockCacheSize=16777216",
+                    "journalSyncData=false",
+                    "journalMaxGroupWaitMSec=1",
+                    "diskUsageThreshold=0.99",
+                    "diskUsageWarnThreshold=0.99",
+                    "gcWaitTime=60000",
+                    "httpServerEnabled=false",
+                    "numAddWorkerThreads=2",
+                    "numReadWorkerThreads=2",
+                    "numJournalCallbackThreads=2",
+                    "serverNumIOThreads=2",
+                    "zkTimeout=30000",
+                    "",
+                ]
+            )
+        )
         log4j = self.base / "log4j2-bookie.xml"
         log4j.write_text(_log4j_xml(str(self.bookie.log_path)))
-        self.bookie.start(["java", *HEAPS["bookie"], *COMMON_FLAGS, f"-Dlog4j.configurationFile={log4j}",
-                           "-cp", self.classpath, "org.apache.bookkeeper.server.Main", "--conf", str(conf)],
-                          self.base)
+        self.bookie.start(
+            [
+                "java",
+                *HEAPS["bookie"],
+                *COMMON_FLAGS,
+                f"-Dlog4j.configurationFile={log4j}",
+                "-cp",
+                self.classpath,
+                "org.apache.bookkeeper.server.Main",
+                "--conf",
+                str(conf),
+            ],
+            self.base,
+        )
         wanted = f"/ledgers/available/127.0.0.1:{self.bookie_port}"
         while time.monotonic() < deadline:
             if not self.bookie.alive:
@@ -371,15 +487,18 @@ class PulsarCluster:
                 except OSError as e:
                     last = repr(e)
             time.sleep(1)
-        raise BrokerStartError(f"brokers not ready after {timeout:.0f}s (last: {last})\n"
-                               + "\n".join(f"--- {b.name}\n{b.proc.tail(3000)}" for b in self.brokers))
+        raise BrokerStartError(
+            f"brokers not ready after {timeout:.0f}s (last: {last})\n"
+            + "\n".join(f"--- {b.name}\n{b.proc.tail(3000)}" for b in self.brokers)
+        )
 
     def kill_broker(self, index: int) -> None:
         """A crash: SIGKILL, no graceful unload; its ownerships move when its session expires."""
         self.brokers[index].proc.kill(signal.SIGKILL)
 
-    def start_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT,
-                     version: str | None = None) -> float:
+    def start_broker(
+        self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT, version: str | None = None
+    ) -> float:
         """Start a stopped broker (optionally on another Pulsar line); seconds until the cluster lists it."""
         t0 = time.monotonic()
         broker = self.brokers[index]
@@ -388,8 +507,9 @@ class PulsarCluster:
         broker.start_seconds = time.monotonic() - t0
         return broker.start_seconds
 
-    def restart_broker(self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT,
-                       version: str | None = None) -> float:
+    def restart_broker(
+        self, index: int, classpath: str | None = None, timeout: float = READY_TIMEOUT, version: str | None = None
+    ) -> float:
         """A clean stop (SIGTERM), then a start on the same data: with version, a rolling version change."""
         self.brokers[index].proc.kill(signal.SIGTERM)
         return self.start_broker(index, classpath, timeout, version)
@@ -407,8 +527,9 @@ class PulsarCluster:
         """Coordinator id -> the owning broker's web address (host:port), by lookup."""
         owners = {}
         for tc in range(self.coordinator_count):
-            status, body = self.rest("GET", "/lookup/v2/topic/persistent/pulsar/system/"
-                                            f"transaction_coordinator_assign-partition-{tc}")
+            status, body = self.rest(
+                "GET", f"/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-{tc}"
+            )
             if status != 200:
                 raise RuntimeError(f"lookup of coordinator {tc}: HTTP {status} {body}")
             owners[tc] = urllib.parse.urlsplit(body["httpUrl"]).netloc
@@ -435,7 +556,9 @@ class PulsarCluster:
         status, bundle = self.rest("GET", f"/lookup/v2/topic/{topic}/bundle")
         if status != 200:
             raise RuntimeError(f"bundle of coordinator {tc}: HTTP {status} {bundle}")
-        status, body = self.rest("PUT", f"/admin/v2/namespaces/pulsar/system/{urllib.parse.quote(bundle, safe='')}/unload")
+        status, body = self.rest(
+            "PUT", f"/admin/v2/namespaces/pulsar/system/{urllib.parse.quote(bundle, safe='')}/unload"
+        )
         if status not in (200, 204):
             raise RuntimeError(f"unload of bundle {bundle}: HTTP {status} {body}")
 
@@ -474,8 +597,11 @@ class PulsarCluster:
             # Seen on 4.0.7 (docs/real-broker-findings.md): right after an unload a subscribe can hang
             # for good when the topic was unloaded while its pending-ack store was still initialising.
             # Not what the tests check: unload the workload's topics once more and run it again.
-            print(f"\ncluster harness: a subscribe timed out; unloading the '{kw.get('prefix')}' topics and "
-                  "running the workload once more", file=sys.stderr)
+            print(
+                f"\ncluster harness: a subscribe timed out; unloading the '{kw.get('prefix')}' topics and "
+                "running the workload once more",
+                file=sys.stderr,
+            )
             self.unload_prefix(str(kw.get("prefix", "txn")))
             return self.start_workload(**kw).finish(timeout=timeout)
 
@@ -492,16 +618,27 @@ class PulsarCluster:
             raise RuntimeError("no broker is running")
         log4j = self.base / "log4j2-workload.xml"
         log4j.write_text(_log4j_xml(str(self.base / "workload.log")))
-        args = {"service-url": ",".join(b.service_url.removeprefix("pulsar://") for b in live),
-                "admin-url": live[0].admin_url}
+        args = {
+            "service-url": ",".join(b.service_url.removeprefix("pulsar://") for b in live),
+            "admin-url": live[0].admin_url,
+        }
         args["service-url"] = "pulsar://" + args["service-url"]
         if self.token:
             args["token"] = self.token
         for k, v in kw.items():
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]
-        cmd = ["java", *HEAPS["tool"], "-Djava.net.preferIPv4Stack=true", f"-Dlog4j.configurationFile={log4j}",
-               "-Dlog4j2.is.webapp=false", "-cp", self.tools_classpath, "pulsartxn.harness.TxnWorkload", *flat]
+        cmd = [
+            "java",
+            *HEAPS["tool"],
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j.configurationFile={log4j}",
+            "-Dlog4j2.is.webapp=false",
+            "-cp",
+            self.tools_classpath,
+            "pulsartxn.harness.TxnWorkload",
+            *flat,
+        ]
         return WorkloadRun(cmd, cwd=self.base)
 
     def logs(self, chars: int = 4000) -> str:
@@ -509,8 +646,15 @@ class PulsarCluster:
         return "\n".join(f"----- {p.name} ({p.log_path})\n{p.tail(chars)}" for p in procs)
 
 
-def _rest(base: str, method: str, path: str, body: Any = None, timeout: float = 30,
-          follow: bool = True, token: str | None = None) -> tuple[int, Any]:
+def _rest(
+    base: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    timeout: float = 30,
+    follow: bool = True,
+    token: str | None = None,
+) -> tuple[int, Any]:
     """One HTTP call. Pulsar's 307s to the owning broker are followed with the same method (as
     pulsar-admin does) unless follow=False, which returns (307, {"location": ...})."""
     url = base + path
@@ -558,9 +702,11 @@ def start_cluster(classpath: str | None = None, attempts: int = 2, log=print, **
         cluster = PulsarCluster(classpath, **kw)
         try:
             cluster.start()
-            log(f"cluster harness: {cluster.name} ready in {cluster.timings['ready']:.1f}s "
+            log(
+                f"cluster harness: {cluster.name} ready in {cluster.timings['ready']:.1f}s "
                 f"({', '.join(f'{k} {v:.1f}s' for k, v in cluster.timings.items())}) at "
-                f"{', '.join(b.admin_url for b in cluster.brokers)} (dir {cluster.base})")
+                f"{', '.join(b.admin_url for b in cluster.brokers)} (dir {cluster.base})"
+            )
             return cluster
         except Exception as e:  # noqa: BLE001 - retried once, then reported
             errors.append(f"attempt {attempt + 1}: {e}\n{cluster.logs(3000)}")

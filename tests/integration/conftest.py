@@ -1,4 +1,5 @@
 """pytest wiring for the real-broker integration suite (see harness.py)."""
+
 from __future__ import annotations
 
 import os
@@ -76,11 +77,17 @@ def pytest_runtest_makereport(item, call):
         _SESSION_BROKER_SUSPECT.append(item.nodeid)
     if rep.failed and SESSION_CLUSTERS:
         for c in SESSION_CLUSTERS:
-            rep.sections.append((f"pulsar cluster logs ({c.base})", c.logs(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "4000")))))
+            rep.sections.append(
+                (f"pulsar cluster logs ({c.base})", c.logs(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "4000"))))
+            )
     if rep.failed and harness.SESSION_BROKERS:
         for b in harness.SESSION_BROKERS:
-            rep.sections.append((f"pulsar broker '{b.name}' log tail ({b.log_path})",
-                                 b.log_tail(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "15000")))))
+            rep.sections.append(
+                (
+                    f"pulsar broker '{b.name}' log tail ({b.log_path})",
+                    b.log_tail(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "15000"))),
+                )
+            )
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -94,4 +101,6 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line("| command | " + " | ".join(versions) + " |")
     terminalreporter.write_line("|---" * (len(versions) + 1) + "|")
     for command in commands:
-        terminalreporter.write_line(f"| `{command}` | " + " | ".join(matrix[v].get(command, "-") for v in versions) + " |")
+        terminalreporter.write_line(
+            f"| `{command}` | " + " | ".join(matrix[v].get(command, "-") for v in versions) + " |"
+        )

@@ -12,6 +12,7 @@ broker is up.  Everything (ports, data dirs, logs) is private to one
 This module has no dependency on the project's package; it only uses the
 standard library.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,12 +51,18 @@ JVM_FLAGS = [
     "-XX:+UseG1GC",
     "-XX:ActiveProcessorCount=2",
     "-Dio.netty.tryReflectionSetAccessible=true",
-    "--add-opens", "java.base/java.io=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-opens", "java.base/sun.net=ALL-UNNAMED",
-    "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.io=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens",
+    "java.management/sun.management=ALL-UNNAMED",
     "-Djute.maxbuffer=10485760",
     "-Djava.net.preferIPv4Stack=true",
     "-Dzookeeper.4lw.commands.whitelist=*",
@@ -70,11 +77,9 @@ LOG_PATTERN = "%d{ISO8601_OFFSET_DATE_TIME_HHMM} [%t] %-5level %logger{36} - %ms
 def _log4j_xml(target: str, level: str = "INFO", quiet: tuple[str, ...] = ()) -> str:
     """A log4j2 XML config; target is a file path or 'STDOUT'."""
     if target == "STDOUT":
-        appender = (f'<Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="{LOG_PATTERN}"/>'
-                    "</Console>")
+        appender = f'<Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="{LOG_PATTERN}"/></Console>'
     else:
-        appender = (f'<File name="out" fileName="{target}" append="true">'
-                    f'<PatternLayout pattern="{LOG_PATTERN}"/></File>')
+        appender = f'<File name="out" fileName="{target}" append="true"><PatternLayout pattern="{LOG_PATTERN}"/></File>'
     loggers = "".join(f'<Logger name="{q}" level="WARN"/>' for q in quiet)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -98,7 +103,7 @@ def _m2_has_pulsar() -> bool:
     text = POM.read_text()
     start = text.find("<pulsar.version>")
     if start >= 0:
-        version = text[start + len("<pulsar.version>"):text.find("</pulsar.version>")]
+        version = text[start + len("<pulsar.version>") : text.find("</pulsar.version>")]
     repo = Path(os.environ.get("MAVEN_REPO_LOCAL", str(Path.home() / ".m2" / "repository")))
     return bool(version) and (repo / "org/apache/pulsar/pulsar-broker" / version).is_dir()
 
@@ -147,8 +152,13 @@ class BrokerStartError(RuntimeError):
 class PulsarBroker:
     """One real standalone broker with private ports and directories."""
 
-    def __init__(self, extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
-                 base_dir: str | None = None, version: str | None = None):
+    def __init__(
+        self,
+        extra_conf: dict[str, Any] | None = None,
+        name: str = "pulsar",
+        base_dir: str | None = None,
+        version: str | None = None,
+    ):
         self.name = name
         self.version = version  # None: the pinned release of harness/pom.xml
         self.token: str | None = None  # a superuser's JWT when the broker authenticates (secured tests)
@@ -203,8 +213,7 @@ class PulsarBroker:
             "transactionCoordinatorEnabled": "true",
             "systemTopicEnabled": "true",
             "topicLevelPoliciesEnabled": "true",
-            "transactionMetadataStoreProviderClassName":
-                "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
+            "transactionMetadataStoreProviderClassName": "org.apache.pulsar.transaction.coordinator.impl.MLTransactionMetadataStoreProvider",
             "transactionLogBatchedWriteEnabled": "false",
             "transactionPendingAckBatchedWriteEnabled": "false",
             "transactionLogBatchedWriteMaxDelayInMillis": 100,
@@ -258,18 +267,27 @@ class PulsarBroker:
             self.broker_port, self.web_port, self.zk_port, self.bk_port = (free_port() for _ in range(4))
         self._write_files()
         cmd = [
-            "java", *JVM_FLAGS,
+            "java",
+            *JVM_FLAGS,
             f"-Dlog4j.configurationFile={self.base / 'log4j2-broker.xml'}",
-            "-cp", self.classpath,
+            "-cp",
+            self.classpath,
             "org.apache.pulsar.PulsarStandaloneStarter",
-            "-c", str(self.base / "standalone.conf"),
-            "-nfw", "-nss",
-            "--zookeeper-port", str(self.zk_port),
-            "--bookkeeper-port", str(self.bk_port),
-            "--zookeeper-dir", str(self.base / "data" / "zookeeper"),
-            "--bookkeeper-dir", str(self.base / "data" / "bookkeeper"),
+            "-c",
+            str(self.base / "standalone.conf"),
+            "-nfw",
+            "-nss",
+            "--zookeeper-port",
+            str(self.zk_port),
+            "--bookkeeper-port",
+            str(self.bk_port),
+            "--zookeeper-dir",
+            str(self.base / "data" / "zookeeper"),
+            "--bookkeeper-dir",
+            str(self.base / "data" / "bookkeeper"),
             *(["--metadata-dir", str(self.base / "data" / "metadata")] if self._has_metadata_dir() else []),
-            "-a", "127.0.0.1",
+            "-a",
+            "127.0.0.1",
         ]
         if wipe:
             cmd.append("--wipe-data")
@@ -279,8 +297,9 @@ class PulsarBroker:
             out.write(f"\n===== harness start #{self.starts}: {' '.join(cmd[-16:])}\n")
             out.flush()
             t0 = time.monotonic()
-            self.proc = subprocess.Popen(cmd, cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         self._arm_watchdog(MAX_LIFETIME)
         try:
             self._wait_ready(timeout)
@@ -314,8 +333,9 @@ class PulsarBroker:
         last = ""
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
-                raise BrokerStartError(f"broker exited with {self.proc and self.proc.returncode} "
-                                       f"before it was ready\n{self.log_tail()}")
+                raise BrokerStartError(
+                    f"broker exited with {self.proc and self.proc.returncode} before it was ready\n{self.log_tail()}"
+                )
             try:
                 if stage == "admin REST":
                     status, body = self.rest("GET", "/admin/v2/clusters", timeout=5)
@@ -323,8 +343,8 @@ class PulsarBroker:
                         stage = "tc assign topic"
                 if stage == "tc assign topic":
                     status, body = self.rest(
-                        "GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions",
-                        timeout=5)
+                        "GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions", timeout=5
+                    )
                     if status == 200 and body.get("partitions", 0) > 0:
                         stage = "coordinators ready"
                 if stage == "coordinators ready" and self.on_rest_ready:
@@ -343,8 +363,9 @@ class PulsarBroker:
             except (OSError, ValueError) as e:  # connection refused, timeouts, bad JSON
                 last = repr(e)
             time.sleep(1)
-        raise BrokerStartError(f"broker not ready after {timeout}s (waiting for {stage}; last: {last})\n"
-                               f"{self.log_tail()}")
+        raise BrokerStartError(
+            f"broker not ready after {timeout}s (waiting for {stage}; last: {last})\n{self.log_tail()}"
+        )
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -381,8 +402,7 @@ class PulsarBroker:
 
     # ----------------------------------------------------------------- REST
 
-    def rest(self, method: str, path: str, body: Any = None, timeout: float = 60,
-             raw: bool = False) -> tuple[int, Any]:
+    def rest(self, method: str, path: str, body: Any = None, timeout: float = 60, raw: bool = False) -> tuple[int, Any]:
         """HTTP call to the broker's web service; returns (status, parsed JSON or text)."""
         data = None
         headers = {"Accept": "application/json"}
@@ -409,8 +429,7 @@ class PulsarBroker:
 
     def set_dynamic_config(self, name: str, value: Any) -> int:
         value = str(value).lower() if isinstance(value, bool) else str(value)
-        status, body = self.rest("POST", f"/admin/v2/brokers/configuration/{name}/"
-                                         f"{urllib.parse.quote(value, safe='')}")
+        status, body = self.rest("POST", f"/admin/v2/brokers/configuration/{name}/{urllib.parse.quote(value, safe='')}")
         if status not in (200, 204):
             raise RuntimeError(f"set_dynamic_config {name}={value}: HTTP {status} {body}")
         # The update goes through the metadata store; wait until this broker applied it.
@@ -430,7 +449,8 @@ class PulsarBroker:
         """Unload every TC-assign partition so each coordinator reopens with the current config."""
         for tc in self.coordinator_ids():
             status, body = self.rest(
-                "PUT", f"/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-{tc}/unload")
+                "PUT", f"/admin/v2/persistent/pulsar/system/transaction_coordinator_assign-partition-{tc}/unload"
+            )
             if status not in (200, 204):
                 raise RuntimeError(f"unload of TC assign partition {tc}: HTTP {status} {body}")
         self.wait_coordinators_ready(timeout)
@@ -461,16 +481,20 @@ class PulsarBroker:
         return status
 
     def tc_internal_stats(self, tc: int = 0, metadata: bool = False) -> dict:
-        status, body = self.rest("GET", f"/admin/v3/transactions/coordinatorInternalStats/{tc}"
-                                        f"?metadata={'true' if metadata else 'false'}")
+        status, body = self.rest(
+            "GET", f"/admin/v3/transactions/coordinatorInternalStats/{tc}?metadata={'true' if metadata else 'false'}"
+        )
         if status != 200:
             raise RuntimeError(f"coordinatorInternalStats/{tc}: HTTP {status} {body}")
         return body
 
     def pending_ack_internal_stats(self, topic: str, sub: str, metadata: bool = False) -> dict:
-        status, body = self.rest("GET", f"/admin/v3/transactions/pendingAckInternalStats/{topic}/"
-                                        f"{urllib.parse.quote(sub, safe='')}"
-                                        f"?metadata={'true' if metadata else 'false'}")
+        status, body = self.rest(
+            "GET",
+            f"/admin/v3/transactions/pendingAckInternalStats/{topic}/"
+            f"{urllib.parse.quote(sub, safe='')}"
+            f"?metadata={'true' if metadata else 'false'}",
+        )
         if status != 200:
             raise RuntimeError(f"pendingAckInternalStats {topic} {sub}: HTTP {status} {body}")
         return body
@@ -478,20 +502,44 @@ class PulsarBroker:
     # ----------------------------------------------------------------- java tools
 
     def _java(self, main: str, args: list[str], log4j: str, timeout: float, **kw) -> subprocess.CompletedProcess:
-        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-               f"-Dlog4j.configurationFile={log4j}", "-Dlog4j2.is.webapp=false",
-               "-cp", self.tools_classpath, main, *args]
+        cmd = [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j.configurationFile={log4j}",
+            "-Dlog4j2.is.webapp=false",
+            "-cp",
+            self.tools_classpath,
+            main,
+            *args,
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.base, **kw)
 
     def readledger(self, ledger_id: int, timeout: float = 120) -> str:
         """`BookieShell -entryformat hex readledger -m -l <id>` (the 4.17 spelling of `-ef hex`) against this broker's ZooKeeper; stdout+stderr text."""
-        cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-               f"-Dlog4j.configurationFile={self.base / 'log4j2-shell.xml'}", "-Dlog4j2.is.webapp=false",
-               "-cp", self.tools_classpath, "org.apache.bookkeeper.bookie.BookieShell",
-               "-conf", str(self.base / "bk.conf"), "-entryformat", "hex",
-               "readledger", "-m", "-l", str(ledger_id)]
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=timeout, cwd=self.base)
+        cmd = [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j.configurationFile={self.base / 'log4j2-shell.xml'}",
+            "-Dlog4j2.is.webapp=false",
+            "-cp",
+            self.tools_classpath,
+            "org.apache.bookkeeper.bookie.BookieShell",
+            "-conf",
+            str(self.base / "bk.conf"),
+            "-entryformat",
+            "hex",
+            "readledger",
+            "-m",
+            "-l",
+            str(ledger_id),
+        ]
+        res = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, cwd=self.base
+        )
         if res.returncode != 0:
             raise RuntimeError(f"readledger {ledger_id} exited {res.returncode}:\n{res.stdout[-5000:]}")
         return res.stdout
@@ -503,9 +551,18 @@ class PulsarBroker:
         for k, v in kw.items():
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]
-        return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                f"-Dlog4j.configurationFile={self.base / 'log4j2-workload.xml'}", "-Dlog4j2.is.webapp=false",
-                "-cp", self.tools_classpath, "pulsartxn.harness.TxnWorkload", *flat]
+        return [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j.configurationFile={self.base / 'log4j2-workload.xml'}",
+            "-Dlog4j2.is.webapp=false",
+            "-cp",
+            self.tools_classpath,
+            "pulsartxn.harness.TxnWorkload",
+            *flat,
+        ]
 
     def run_workload(self, timeout: float = 300, **kw: Any) -> list[dict]:
         """Run TxnWorkload to completion; returns its JSON lines.
@@ -522,13 +579,14 @@ class PulsarBroker:
             # Seen once on this VM: the standalone's bookie stopped answering for about a minute
             # (ledger creation and adds timed out, the rest of the broker kept logging). Not what
             # any test checks: run the workload once more when the coordinators answer again.
-            print(f"\nharness: the bookie timed out under {self.name}'s workload; running it once more", file=sys.stderr)
+            print(
+                f"\nharness: the bookie timed out under {self.name}'s workload; running it once more", file=sys.stderr
+            )
             self.wait_coordinators_ready()
             return self.start_workload(**kw).finish(timeout=timeout)
 
     def start_workload(self, **kw: Any) -> "WorkloadRun":
-        (self.base / "log4j2-workload.xml").write_text(
-            _log4j_xml(str(self.base / "workload.log"), level="INFO"))
+        (self.base / "log4j2-workload.xml").write_text(_log4j_xml(str(self.base / "workload.log"), level="INFO"))
         return WorkloadRun(self.workload_cmd(**kw), cwd=self.base)
 
 
@@ -536,8 +594,9 @@ class WorkloadRun:
     """A running TxnWorkload; with hold=K it stops after printing {"event":"holding"} until finish()."""
 
     def __init__(self, cmd: list[str], cwd: Path):
-        self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self.lines: list[dict] = []
         self._stderr: list[str] = []
         self._err_thread = threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True)
@@ -557,8 +616,9 @@ class WorkloadRun:
                     break
         finally:
             timer.cancel()
-        raise RuntimeError(f"workload did not hold transactions (exit {self.proc.poll()}):\n"
-                           + "".join(self._stderr)[-5000:])
+        raise RuntimeError(
+            f"workload did not hold transactions (exit {self.proc.poll()}):\n" + "".join(self._stderr)[-5000:]
+        )
 
     def finish(self, action: str = "commit", timeout: float = 300) -> list[dict]:
         try:
@@ -604,16 +664,22 @@ def _versions():
     return versions
 
 
-def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar", attempts: int = 2,
-                 log=print, version: str | None = None) -> PulsarBroker:
+def start_broker(
+    extra_conf: dict[str, Any] | None = None,
+    name: str = "pulsar",
+    attempts: int = 2,
+    log=print,
+    version: str | None = None,
+) -> PulsarBroker:
     """Start a broker; one retry (fresh ports and directories) if the first start fails."""
     errors = []
     for attempt in range(attempts):
         broker = PulsarBroker(extra_conf, name=name, version=version)
         try:
             broker.start()
-            log(f"harness: broker {name} ready in {broker.start_seconds:.1f}s at {broker.admin_url} "
-                f"(dir {broker.base})")
+            log(
+                f"harness: broker {name} ready in {broker.start_seconds:.1f}s at {broker.admin_url} (dir {broker.base})"
+            )
             return broker
         except Exception as e:  # noqa: BLE001 - retried once, then reported
             errors.append(f"attempt {attempt + 1}: {e}")
@@ -625,8 +691,9 @@ def start_broker(extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
 SESSION_BROKERS: list[PulsarBroker] = []
 
 
-def start_broker_or_fail(extra_conf: dict[str, Any] | None = None, name: str = "pulsar",
-                         version: str | None = None) -> PulsarBroker:
+def start_broker_or_fail(
+    extra_conf: dict[str, Any] | None = None, name: str = "pulsar", version: str | None = None
+) -> PulsarBroker:
     """For tests: start a broker (one retry); a second failure FAILS the test, never skips."""
     import pytest
 
@@ -645,8 +712,11 @@ def release_broker(broker: PulsarBroker) -> None:
 
 
 def txn_ids(lines: list[dict], outcome: str | None = None) -> list[tuple[int, int]]:
-    return [(r["most"], r["least"]) for r in lines
-            if r.get("event") == "txn" and (outcome is None or r["outcome"] == outcome)]
+    return [
+        (r["most"], r["least"])
+        for r in lines
+        if r.get("event") == "txn" and (outcome is None or r["outcome"] == outcome)
+    ]
 
 
 # --------------------------------------------------------------------------- ledger dumps

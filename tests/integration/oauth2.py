@@ -17,6 +17,7 @@ with AuthenticationProviderToken and the server's public key (taken from its JWK
 audience claim (tokenAudienceClaim/tokenAudience). The broker's own client authenticates with
 Pulsar's Java AuthenticationOAuth2 against the same server.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,25 @@ OAUTH2_PLUGIN = "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2"
 
 def classpath(log=print) -> str:
     """mock-oauth2-server's runtime classpath, resolved by Maven on first use (then from ~/.m2)."""
-    if not CLASSPATH_FILE.exists() or not all(Path(p).exists() for p in CLASSPATH_FILE.read_text().strip().split(os.pathsep)):
-        cmd = ["mvn", "-B", "-q", "-s", str(MODULE_DIR.parent / "harness" / "settings.xml"), "-f",
-               str(MODULE_DIR / "pom.xml"), "generate-resources"]
+    if not CLASSPATH_FILE.exists() or not all(
+        Path(p).exists() for p in CLASSPATH_FILE.read_text().strip().split(os.pathsep)
+    ):
+        cmd = [
+            "mvn",
+            "-B",
+            "-q",
+            "-s",
+            str(MODULE_DIR.parent / "harness" / "settings.xml"),
+            "-f",
+            str(MODULE_DIR / "pom.xml"),
+            "generate-resources",
+        ]
         log("oauth2: " + " ".join(cmd))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
-            raise RuntimeError("resolving mock-oauth2-server from Maven Central failed:\n" + (done.stdout + done.stderr)[-3000:])
+            raise RuntimeError(
+                "resolving mock-oauth2-server from Maven Central failed:\n" + (done.stdout + done.stderr)[-3000:]
+            )
     return CLASSPATH_FILE.read_text().strip()
 
 
@@ -64,21 +77,31 @@ class OAuth2Server:
         self.log_path = directory / "oauth2-server.log"
 
     def config(self) -> dict:
-        mappings = [{"requestParam": "client_secret", "match": secret, "claims": {"sub": client, "aud": [AUDIENCE]}}
-                    for client, secret in self.secrets.items()]
-        return {"interactiveLogin": False,
-                "tokenCallbacks": [{"issuerId": ISSUER_ID, "tokenExpiry": TOKEN_LIFETIME, "requestMappings": mappings}]}
+        mappings = [
+            {"requestParam": "client_secret", "match": secret, "claims": {"sub": client, "aud": [AUDIENCE]}}
+            for client, secret in self.secrets.items()
+        ]
+        return {
+            "interactiveLogin": False,
+            "tokenCallbacks": [{"issuerId": ISSUER_ID, "tokenExpiry": TOKEN_LIFETIME, "requestMappings": mappings}],
+        }
 
     def start(self, timeout: float = 90) -> None:
-        env = {**os.environ, "SERVER_HOSTNAME": "127.0.0.1", "SERVER_PORT": str(self.port),
-               "JSON_CONFIG": json.dumps(self.config())}
+        env = {
+            **os.environ,
+            "SERVER_HOSTNAME": "127.0.0.1",
+            "SERVER_PORT": str(self.port),
+            "JSON_CONFIG": json.dumps(self.config()),
+        }
         cmd = ["java", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-cp", classpath(), MAIN]
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"mock-oauth2-server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"mock-oauth2-server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}"
+                )
             try:
                 self.discovery()
                 return
@@ -106,20 +129,34 @@ class OAuth2Server:
     def key_file(self, client: str, secret: str | None = None) -> Path:
         """A key file as Pulsar's and pulsarctl's OAuth2 clients read it (client_id, client_secret)."""
         path = self.dir / f"{client}-{'wrong' if secret else 'key'}.json"
-        path.write_text(json.dumps({"type": "client_credentials", "client_id": client,
-                                    "client_secret": secret or self.secrets[client]}))
+        path.write_text(
+            json.dumps(
+                {"type": "client_credentials", "client_id": client, "client_secret": secret or self.secrets[client]}
+            )
+        )
         return path
 
     def token(self, client: str = ADMIN_CLIENT) -> str:
-        form = {"grant_type": "client_credentials", "client_id": client, "client_secret": self.secrets[client],
-                "audience": AUDIENCE}
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": client,
+            "client_secret": self.secrets[client],
+            "audience": AUDIENCE,
+        }
         body = "&".join(f"{k}={v}" for k, v in form.items()).encode()
         with urllib.request.urlopen(self.discovery()["token_endpoint"], data=body, timeout=10) as answer:
             return json.load(answer)["access_token"]
 
     def auth_params(self, client: str = ADMIN_CLIENT, **more) -> str:
-        return json.dumps({"type": "client_credentials", "issuerUrl": self.issuer,
-                           "privateKey": f"file://{self.key_file(client)}", "audience": AUDIENCE, **more})
+        return json.dumps(
+            {
+                "type": "client_credentials",
+                "issuerUrl": self.issuer,
+                "privateKey": f"file://{self.key_file(client)}",
+                "audience": AUDIENCE,
+                **more,
+            }
+        )
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

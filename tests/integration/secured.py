@@ -4,6 +4,7 @@ authorization with a superuser and an ordinary role, and TLS on the web service 
 The CA signs a broker certificate for the name `localhost` only, so https://127.0.0.1 is a host-name
 mismatch on purpose. Keys and tokens live in a temporary directory of the test session.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -31,27 +32,33 @@ class Credentials:
         self.dir = directory
         self.secret = secrets.token_bytes(32)
         (directory / "secret.key").write_bytes(self.secret)
-        self.tokens = {role: jwt.encode({"sub": role}, self.secret, algorithm="HS256") for role in (SUPERUSER, ORDINARY)}
+        self.tokens = {
+            role: jwt.encode({"sub": role}, self.secret, algorithm="HS256") for role in (SUPERUSER, ORDINARY)
+        }
         self.ca, ca_key = _ca("pulsar-txn test CA")
         self.ca_path = _write_cert(directory / "ca.crt", self.ca)
         self.stranger_ca_path = _write_cert(directory / "stranger-ca.crt", _ca("a CA nobody trusts")[0])
         self.cert_path, self.key_path = _write_pair(directory / "broker", *_leaf("localhost", self.ca, ca_key))
         # The cluster's brokers advertise 127.0.0.1, so their 307s point there: that certificate names both.
-        self.ip_cert_path, self.ip_key_path = _write_pair(directory / "cluster-broker",
-                                                          *_leaf("localhost", self.ca, ca_key, ip="127.0.0.1"))
+        self.ip_cert_path, self.ip_key_path = _write_pair(
+            directory / "cluster-broker", *_leaf("localhost", self.ca, ca_key, ip="127.0.0.1")
+        )
 
     def basic_conf(self) -> dict:
         """A broker that also takes HTTP basic authentication for BASIC_USER (a superuser), checked
         against an htpasswd-style file (Apache MD5, made with openssl)."""
         self.basic_password = secrets.token_urlsafe(12)
-        hashed = subprocess.run(["openssl", "passwd", "-apr1", self.basic_password], capture_output=True, text=True,
-                                check=True).stdout.strip()
+        hashed = subprocess.run(
+            ["openssl", "passwd", "-apr1", self.basic_password], capture_output=True, text=True, check=True
+        ).stdout.strip()
         (self.dir / "htpasswd").write_text(f"{BASIC_USER}:{hashed}\n")
-        return {**self.broker_conf(None),
-                "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
-                                           "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic",
-                "basicAuthConf": f"file://{self.dir / 'htpasswd'}",
-                "superUserRoles": f"{SUPERUSER},{BASIC_USER}"}
+        return {
+            **self.broker_conf(None),
+            "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic",
+            "basicAuthConf": f"file://{self.dir / 'htpasswd'}",
+            "superUserRoles": f"{SUPERUSER},{BASIC_USER}",
+        }
 
     def token_file(self, role: str) -> Path:
         path = self.dir / f"{role}.token"
@@ -79,7 +86,9 @@ class Credentials:
 def start_secured_broker(credentials: Credentials, basic: bool = False) -> harness.PulsarBroker:
     tls_port = harness.free_port()
     conf = credentials.basic_conf() if basic else credentials.broker_conf(tls_port)
-    broker = harness.PulsarBroker({"managedLedgerMaxEntriesPerLedger": 50, **conf}, name="basic" if basic else "secured")
+    broker = harness.PulsarBroker(
+        {"managedLedgerMaxEntriesPerLedger": 50, **conf}, name="basic" if basic else "secured"
+    )
     broker.token = credentials.tokens[SUPERUSER]
     broker.tls_port = tls_port
     broker.start()
@@ -111,34 +120,62 @@ def _name(common: str) -> x509.Name:
 def _ca(common: str):
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(_name(common)).issuer_name(_name(common))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                         key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common))
+        .issuer_name(_name(common))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
     return cert, key
 
 
 def _leaf(host: str, ca, ca_key, ip: str | None = None):
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(_name(host)).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)] + ([x509.IPAddress(ipaddress.ip_address(ip))]
-                                                                               if ip else [])), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(host))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(host)] + ([x509.IPAddress(ipaddress.ip_address(ip))] if ip else [])
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     return cert, key
 
 
 def _write_pair(stem: Path, cert, key) -> tuple[Path, Path]:
     key_path = stem.with_suffix(".key")
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return _write_cert(stem.with_suffix(".crt"), cert), key_path
 
 

@@ -7,6 +7,7 @@
   get-*-batch-log-stat commands report configured and effective state before and after the reload;
 - `metrics` reports non-zero buffered-writer figures while batching is on.
 """
+
 from __future__ import annotations
 
 import re
@@ -73,10 +74,15 @@ def test_coordinator_stats_and_internal_stats(pulsar_broker, tool, held):
     b = pulsar_broker
     stats = agrees(b, lambda: tool.json("coordinator-stats"), "/admin/v3/transactions/coordinatorStats")
     assert stats["0"]["state"] == "Ready" and stats["0"]["ongoingTxnSize"] >= 2
-    agrees(b, lambda: tool.json("coordinator-stats", "-c", 0), "/admin/v3/transactions/coordinatorStats?coordinatorId=0")
+    agrees(
+        b, lambda: tool.json("coordinator-stats", "-c", 0), "/admin/v3/transactions/coordinatorStats?coordinatorId=0"
+    )
     for flag, metadata in (((), "false"), (("-m",), "true")):
-        internal = agrees(b, lambda flag=flag: tool.json("coordinator-internal-stats", "-c", 0, *flag),
-                          f"/admin/v3/transactions/coordinatorInternalStats/0?metadata={metadata}")
+        internal = agrees(
+            b,
+            lambda flag=flag: tool.json("coordinator-internal-stats", "-c", 0, *flag),
+            f"/admin/v3/transactions/coordinatorInternalStats/0?metadata={metadata}",
+        )
         assert internal["transactionLogStats"]["managedLedgerName"] == "pulsar/system/persistent/__transaction_log_0"
 
 
@@ -84,8 +90,11 @@ def _pending_ack_topics(broker) -> set[str]:
     names = set()
     for tenant in rest(broker, "/admin/v2/tenants"):
         for ns in rest(broker, f"/admin/v2/namespaces/{tenant}"):
-            names |= {t for t in rest(broker, f"/admin/v2/namespaces/{ns}/topics?includeSystemTopic=true")
-                      if t.endswith("__transaction_pending_ack")}
+            names |= {
+                t
+                for t in rest(broker, f"/admin/v2/namespaces/{ns}/topics?includeSystemTopic=true")
+                if t.endswith("__transaction_pending_ack")
+            }
     return names
 
 
@@ -113,18 +122,29 @@ def test_pending_ack_stats_and_internal_stats(pulsar_broker, tool, held):
     assert mine
     for s in mine:
         topic, sub = s["topic"], s["subscription"]
-        rest_path = f"public/default/{urllib.parse.quote(topic.split('/')[-1], safe='')}/{urllib.parse.quote(sub, safe='')}"
-        agrees(b, lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub),
-               f"/admin/v3/transactions/pendingAckStats/{rest_path}")
-        agrees(b, lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub, "-l"),
-               f"/admin/v3/transactions/pendingAckStats/{rest_path}?lowWaterMarks=true")
+        rest_path = (
+            f"public/default/{urllib.parse.quote(topic.split('/')[-1], safe='')}/{urllib.parse.quote(sub, safe='')}"
+        )
+        agrees(
+            b,
+            lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub),
+            f"/admin/v3/transactions/pendingAckStats/{rest_path}",
+        )
+        agrees(
+            b,
+            lambda topic=topic, sub=sub: tool.json("pending-ack-stats", "-t", topic, "-s", sub, "-l"),
+            f"/admin/v3/transactions/pendingAckStats/{rest_path}?lowWaterMarks=true",
+        )
     s = next(s for s in mine if s["subscription"] == "sub-a" and s["topic"].endswith("-orders"))
     for flag, metadata in (((), "false"), (("-m",), "true")):
-        internal = agrees(b, lambda flag=flag: tool.json("pending-ack-internal-stats", "-t", s["topic"], "-s", "sub-a", *flag),
-                          f"/admin/v3/transactions/pendingAckInternalStats/public/default/{PREFIX}-orders/sub-a"
-                          f"?metadata={metadata}")
+        internal = agrees(
+            b,
+            lambda flag=flag: tool.json("pending-ack-internal-stats", "-t", s["topic"], "-s", "sub-a", *flag),
+            f"/admin/v3/transactions/pendingAckInternalStats/public/default/{PREFIX}-orders/sub-a?metadata={metadata}",
+        )
         assert internal["pendingAckLogStats"]["managedLedgerName"].endswith(
-            f"{PREFIX}-orders-sub-a__transaction_pending_ack")
+            f"{PREFIX}-orders-sub-a__transaction_pending_ack"
+        )
 
 
 def test_transaction_in_buffer_and_pending_ack_and_position_stats(pulsar_broker, tool, held):
@@ -138,18 +158,27 @@ def test_transaction_in_buffer_and_pending_ack_and_position_stats(pulsar_broker,
     topic = next(o for o in producer["ops"] if o["op"] == "produce")["topic"]
     local = urllib.parse.quote(topic.split("/")[-1], safe="")
     most, least = producer["most"], producer["least"]
-    in_buffer = agrees(b, lambda: tool.json("transaction-in-buffer-stats", "-t", topic, "-m", most, "-l", least),
-                       f"/admin/v3/transactions/transactionInBufferStats/public/default/{local}/{most}/{least}")
+    in_buffer = agrees(
+        b,
+        lambda: tool.json("transaction-in-buffer-stats", "-t", topic, "-m", most, "-l", least),
+        f"/admin/v3/transactions/transactionInBufferStats/public/default/{local}/{most}/{least}",
+    )
     assert in_buffer["aborted"] is (producer["outcome"] == "aborted"), (producer["outcome"], in_buffer)
     acker = next(r for r in ordered if any(o["op"] == "ack" for o in r["ops"]))
     acked = next(o for o in acker["ops"] if o["op"] == "ack")
     a_topic, sub, most, least = acked["topic"], acked["sub"], acker["most"], acker["least"]
     a_path = f"public/default/{urllib.parse.quote(a_topic.split('/')[-1], safe='')}/{urllib.parse.quote(sub, safe='')}"
-    agrees(b, lambda: tool.json("transaction-in-pending-ack-stats", "-t", a_topic, "-s", sub, "-m", most, "-l", least),
-           f"/admin/v3/transactions/transactionInPendingAckStats/{a_path}/{most}/{least}")
+    agrees(
+        b,
+        lambda: tool.json("transaction-in-pending-ack-stats", "-t", a_topic, "-s", sub, "-m", most, "-l", least),
+        f"/admin/v3/transactions/transactionInPendingAckStats/{a_path}/{most}/{least}",
+    )
     ledger, entry = (int(x) for x in acked["msgId"].split(":")[:2])
-    state = agrees(b, lambda: tool.json("position-stats-in-pending-ack", "-t", a_topic, "-s", sub, "-l", ledger, "-e", entry),
-                   f"/admin/v3/transactions/positionStatsInPendingAck/{a_path}/{ledger}/{entry}")
+    state = agrees(
+        b,
+        lambda: tool.json("position-stats-in-pending-ack", "-t", a_topic, "-s", sub, "-l", ledger, "-e", entry),
+        f"/admin/v3/transactions/positionStatsInPendingAck/{a_path}/{ledger}/{entry}",
+    )
     # acked in a transaction still open: PendingAck (the key is "state" on a real broker, not "State")
     assert state["state"] == ("PendingAck" if acker["outcome"] == "open" else state["state"]) and state["state"], state
 
@@ -159,15 +188,24 @@ def test_transaction_metadata_and_slow_transactions(pulsar_broker, tool, held):
     open_txns = [(r["most"], r["least"]) for r in held if r.get("event") == "txn" and r["outcome"] == "open"]
     assert len(open_txns) == 2
     for most, least in open_txns:
-        meta = agrees(b, lambda most=most, least=least: tool.json("transaction-metadata", txn_key(most, least)),
-                      f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
+        meta = agrees(
+            b,
+            lambda most=most, least=least: tool.json("transaction-metadata", txn_key(most, least)),
+            f"/admin/v3/transactions/transactionMetadata/{most}/{least}",
+        )
         assert meta["status"] == "OPEN"
-        agrees(b, lambda most=most, least=least: tool.json("transaction-metadata", "-m", most, "-l", least),
-               f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
+        agrees(
+            b,
+            lambda most=most, least=least: tool.json("transaction-metadata", "-m", most, "-l", least),
+            f"/admin/v3/transactions/transactionMetadata/{most}/{least}",
+        )
     slow = agrees(b, lambda: tool.json("slow-transactions", "-t", "1s"), "/admin/v3/transactions/slowTransactions/1000")
     assert {txn_key(*t) for t in open_txns} <= set(slow)
-    agrees(b, lambda: tool.json("slow-transactions", "-t", "1s", "-c", 0),
-           "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0")
+    agrees(
+        b,
+        lambda: tool.json("slow-transactions", "-t", "1s", "-c", 0),
+        "/admin/v3/transactions/slowTransactions/1000?coordinatorId=0",
+    )
     # an unknown transaction: the broker's 404 becomes one sentence and exit 4
     result = tool.run("transaction-metadata", "(0,999999)", "-o", "json", expect=4)
     assert "999999" in result.stderr and "Traceback" not in result.stderr
@@ -178,8 +216,11 @@ def test_transaction_buffer_commands(pulsar_broker, tool, held):
     topic = f"{NS}/{PREFIX}-orders"
     path = f"/admin/v3/transactions/transactionBufferStats/public/default/{PREFIX}-orders"
     agrees(b, lambda: tool.json("transaction-buffer-stats", "-t", topic), path)
-    agrees(b, lambda: tool.json("transaction-buffer-stats", "-t", topic, "-l", "-s"),
-           path + "?lowWaterMarks=true&segmentStats=true")
+    agrees(
+        b,
+        lambda: tool.json("transaction-buffer-stats", "-t", topic, "-l", "-s"),
+        path + "?lowWaterMarks=true&segmentStats=true",
+    )
     internal = f"/admin/v3/transactions/transactionBufferInternalStats/public/default/{PREFIX}-orders"
     agrees(b, lambda: tool.json("buffer-snapshot-internal-stats", "-t", topic), internal + "?metadata=false")
     agrees(b, lambda: tool.json("buffer-snapshot-internal-stats", "-t", topic, "-m"), internal + "?metadata=true")
@@ -191,17 +232,26 @@ def test_transaction_buffer_commands(pulsar_broker, tool, held):
 def _tc_stat(tool) -> dict:
     stat = tool.json("get-txn-tc-batch-log-stat")
     (coordinator,) = stat["coordinators"]
-    return {"flag": stat["txnTcBatchLogEnabled"], "array": stat["coodinatorArray"],
-            "configured": coordinator["configured"], "effective": coordinator["effective"],
-            "reason": coordinator["reason"]}
+    return {
+        "flag": stat["txnTcBatchLogEnabled"],
+        "array": stat["coodinatorArray"],
+        "configured": coordinator["configured"],
+        "effective": coordinator["effective"],
+        "reason": coordinator["reason"],
+    }
 
 
 def _pa_stat(tool, topic: str, sub: str) -> dict:
     stat = tool.json("get-txn-pending-ack-batch-log-stat")
     rows = [s for s in stat["subscriptions"] if s["topic"] == topic and s["subscription"] == sub]
     assert rows, (topic, sub, [(s["topic"], s["subscription"]) for s in stat["subscriptions"]])
-    return {"flag": stat["txnPendingAckBatchLogEnabled"], "configured": rows[0]["configured"],
-            "effective": rows[0]["effective"], "reason": rows[0]["reason"], "state": rows[0].get("state")}
+    return {
+        "flag": stat["txnPendingAckBatchLogEnabled"],
+        "configured": rows[0]["configured"],
+        "effective": rows[0]["effective"],
+        "reason": rows[0]["reason"],
+        "state": rows[0].get("state"),
+    }
 
 
 def _tc_ml(broker) -> dict:
@@ -210,7 +260,8 @@ def _tc_ml(broker) -> dict:
 
 def _pa_ml(broker, local: str, sub: str) -> dict:
     return broker.pending_ack_internal_stats(f"public/default/{local}", sub)["pendingAckLogStats"][
-        "managedLedgerInternalStats"]
+        "managedLedgerInternalStats"
+    ]
 
 
 def _phase(broker, tool, tmp_path, name: str, seed: int, tc_mark, pa_mark, pa_local: str, pa_sub: str):
@@ -309,8 +360,13 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     _all_there(_ids(lines), tc_entries)
     assert pa_entries and all(e["batched"] for e in pa_entries), pa_entries[:3]
     assert _record_ids(pa_entries) <= _ids(lines) and _record_ids(pa_entries)
-    acked = {txn_key(r["most"], r["least"]) for r in lines if r.get("event") == "txn"
-             for op in r["ops"] if op["op"] == "ack" and op["topic"] == topic and op["sub"] == sub}
+    acked = {
+        txn_key(r["most"], r["least"])
+        for r in lines
+        if r.get("event") == "txn"
+        for op in r["ops"]
+        if op["op"] == "ack" and op["topic"] == topic and op["sub"] == sub
+    }
     missing = acked - _record_ids(pa_entries)
     # all acks are there, except those of the newest entry when the dump could not see it
     assert not missing or (not pa_entries.complete and len(missing) < len(acked)), (missing, acked)

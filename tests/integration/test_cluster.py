@@ -11,6 +11,7 @@ restart with its own broker.conf, batching on, then off, the downgrade walk, the
   cannot be observed, SAFE again once it is back, and the checkpoint keeps every record;
 - `scale-transactionCoordinators` growing the coordinators (and refused, 406, to shrink them).
 """
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,9 @@ def spread_topics(cluster, topics: list[str], tries: int = 12) -> dict[str, str]
         t = sorted(owners)[-1]
         status, bundle = cluster.rest("GET", f"/lookup/v2/topic/persistent/{t.removeprefix('persistent://')}/bundle")
         assert status == 200, bundle
-        status, body = cluster.rest("PUT", f"/admin/v2/namespaces/public/default/{urllib.parse.quote(bundle, safe='')}/unload")
+        status, body = cluster.rest(
+            "PUT", f"/admin/v2/namespaces/public/default/{urllib.parse.quote(bundle, safe='')}/unload"
+        )
         assert status in (200, 204), body
         time.sleep(1)
     pytest.fail(f"topics never spread over both brokers: {topic_owners(cluster, topics)}")
@@ -112,15 +115,20 @@ def test_stats_of_coordinators_and_pending_acks_owned_by_the_other_broker(pulsar
     c = pulsar_cluster
     for tc, owner in c.coordinator_owners().items():
         other = 1 - owner_index(c, owner)
-        status, redirect = c.broker(other).rest("GET", f"/admin/v3/transactions/coordinatorStats?coordinatorId={tc}",
-                                                follow=False)
+        status, redirect = c.broker(other).rest(
+            "GET", f"/admin/v3/transactions/coordinatorStats?coordinatorId={tc}", follow=False
+        )
         assert status == 307 and urllib.parse.urlsplit(redirect["location"]).netloc == owner, (tc, status, redirect)
         ours = tool(c, other, state).json("coordinator-stats", "-c", tc)
-        direct = c.broker(owner_index(c, owner)).rest("GET", f"/admin/v3/transactions/coordinatorStats?coordinatorId={tc}")[1]
+        direct = c.broker(owner_index(c, owner)).rest(
+            "GET", f"/admin/v3/transactions/coordinatorStats?coordinatorId={tc}"
+        )[1]
         assert ours["state"] == direct["state"] == "Ready"
         assert ours["recoverStartTime"] == direct["recoverStartTime"]
         internal = tool(c, other, state).json("coordinator-internal-stats", "-c", tc)
-        assert internal["transactionLogStats"]["managedLedgerName"] == f"pulsar/system/persistent/__transaction_log_{tc}"
+        assert (
+            internal["transactionLogStats"]["managedLedgerName"] == f"pulsar/system/persistent/__transaction_log_{tc}"
+        )
 
     c.run_workload(seed=1, txns=6, aborts=1, ops=3, parallel=2, prefix="cl", partitions=4)
     topics = [f"{NS}/cl-orders", f"{NS}/clplain"] + [f"{NS}/cl-part-partition-{i}" for i in range(4)]
@@ -132,7 +140,10 @@ def test_stats_of_coordinators_and_pending_acks_owned_by_the_other_broker(pulsar
         assert status == 307, (topic, status, redirect)
         ours = tool(c, other, state).json("pending-ack-stats", "-t", topic, "-s", "sub-a")
         direct = c.broker(owner_index(c, owner)).rest("GET", path)[1]
-        assert ours["state"] == direct["state"] and ours["recoverStartTime"] == direct["recoverStartTime"], (ours, direct)
+        assert ours["state"] == direct["state"] and ours["recoverStartTime"] == direct["recoverStartTime"], (
+            ours,
+            direct,
+        )
     # every transactional subscription, whichever broker owns its topic
     status, names = c.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
     pending = {n for n in names if n.endswith("__transaction_pending_ack")}
@@ -155,8 +166,10 @@ def test_per_broker_runtime_configuration_and_coordinators_moving_on_a_restart(p
     c.broker(1).extra_conf["transactionLogBatchedWriteEnabled"] = "true"
     t0 = time.monotonic()
     c.broker(1).proc.kill(15)  # SIGTERM: a clean stop unloads its bundles
-    after_stop = wait_for("coordinators moving to broker-0",
-                          lambda: (lambda o: (set(o.values()) == {c.broker(0).address}, o))(c.coordinator_owners()))
+    after_stop = wait_for(
+        "coordinators moving to broker-0",
+        lambda: (lambda o: (set(o.values()) == {c.broker(0).address}, o))(c.coordinator_owners()),
+    )
     TIMES["broker restart"] = c.start_broker(1)
     c.wait_coordinators_ready()
     TIMES["restart to coordinators ready"] = time.monotonic() - t0
@@ -185,6 +198,7 @@ def effective_everywhere(c, state: Path, value: bool) -> dict:
     def probe():
         s = tool(c, 1, state).json("get-txn-pending-ack-batch-log-stat")
         return bool(s["subscriptions"]) and all(d["effective"] is value for d in s["subscriptions"]), s
+
     return wait_for(f"pending-ack batching effectively {value} everywhere", probe)
 
 
@@ -192,6 +206,7 @@ def stores_ready(c, state: Path) -> dict:
     def ready():
         s = tool(c, 0, state).json("get-txn-pending-ack-batch-log-stat")
         return bool(s["subscriptions"]) and all(d["state"] == "Ready" for d in s["subscriptions"]), s
+
     return wait_for("every pending-ack store Ready", ready)
 
 
@@ -201,7 +216,8 @@ def test_reload_reaches_every_coordinator_and_store_on_both_brokers(pulsar_clust
     t0 = time.monotonic()
     set_tc = tool(c, 1, state).json("set-txn-tc-batch-log", "--enable", "--reload", "--yes")
     assert sorted(r["topic"] for r in set_tc["reload"]) == sorted(
-        f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in range(4))
+        f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in range(4)
+    )
     assert all(r["unloaded"] for r in set_tc["reload"]), set_tc["reload"]
     c.wait_coordinators_ready()
     after = {int(k): v["recoverStartTime"] for k, v in c.coordinator_stats().items()}
@@ -238,8 +254,10 @@ def check(t: Tool, checkpoint: Path, expect=(0, 5, 6)) -> tuple[int, dict]:
 
 def records(checkpoint: Path) -> dict:
     doc = json.loads(checkpoint.read_text())
-    return {**{("tc", r["coordinatorId"]): r["lastBatchedLedgerId"] for r in doc["coordinators"]},
-            **{(r["topic"], r["subscription"]): r["lastBatchedLedgerId"] for r in doc["subscriptions"]}}
+    return {
+        **{("tc", r["coordinatorId"]): r["lastBatchedLedgerId"] for r in doc["coordinators"]},
+        **{(r["topic"], r["subscription"]): r["lastBatchedLedgerId"] for r in doc["subscriptions"]},
+    }
 
 
 def walk_to_safe(c, t: Tool, checkpoint: Path, rounds: int = 8) -> list[dict]:
@@ -248,17 +266,30 @@ def walk_to_safe(c, t: Tool, checkpoint: Path, rounds: int = 8) -> list[dict]:
     history = []
     for n in range(rounds):
         code, verdict = check(t, checkpoint)
-        history.append({"exit": code, "verdict": verdict["verdict"], "problems": verdict["problems"][:3],
-                        "held": [(i.get("coordinatorId"), i.get("topic"), i.get("cause"))
-                                 for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]})
+        history.append(
+            {
+                "exit": code,
+                "verdict": verdict["verdict"],
+                "problems": verdict["problems"][:3],
+                "held": [
+                    (i.get("coordinatorId"), i.get("topic"), i.get("cause"))
+                    for i in verdict["coordinators"] + verdict["subscriptions"]
+                    if not i["clear"]
+                ],
+            }
+        )
         if verdict["verdict"] != "WAIT":
             break
         held = [i for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]
         # each topic once: a second unload right after the first can land while the reloaded topic's
         # pending-ack stores replay, and leave them replaying for good (docs/real-broker-findings.md)
-        topics = {f"pulsar/system/transaction_coordinator_assign-partition-{i['coordinatorId']}"
-                  if i.get("coordinatorId") is not None else i["topic"].removeprefix("persistent://")
-                  for i in held if i["cause"] == "ledger-not-rolled"}
+        topics = {
+            f"pulsar/system/transaction_coordinator_assign-partition-{i['coordinatorId']}"
+            if i.get("coordinatorId") is not None
+            else i["topic"].removeprefix("persistent://")
+            for i in held
+            if i["cause"] == "ledger-not-rolled"
+        }
         for topic in sorted(topics):
             c.rest("PUT", f"/admin/v2/persistent/{topic}/unload")
         c.run_workload(seed=40 + n, txns=0, aborts=0, drain=2, prefix="cl", partitions=4)
@@ -313,6 +344,7 @@ class KillingProxy:
                 class NoRedirect(urllib.request.HTTPRedirectHandler):
                     def redirect_request(self, *a, **k):
                         return None
+
                 try:
                     resp = urllib.request.build_opener(NoRedirect).open(upstream + self.path, timeout=30)
                     status, body, headers = resp.status, resp.read(), resp.headers
@@ -345,7 +377,9 @@ def test_a_broker_killed_in_the_middle_of_a_check_is_never_safe(pulsar_cluster, 
     kept = records(checkpoint)
     proxy = KillingProxy(c)
     try:
-        result = Tool(proxy.url, state).run("downgrade", "check", "--checkpoint", checkpoint, "-o", "json", expect=(4, 5))
+        result = Tool(proxy.url, state).run(
+            "downgrade", "check", "--checkpoint", checkpoint, "-o", "json", expect=(4, 5)
+        )
     finally:
         proxy.close()
     assert proxy.killed_at, "the proxy never saw the coordinators' ledgers asked"
@@ -354,8 +388,10 @@ def test_a_broker_killed_in_the_middle_of_a_check_is_never_safe(pulsar_cluster, 
         verdict = result.json()
         assert verdict["verdict"] == "WAIT" and verdict["identity"] == f"cluster {c.name} ({c.broker(0).admin_url})"
         unobserved = [i for i in verdict["coordinators"] if not i["clear"]]
-        assert unobserved and any(dead in (i["reason"] or "") or "connect" in (i["reason"] or "").lower()
-                                  for i in unobserved + [{"reason": p} for p in verdict["problems"]]), verdict
+        assert unobserved and any(
+            dead in (i["reason"] or "") or "connect" in (i["reason"] or "").lower()
+            for i in unobserved + [{"reason": p} for p in verdict["problems"]]
+        ), verdict
     assert records(checkpoint) == kept  # nothing lost
     # while broker-1 is still registered (its session has not expired), a fresh check is not SAFE either
     code, verdict = check(tool(c, 0, state), checkpoint, expect=(4, 5))
@@ -372,6 +408,7 @@ def test_a_broker_killed_in_the_middle_of_a_check_is_never_safe(pulsar_cluster, 
         code, verdict = check(tool(c, 1, state), checkpoint)
         history.append((code, verdict["verdict"], verdict["problems"][:2]))
         return verdict["verdict"] != "WAIT", verdict
+
     verdict = wait_for("SAFE again after the broker is back", safe_again, timeout=90, every=3)
     assert verdict["verdict"] == "SAFE", history
     assert records(checkpoint) == kept
@@ -383,15 +420,36 @@ def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_clust
     c.kill_broker(1)
     killed = time.monotonic()
     env = dict(os.environ, XDG_STATE_HOME=str(state), NO_COLOR="1", COLUMNS="200")
-    cmd = [sys.executable, "-m", "pulsar_txn_cli", "downgrade", "check", "--wait", "--interval", "2", "--timeout", "400",
-           "--checkpoint", str(checkpoint), "--admin-url", c.broker(0).admin_url, "--request-timeout", "10", "-o", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pulsar_txn_cli",
+        "downgrade",
+        "check",
+        "--wait",
+        "--interval",
+        "2",
+        "--timeout",
+        "400",
+        "--checkpoint",
+        str(checkpoint),
+        "--admin-url",
+        c.broker(0).admin_url,
+        "--request-timeout",
+        "10",
+        "-o",
+        "json",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[tuple[float, str]] = []
     reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), l) for l in proc.stderr), daemon=True)
     reader.start()
     try:
-        wait_for("two checks while broker-1 is down",
-                 lambda: (sum(" check " in f" {l}" for _, l in lines) >= 2 or proc.poll() is not None, lines), timeout=120)
+        wait_for(
+            "two checks while broker-1 is down",
+            lambda: (sum(" check " in f" {l}" for _, l in lines) >= 2 or proc.poll() is not None, lines),
+            timeout=120,
+        )
         assert proc.poll() is None, f"--wait ended while broker-1 was down: {proc.stdout.read()} {lines}"
         back = time.monotonic()
         c.start_broker(1)

@@ -6,6 +6,7 @@ of what it wrote agrees with the broker's internal stats: the same ledgers, each
 with the broker's entry count, the open one up to its last confirmed entry (BookieShell reads up
 to the bookies' LAC, which may lag by one). Prints the per-ledger time (docs/collect.md's figure).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,21 +52,25 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
         b.wait_coordinators_ready()
     assert first["failed"] == [], first["failed"]
     assert all("belongs to no existing subscription" in p for p in first["problems"]), first["problems"]
-    assert first["metadataServiceUri"].startswith("zk+null://") and first["metadataServiceUri"].endswith(f":{b.zk_port}/ledgers")
+    assert first["metadataServiceUri"].startswith("zk+null://") and first["metadataServiceUri"].endswith(
+        f":{b.zk_port}/ledgers"
+    )
     done = [json.loads(line) for line in (out / "_collect" / "done.jsonl").read_text().splitlines()]
     seconds = sorted(r["seconds"] for r in done)
-    print(f"\ncollect on the real broker: {first['read']} ledgers of {min(r['entries'] for r in done)} to "
-          f"{max(r['entries'] for r in done)} entries ({first['entries']} in all); per ledger (one BookieShell "
-          f"run each): mean {first['secondsPerLedger']} s, median {statistics.median(seconds):.2f} s, "
-          f"fastest {seconds[0]:.2f} s; {first['seconds']} s wall with --concurrency {first['concurrency']}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"\ncollect on the real broker: {first['read']} ledgers of {min(r['entries'] for r in done)} to "
+        f"{max(r['entries'] for r in done)} entries ({first['entries']} in all); per ledger (one BookieShell "
+        f"run each): mean {first['secondsPerLedger']} s, median {statistics.median(seconds):.2f} s, "
+        f"fastest {seconds[0]:.2f} s; {first['seconds']} s wall with --concurrency {first['concurrency']}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
 
     # The same command again resumes: the closed ledgers are kept; the ones that were open (closed
     # by the reload since, maybe with more entries) and the new ones are read.
     was_open = {(r["managedLedger"], r["ledgerId"]) for r in done if r["open"]}
     second = tool.run(*collect).json()
     assert second["failed"] == [], second["failed"]
-    again = [json.loads(line) for line in (out / "_collect" / "done.jsonl").read_text().splitlines()][len(done):]
+    again = [json.loads(line) for line in (out / "_collect" / "done.jsonl").read_text().splitlines()][len(done) :]
     reread = {(r["managedLedger"], r["ledgerId"]) for r in again}
     assert not reread & ({(r["managedLedger"], r["ledgerId"]) for r in done} - was_open)  # nothing closed read twice
     after = _internal_stats(tool)
@@ -73,7 +78,9 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
     report = tool.run("analyze", out, "--engine", "local", "-o", "json", target=False).json()
     analyzed = {m["name"]: {l["ledgerId"]: l["entries"] for l in m["ledgers"]} for m in report["managedLedgers"]}
     assert report["totals"]["decodeErrors"] == 0
-    assert any(m["batchedEntries"] for m in report["managedLedgers"] if m["log"] == "tc"), "no batched TC entry collected"
+    assert any(m["batchedEntries"] for m in report["managedLedgers"] if m["log"] == "tc"), (
+        "no batched TC entry collected"
+    )
     assert any(m["batchedEntries"] for m in report["managedLedgers"] if m["log"] == "pending-ack")
     # Before the reload: every closed ledger exactly; the open ones (read up to the bookies' LAC, one
     # behind at most, and read again once closed if they still exist) at least that far.

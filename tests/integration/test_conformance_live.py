@@ -5,6 +5,7 @@ tests/test_conformance.py (which does the same against the captured answers in t
 The workload here uses the capture's names (fx-orders, fxplain, fx-part; sub-a and subb), so the
 captured requests replay as they are; transaction ids are the live ones.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,11 @@ import re
 import pytest
 
 from tests.test_conformance import (  # noqa: F401 - engine_world is a fixture
-    _fixture, _params, conformance_problems, engine_answer, engine_world,
+    _fixture,
+    _params,
+    conformance_problems,
+    engine_answer,
+    engine_world,
 )
 
 pytestmark = pytest.mark.integration
@@ -40,8 +45,11 @@ def test_engine_answers_like_the_live_broker(pulsar_broker, live, engine_world, 
     transport, least = engine_world
     request = _fixture(name)["request"]
     method, path = request["method"], request["path"]
-    live_path = re.sub(r"transactionMetadata/0/\d+$", "transactionMetadata/%d/%d" % live, path) \
-        if not path.endswith("999999") else path
+    live_path = (
+        re.sub(r"transactionMetadata/0/\d+$", "transactionMetadata/%d/%d" % live, path)
+        if not path.endswith("999999")
+        else path
+    )
     status, body = b.rest(method, live_path)
     if "/unload" in path:
         b.wait_coordinators_ready()  # a real coordinator reloads when a transactional client connects

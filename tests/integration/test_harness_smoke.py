@@ -4,6 +4,7 @@ Entries are checked with plain Python byte checks here (the project's decoder is
 experiment switches batching with `pulsar-txn set-txn-*-batch-log` and walks `pulsar-txn downgrade
 check` from WAIT to SAFE (or to the §3.3 stall) on its own brokers.
 """
+
 from __future__ import annotations
 
 import json
@@ -113,15 +114,15 @@ def test_batched_prefix_present_then_absent_after_disable_and_reload(pulsar_brok
     pa_entries = read_entries(b, ledger_ids(pa))
     # Pending-ack store name carries the subscription name with its '-'
     assert ml_stats(pa) and pa["pendingAckLogStats"]["managedLedgerName"].endswith(
-        f"{prefix}-orders-sub-a__transaction_pending_ack")
+        f"{prefix}-orders-sub-a__transaction_pending_ack"
+    )
     assert any(p.startswith(MAGIC) for _, _, p in pa_entries), "pending-ack log not batched"
 
     # --- batching off: reload again; new entries carry no prefix
     # (marks taken before the unload: an unloaded topic answers 404 "Topic not found" to
     # pendingAckInternalStats until a client loads it again)
     tc_mark = ml_stats(b.tc_internal_stats(0))["lastConfirmedEntry"]
-    pa_mark = ml_stats(b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a"))[
-        "lastConfirmedEntry"]
+    pa_mark = ml_stats(b.pending_ack_internal_stats(f"public/default/{prefix}-orders", "sub-a"))["lastConfirmedEntry"]
     set_batching(b, False)
     b.reload_coordinators()
     unload_workload_topics(b, prefix)
@@ -195,8 +196,10 @@ def _wait_runtime(b: harness.PulsarBroker, enabled: bool, timeout: float = 30) -
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runtime = b.rest("GET", "/admin/v2/brokers/configuration/runtime")[1]
-        if all(runtime.get(k) == str(enabled).lower()
-               for k in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled")):
+        if all(
+            runtime.get(k) == str(enabled).lower()
+            for k in ("transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled")
+        ):
             return
         time.sleep(0.5)
     raise AssertionError(f"the runtime configuration never showed batching {enabled}")
@@ -221,10 +224,27 @@ def downgrade_check(tool: Tool, checkpoint: Path) -> tuple[int, dict]:
 
 def verdict_summary(code: int, verdict: dict) -> dict:
     items = verdict["coordinators"] + verdict["subscriptions"]
-    return {"exit": code, "verdict": verdict["verdict"], "problems": verdict["problems"][:5],
-            "held": [{k: i.get(k) for k in ("coordinatorId", "topic", "subscription", "oldestLedgerId",
-                                              "lastBatchedLedgerId", "cause", "markDeletePosition")}
-                     for i in items if not i["clear"]]}
+    return {
+        "exit": code,
+        "verdict": verdict["verdict"],
+        "problems": verdict["problems"][:5],
+        "held": [
+            {
+                k: i.get(k)
+                for k in (
+                    "coordinatorId",
+                    "topic",
+                    "subscription",
+                    "oldestLedgerId",
+                    "lastBatchedLedgerId",
+                    "cause",
+                    "markDeletePosition",
+                )
+            }
+            for i in items
+            if not i["clear"]
+        ],
+    }
 
 
 def walk_to_safe(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, rounds: int = 6) -> list[dict]:
@@ -270,14 +290,17 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     # the topics have applied it. The switch (and its reload) comes once the committed transactions
     # have left the coordinator, so that only the held ones are open across it.
     deadline = time.monotonic() + 120
-    while b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1]["ongoingTxnSize"] > len(obs["held_txns"]):
+    while b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1]["ongoingTxnSize"] > len(
+        obs["held_txns"]
+    ):
         assert time.monotonic() < deadline, "committed transactions never left the coordinator"
         time.sleep(1)
     switch_batching(b, tool, False)
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_reload_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     obs["after_reload_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
-        "ongoingTxnSize"]
+        "ongoingTxnSize"
+    ]
     # Seen on 4.0.7 with either acknowledgement setting: the reload replays a transaction that had
     # committed before the switch as OPEN (docs/real-broker-findings.md); it stays open until aborted.
     obs["resurrected_at_switch"] = sorted(set(open_txns(b)) - set(held_ids(obs)))
@@ -288,8 +311,11 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     obs["check_after_switch"] = verdict_summary(code, verdict)
     obs["check_after_switch_tc"] = verdict["coordinators"]
     final = run.finish("commit", timeout=300)
-    obs["held_finished"] = [r["outcome"] for r in final if r.get("event") == "txn"
-                            and [r["most"], r["least"]] in obs["held_txns"] and r["outcome"] != "open"]
+    obs["held_finished"] = [
+        r["outcome"]
+        for r in final
+        if r.get("event") == "txn" and [r["most"], r["least"]] in obs["held_txns"] and r["outcome"] != "open"
+    ]
     b.run_workload(seed=34, txns=20, aborts=4, ops=2, parallel=1, prefix="dg")
     time.sleep(3)
     b.run_workload(seed=35, txns=3, aborts=0, ops=1, parallel=1, prefix="dg")  # nudge trim after rollover
@@ -353,7 +379,9 @@ def resurrect_walk(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: d
     its advice is to list the slow transactions and abort them, which then leads to SAFE."""
     slow = tool.json("slow-transactions", "-t", "1s")
     obs["resurrected"] = sorted(slow)
-    obs["resurrected_aborts"] = [tool.run("abort-transaction", txn_id, "--yes", expect=None).exit_code for txn_id in sorted(slow)]
+    obs["resurrected_aborts"] = [
+        tool.run("abort-transaction", txn_id, "--yes", expect=None).exit_code for txn_id in sorted(slow)
+    ]
     b.run_workload(seed=36, txns=3, aborts=0, ops=1, parallel=1, prefix="dg")  # the cursor moves on an append
     obs["after_resurrected_walk"] = walk_to_safe(b, tool, checkpoint, rounds=6)
 
@@ -369,7 +397,8 @@ def release_stall(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: di
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_restart_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     obs["after_restart_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
-        "ongoingTxnSize"]
+        "ongoingTxnSize"
+    ]
     # the advice for open transactions: abort each that the listing before the restart showed (the
     # held ones, and any the switch resurrected); listing again right after a restart can wait
     # out the tool's timeout while the coordinator recovers
@@ -471,7 +500,9 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             # Following the advice releases the pinned log: after a restart with batch-index
             # acknowledgements the held transactions are still OPEN (replayed); once they are
             # aborted, the cursor moves and every batched ledger is trimmed.
-            assert obs["after_restart_markDelete"] == obs["final_markDelete"] and obs["after_restart_ongoing"] == len(held)
+            assert obs["after_restart_markDelete"] == obs["final_markDelete"] and obs["after_restart_ongoing"] == len(
+                held
+            )
             assert obs["aborts"] == [0] * len(held)
             assert not set(obs["phase1_ledgers"]) & set(obs["after_aborts_ledgers"]), obs["after_aborts_ledgers"]
             (tc_item,) = obs["after_aborts_check_tc"]

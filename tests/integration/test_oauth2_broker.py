@@ -4,6 +4,7 @@ client.conf and a pulsarctl context; a wrong secret; a token expiring while a ru
 secret or token in any output, --debug log or state file.
 
 One OAuth2 server and one broker for the module; about two minutes on 2 cores."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,13 @@ from tool import recording_runner
 
 pytestmark = pytest.mark.secured
 
-COMMANDS = [["coordinators-list"], ["coordinator-stats"], ["get-txn-tc-batch-log-stat"], ["subscriptions"],
-            ["downgrade", "check"]]  # the last one records a checkpoint in the state directory
+COMMANDS = [
+    ["coordinators-list"],
+    ["coordinator-stats"],
+    ["get-txn-tc-batch-log-stat"],
+    ["subscriptions"],
+    ["downgrade", "check"],
+]  # the last one records a checkpoint in the state directory
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +73,17 @@ def fetched(result) -> int:
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))
 def test_commands_with_auth_params(tool, broker, server, command):
-    result = tool(*command, "--admin-url", broker.admin_url, "--auth-plugin", OAUTH2_PLUGIN,
-                  "--auth-params", server.auth_params(), "-o", "json")
+    result = tool(
+        *command,
+        "--admin-url",
+        broker.admin_url,
+        "--auth-plugin",
+        OAUTH2_PLUGIN,
+        "--auth-params",
+        server.auth_params(),
+        "-o",
+        "json",
+    )
     assert result.exit_code in ((0, 5) if command[0] == "downgrade" else (0,)), result.stderr  # 5: WAIT
     assert result.json() is not None and result.stdout.strip() not in ("", "[]", "{}")
     assert fetched(result) == 1 and "token endpoint http://127.0.0.1" in result.stderr
@@ -78,8 +93,10 @@ def test_client_conf(tool, broker, server, tmp_path):
     conf = tmp_path / "client.conf"
     # as Java's Properties.store() writes it: ':' escaped
     params = server.auth_params(scope="pulsar-admin").replace(":", "\\:")
-    conf.write_text(f"webServiceUrl={broker.admin_url.replace(':', chr(92) + ':')}\n"
-                    f"authPlugin={OAUTH2_PLUGIN}\nauthParams={params}\n")
+    conf.write_text(
+        f"webServiceUrl={broker.admin_url.replace(':', chr(92) + ':')}\n"
+        f"authPlugin={OAUTH2_PLUGIN}\nauthParams={params}\n"
+    )
     result = tool("get-txn-tc-batch-log-stat", "-o", "json", env={"PULSAR_CLIENT_CONF": str(conf)})
     assert result.exit_code == 0, result.stderr
     assert result.json()["coordinators"]
@@ -119,9 +136,23 @@ def test_pulsarctl_context(tool, broker, server, tmp_path):
 
 
 def test_a_wrong_secret_is_one_sentence(tool, broker, server, outputs):
-    wrong = json.dumps({"type": "client_credentials", "issuerUrl": server.issuer, "audience": AUDIENCE,
-                        "privateKey": f"file://{server.key_file(ADMIN_CLIENT, secret='cs-WRONG-secret-xyz')}"})
-    args = ["coordinators-list", "--admin-url", broker.admin_url, "--auth-plugin", OAUTH2_PLUGIN, "--auth-params", wrong]
+    wrong = json.dumps(
+        {
+            "type": "client_credentials",
+            "issuerUrl": server.issuer,
+            "audience": AUDIENCE,
+            "privateKey": f"file://{server.key_file(ADMIN_CLIENT, secret='cs-WRONG-secret-xyz')}",
+        }
+    )
+    args = [
+        "coordinators-list",
+        "--admin-url",
+        broker.admin_url,
+        "--auth-plugin",
+        OAUTH2_PLUGIN,
+        "--auth-params",
+        wrong,
+    ]
     plain = run_cli(args, env={"PULSARCONFIG": "/nonexistent", "NO_COLOR": "1", "COLUMNS": "200"})
     outputs.append(plain.stdout + plain.stderr)
     assert plain.exit_code == 4, plain.stderr
@@ -139,10 +170,28 @@ def test_a_token_expiring_mid_run_is_fetched_again(broker, server, tmp_path, out
     log = tmp_path / "exporter.log"
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PULSARCONFIG": "/nonexistent"}
     with log.open("w+") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "pulsar_txn_cli", "exporter", "--port", "0", "--interval", "2",
-                                 "--admin-url", broker.admin_url, "--auth-plugin", OAUTH2_PLUGIN,
-                                 "--auth-params", server.auth_params(), "--debug"],
-                                stdout=subprocess.DEVNULL, stderr=sink, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pulsar_txn_cli",
+                "exporter",
+                "--port",
+                "0",
+                "--interval",
+                "2",
+                "--admin-url",
+                broker.admin_url,
+                "--auth-plugin",
+                OAUTH2_PLUGIN,
+                "--auth-params",
+                server.auth_params(),
+                "--debug",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env=env,
+        )
         try:
             deadline = time.monotonic() + 60
             while not re.search(r"on (http://\S+)/metrics", log.read_text()) and time.monotonic() < deadline:

@@ -10,6 +10,7 @@ a bookie, two brokers) starts on 2.10.5 and is rolled one broker at a time, as o
    again: every coordinator recovers and every committed message is still readable.
 The steps run in order on one cluster (module scope); each test needs the one before it.
 """
+
 from __future__ import annotations
 
 import time
@@ -74,7 +75,9 @@ def test_upgrade_refused_while_a_broker_runs_2_10(cluster, tool):
     assert sorted(b["version"] for b in mixed["brokers"]) == [OLD, NEW]
     assert any("the brokers run 2 versions" in p for p in mixed["problems"]), mixed["problems"]
     asked = tool.run("set-txn-tc-batch-log", "--enable", expect=2)  # no terminal to answer the question
-    assert f"predate PIP-160 and cannot read batched logs: 127.0.0.1:{cluster.brokers[1].web_port} ({OLD})" in asked.stderr
+    assert (
+        f"predate PIP-160 and cannot read batched logs: 127.0.0.1:{cluster.brokers[1].web_port} ({OLD})" in asked.stderr
+    )
     assert "confirm with --yes" in asked.stderr
 
 
@@ -113,11 +116,20 @@ def test_downgrade_before_safe_breaks_the_old_brokers(cluster, tool):
     logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
     # Seen: 2.10's TC log recovery reads the batched entry's magic 0x0E01 as a protobuf tag
     # (field 1, wire type 6) and the coordinator never loads.
-    OBSERVED["oldBrokerErrors"] = sorted({line.split(" - ", 1)[-1][:200] for line in logs.splitlines()
-                                          if "tag type" in line or "Failed to recover the tc sequenceId" in line})[:6]
+    OBSERVED["oldBrokerErrors"] = sorted(
+        {
+            line.split(" - ", 1)[-1][:200]
+            for line in logs.splitlines()
+            if "tag type" in line or "Failed to recover the tc sequenceId" in line
+        }
+    )[:6]
     print("\nreal downgrade, counterfactual:", OBSERVED)
-    assert list(states.values()).count("Ready") < 4, f"every coordinator recovered on {OLD} with batched entries: {states}"
-    assert any("Invalid unknonwn tag type: 6" in line for line in OBSERVED["oldBrokerErrors"]), OBSERVED["oldBrokerErrors"]
+    assert list(states.values()).count("Ready") < 4, (
+        f"every coordinator recovered on {OLD} with batched entries: {states}"
+    )
+    assert any("Invalid unknonwn tag type: 6" in line for line in OBSERVED["oldBrokerErrors"]), OBSERVED[
+        "oldBrokerErrors"
+    ]
 
 
 def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):

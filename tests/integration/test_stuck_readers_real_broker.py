@@ -3,6 +3,7 @@
 A workload holds transactions open after producing; every partition they wrote to must be
 reported held, with those transactions as holders; after they are aborted, none is.
 """
+
 from __future__ import annotations
 
 import time

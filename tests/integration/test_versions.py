@@ -5,6 +5,7 @@ versions.py. For every line: every read command, the batch-log switches where th
 `downgrade check` and `upgrade check`. What a line lacks is asserted as one sentence and its exit
 code, never a stack of HTTP errors. The run prints the compatibility table (docs/compatibility.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,15 +32,19 @@ def before_pip160(version: str) -> bool:
 @pytest.fixture(scope="module", params=LINES, ids=lambda v: v)
 def broker(request):
     version = request.param
-    started = harness.start_broker_or_fail({"managedLedgerMaxEntriesPerLedger": 50}, name=f"v{version}",
-                                           version=None if version == PINNED else version)
+    started = harness.start_broker_or_fail(
+        {"managedLedgerMaxEntriesPerLedger": 50}, name=f"v{version}", version=None if version == PINNED else version
+    )
     MATRIX.setdefault(version, {})["start (s)"] = f"{started.start_seconds:.0f}"
     started.run_workload(seed=7, txns=4, aborts=1, ops=2, parallel=2, prefix="v")
     started.run_workload(txns=0, drain=1, prefix="v")  # every subscription's pending-ack store opens
     run = started.start_workload(seed=8, txns=2, ops=4, parallel=1, hold=2, prefix="v")
     # A held transaction that produced holds its partitions' readers (the seed makes one do so).
-    held = [(r["most"], r["least"]) for r in run.wait_holding() if r.get("event") == "txn" and r["outcome"] == "open"
-            and any(op["op"] == "produce" for op in r.get("ops", []))]
+    held = [
+        (r["most"], r["least"])
+        for r in run.wait_holding()
+        if r.get("event") == "txn" and r["outcome"] == "open" and any(op["op"] == "produce" for op in r.get("ops", []))
+    ]
     started.held_txn, started.held_run = held[0], run
     yield started
     if run.proc.poll() is None:
@@ -66,11 +71,20 @@ def test_the_broker_reports_its_line(broker):
     assert broker.rest("GET", "/admin/v2/brokers/version") == (200, version_of(broker))
 
 
-@pytest.mark.parametrize("command", [
-    "coordinators-list", "coordinator-stats", "coordinator-internal-stats -c 0",
-    f"pending-ack-stats -t {TOPIC} -s sub-a", f"pending-ack-internal-stats -t {TOPIC} -s sub-a",
-    "slow-transactions", f"transaction-buffer-stats -t {TOPIC}", "subscriptions", "metrics",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "coordinators-list",
+        "coordinator-stats",
+        "coordinator-internal-stats -c 0",
+        f"pending-ack-stats -t {TOPIC} -s sub-a",
+        f"pending-ack-internal-stats -t {TOPIC} -s sub-a",
+        "slow-transactions",
+        f"transaction-buffer-stats -t {TOPIC}",
+        "subscriptions",
+        "metrics",
+    ],
+)
 def test_read_commands_answer(broker, tmp_path_factory, command):
     result = tool(broker, tmp_path_factory, *command.split(), "-o", "json")
     assert result.exit_code == 0, result.stderr
@@ -101,7 +115,10 @@ def test_buffer_snapshot_internal_stats_or_what_is_missing(broker, tmp_path_fact
 
 def test_batch_log_switches(broker, tmp_path_factory):
     version = version_of(broker)
-    for log, key in (("tc", "transactionLogBatchedWriteEnabled"), ("pending-ack", "transactionPendingAckBatchedWriteEnabled")):
+    for log, key in (
+        ("tc", "transactionLogBatchedWriteEnabled"),
+        ("pending-ack", "transactionPendingAckBatchedWriteEnabled"),
+    ):
         switched = tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes")
         stat = tool(broker, tmp_path_factory, f"get-txn-{log}-batch-log-stat", "-o", "json")
         assert stat.exit_code == 0, stat.stderr
@@ -112,8 +129,14 @@ def test_batch_log_switches(broker, tmp_path_factory):
             assert {d["effective"] for d in stat.json()["coordinators" if log == "tc" else "subscriptions"]} == {False}
         else:
             assert switched.exit_code == 0, switched.stderr
-            assert stat.json()[key == "transactionLogBatchedWriteEnabled" and "txnTcBatchLogEnabled"
-                               or "txnPendingAckBatchLogEnabled"] is True
+            assert (
+                stat.json()[
+                    key == "transactionLogBatchedWriteEnabled"
+                    and "txnTcBatchLogEnabled"
+                    or "txnPendingAckBatchLogEnabled"
+                ]
+                is True
+            )
             assert stat.json()["withoutBatchedLogs"] is None
     if not before_pip160(version):
         broker.wait_coordinators_ready()  # a standalone reloads a coordinator when a client connects to it
@@ -138,7 +161,10 @@ def test_downgrade_check(broker, tmp_path_factory):
     broker.held_run.finish()  # its exclusive consumers would keep the drain below out
     if not before_pip160(version):
         for log in ("tc", "pending-ack"):
-            assert tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes").exit_code == 0
+            assert (
+                tool(broker, tmp_path_factory, f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes").exit_code
+                == 0
+            )
         # The reopened stores load when clients come back: coordinators at their clients' connect,
         # pending-ack stores at the next transactional acknowledgement.
         broker.wait_coordinators_ready()

@@ -3,6 +3,7 @@
 Each Tool keeps the CLI's per-target state (batch-log change records, downgrade checkpoints) in
 its own directory, so tests never touch the user's state.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,13 @@ def recording_runner(state: Path, outputs: list, extra_env: dict | None = None):
     everything it printed to `outputs` (the secured suites search that for secrets at the end)."""
 
     def run(*args, env=None):
-        result = run_cli([*map(str, args), "--debug"], env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1",
-                                                          "COLUMNS": "200", **(extra_env or {}), **(env or {})})
+        result = run_cli(
+            [*map(str, args), "--debug"],
+            env={"XDG_STATE_HOME": str(state), "NO_COLOR": "1", "COLUMNS": "200", **(extra_env or {}), **(env or {})},
+        )
         outputs.append(result.stdout + result.stderr)
         return result
+
     run.state = state
     return run
 
@@ -41,8 +45,10 @@ class Tool:
         result = run_cli(argv, env={"XDG_STATE_HOME": str(self.state_dir), "NO_COLOR": "1", "COLUMNS": "200"})
         codes = (expect,) if isinstance(expect, int) else expect
         if codes is not None and result.exit_code not in codes:
-            raise ToolError(f"pulsar-txn {' '.join(argv)} exited {result.exit_code} (expected {expect}):\n"
-                            f"stdout: {result.stdout[-4000:]}\nstderr: {result.stderr[-4000:]}")
+            raise ToolError(
+                f"pulsar-txn {' '.join(argv)} exited {result.exit_code} (expected {expect}):\n"
+                f"stdout: {result.stdout[-4000:]}\nstderr: {result.stderr[-4000:]}"
+            )
         return result
 
     def json(self, *args, expect=0):

@@ -9,6 +9,7 @@ spins for minutes on the 2.10 graph, so this module fetches Maven 3.9.9 itself (
 
 Standard library only, like harness.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,19 @@ def maven(log=print) -> Path:
     archive = TARGET / f"apache-maven-{MAVEN_VERSION}-bin.tar.gz"
     if not archive.exists():
         log(f"versions: fetching Maven {MAVEN_VERSION} from Maven Central")
-        _run(["mvn", "-B", "-q", "-s", str(SETTINGS), "dependency:copy",
-              f"-Dartifact=org.apache.maven:apache-maven:{MAVEN_VERSION}:tar.gz:bin", f"-DoutputDirectory={TARGET}"],
-             "fetching Maven")
+        _run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "-s",
+                str(SETTINGS),
+                "dependency:copy",
+                f"-Dartifact=org.apache.maven:apache-maven:{MAVEN_VERSION}:tar.gz:bin",
+                f"-DoutputDirectory={TARGET}",
+            ],
+            "fetching Maven",
+        )
     with tarfile.open(archive) as tar:
         tar.extractall(TARGET, filter="tar")
     return mvn
@@ -60,8 +71,18 @@ def classpath_for(version: str, log=print) -> str:
     path = classpath_file(version)
     if not _fresh(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        base = [str(maven(log)), "-B", "-q", "-s", str(SETTINGS), "-f", str(POM), f"-Dpulsar.version={version}",
-                f"-Doutput={path}", "dependency:build-classpath"]
+        base = [
+            str(maven(log)),
+            "-B",
+            "-q",
+            "-s",
+            str(SETTINGS),
+            "-f",
+            str(POM),
+            f"-Dpulsar.version={version}",
+            f"-Doutput={path}",
+            "dependency:build-classpath",
+        ]
         t0 = time.monotonic()
         try:
             _run([*base, "-o"], "offline")
@@ -69,8 +90,10 @@ def classpath_for(version: str, log=print) -> str:
             log(f"versions: resolving Pulsar {version}'s broker from Maven Central")
             _run(base, f"resolving Pulsar {version}")
         path.touch()  # Maven leaves an unchanged output file alone; its time says it was checked
-        log(f"versions: Pulsar {version}: {len(path.read_text().split(os.pathsep))} jars in "
-            f"{time.monotonic() - t0:.1f}s")
+        log(
+            f"versions: Pulsar {version}: {len(path.read_text().split(os.pathsep))} jars in "
+            f"{time.monotonic() - t0:.1f}s"
+        )
     return path.read_text().strip()
 
 

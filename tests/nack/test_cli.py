@@ -1,4 +1,5 @@
 """`pulsar-txn nack` through the CLI: JSON shapes, the recommendation, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,9 @@ import pytest
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "pulsar_txn_cli", "nack", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pulsar_txn_cli", "nack", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_plan_json_shape():
@@ -27,7 +30,9 @@ def test_plan_recommends_the_finest_precision_that_fits():
     done = run("plan", "--rate", "10000", "--delay", "3600", "--precision-bits", "8", "--memory-budget", "64MiB")
     assert done.returncode == 0, done.stderr
     assert "recommended: --precision-bits 9" in done.stdout
-    data = json.loads(run("plan", "--rate", "10000", "--delay", "3600", "--memory-budget", "64MiB", "-o", "json").stdout)
+    data = json.loads(
+        run("plan", "--rate", "10000", "--delay", "3600", "--memory-budget", "64MiB", "-o", "json").stdout
+    )
     fitting = [r["bits"] for r in data["precisions"] if r["fits"]]
     assert data["budget"]["recommendedPrecisionBits"] == min(fitting) == 9
 
@@ -38,7 +43,21 @@ def test_plan_says_when_nothing_fits():
 
 
 def test_simulate_json_shape():
-    done = run("simulate", "--rate", "500", "--delay", "5", "--delay", "2", "--duration", "10", "--batch-size", "3", "-o", "json")
+    done = run(
+        "simulate",
+        "--rate",
+        "500",
+        "--delay",
+        "5",
+        "--delay",
+        "2",
+        "--duration",
+        "10",
+        "--batch-size",
+        "3",
+        "-o",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["entries"] == 1666 and data["messages"] == 3 * 1666
@@ -47,13 +66,19 @@ def test_simulate_json_shape():
     assert len(data["batchProblem"]) == 4
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["plan", "--rate", "0", "--delay", "1"], "--rate must be positive"),
-    (["plan", "--rate", "1", "--delay", "1", "--precision-bits", "64"], "--precision-bits must be between 0 and 30"),
-    (["plan", "--rate", "1", "--delay", "1", "--memory-budget", "lots"], "--memory-budget 'lots' is not a size"),
-    (["simulate", "--rate", "1000000", "--duration", "3600"], "the simulation takes at most"),
-    (["simulate", "--delay", "-1"], "must be positive"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["plan", "--rate", "0", "--delay", "1"], "--rate must be positive"),
+        (
+            ["plan", "--rate", "1", "--delay", "1", "--precision-bits", "64"],
+            "--precision-bits must be between 0 and 30",
+        ),
+        (["plan", "--rate", "1", "--delay", "1", "--memory-budget", "lots"], "--memory-budget 'lots' is not a size"),
+        (["simulate", "--rate", "1000000", "--duration", "3600"], "the simulation takes at most"),
+        (["simulate", "--delay", "-1"], "must be positive"),
+    ],
+)
 def test_bad_input_is_one_sentence_and_exit_2(args, needle):
     done = run(*args)
     assert done.returncode == 2

@@ -1,4 +1,5 @@
 """The nack models: the pair map's resize rules, bucket arithmetic, redelivery error bounds, plan vs simulate."""
+
 from __future__ import annotations
 
 import pytest
@@ -105,8 +106,10 @@ def test_new_tracker_memory_counts_buckets_maps_and_bitmaps():
     assert tracker.java_bytes() > one
 
 
-@pytest.mark.parametrize("text,expected", [("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1.5g", int(1.5 * 2**30)),
-                                           ("800000", 800_000), ("64m", 64 * 2**20)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1.5g", int(1.5 * 2**30)), ("800000", 800_000), ("64m", 64 * 2**20)],
+)
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 

@@ -18,6 +18,7 @@ Tolerances, and why:
   while the real clock runs (due = now + delay, and `now` moves a few % of the simulated span
   while adding), so the Java buckets are spread a little wider than the plan's ideal clock.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,8 @@ pytestmark = pytest.mark.nack_java
 PROBE = Path(__file__).parent / "probe"
 # (rate/s, delay ms, precision bits, entries per ledger, batch, simulated ms of nacks)
 WORKLOADS = [
-    (10_000, 60_000, 8, 50_000, 1, 30_000),   # the PIP's rate: ~2,560 entries a bucket, array containers
-    (200, 300_000, 0, 50_000, 1, 120_000),    # 1 ms buckets of one entry: the per-bucket overhead
+    (10_000, 60_000, 8, 50_000, 1, 30_000),  # the PIP's rate: ~2,560 entries a bucket, array containers
+    (200, 300_000, 0, 50_000, 1, 120_000),  # 1 ms buckets of one entry: the per-bucket overhead
     (20_000, 30_000, 12, 10_000, 10, 30_000),  # batches of 10, ledgers rolling, bitmap containers
 ]
 CHURN = (20_000, 600, 4_000)  # rate/s, delay ms, real ms: the steady state, the tracker's own timer task removing
@@ -53,7 +54,9 @@ def _mvn(*args: str) -> None:
         return  # everything was in ~/.m2 already
     done = subprocess.run(base, capture_output=True, text=True, timeout=900)
     if done.returncode:
-        pytest.fail(f"building the nack probe failed (mvn {' '.join(args)}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        pytest.fail(
+            f"building the nack probe failed (mvn {' '.join(args)}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +70,20 @@ def measured() -> dict:
     out = {}
     for design in ("old", "new"):
         classpath = f"{PROBE / 'target' / 'nack-probe.jar'}:{(PROBE / 'target' / f'classpath-{design}.txt').read_text().strip()}"
-        done = subprocess.run(["java", "-Xmx768m", "-Djdk.attach.allowAttachSelf=true", "-cp", classpath,
-                               "org.apache.pulsar.client.impl.NackProbe", *args], capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                "java",
+                "-Xmx768m",
+                "-Djdk.attach.allowAttachSelf=true",
+                "-cp",
+                classpath,
+                "org.apache.pulsar.client.impl.NackProbe",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         assert len(lines) == len(WORKLOADS) + 3 and all(line["design"] == design for line in lines), done.stdout[:500]
@@ -92,9 +107,16 @@ def test_old_design_table_and_bytes_are_exact(measured, index):
 @pytest.mark.parametrize("index", range(len(WORKLOADS)))
 def test_new_design_layout_on_the_real_shape(measured, index):
     java = measured["new"][index]
-    model = layout.AVL_MAP + layout.ROARING64_SHARED + sum(
-        layout.AVL_ENTRY + layout.open_map_bytes(len(ledgers)) + sum(layout.roaring64_bytes(chunks) for _, chunks in ledgers)
-        for _, ledgers in java["buckets"])
+    model = (
+        layout.AVL_MAP
+        + layout.ROARING64_SHARED
+        + sum(
+            layout.AVL_ENTRY
+            + layout.open_map_bytes(len(ledgers))
+            + sum(layout.roaring64_bytes(chunks) for _, chunks in ledgers)
+            for _, ledgers in java["buckets"]
+        )
+    )
     assert model == pytest.approx(java["bytes"], rel=0.02)
     held = sum(c for _, ledgers in java["buckets"] for _, chunks in ledgers for c in chunks)
     rate, _, _, _, batch, span = WORKLOADS[index]
@@ -141,8 +163,11 @@ def test_old_design_under_churn_keeps_tombstones_and_doubles(measured):
     simulated = simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40))["peak"]["beforeBytes"]
     without_tombstones = layout.pair_map_bytes([planned["slotsWithoutTombstones"]])
     assert planned["bytes"] == simulated
-    assert java in (planned["bytes"], 2 * planned["bytes"] - layout.pair_map_bytes([0]),
-                    (planned["bytes"] + layout.pair_map_bytes([0])) // 2), (java, planned["bytes"])
+    assert java in (
+        planned["bytes"],
+        2 * planned["bytes"] - layout.pair_map_bytes([0]),
+        (planned["bytes"] + layout.pair_map_bytes([0])) // 2,
+    ), (java, planned["bytes"])
     assert planned["bytes"] > without_tombstones
 
 

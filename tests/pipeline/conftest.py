@@ -1,4 +1,5 @@
 """Fixtures for the pipeline tests: hand-built dumps with known counts and one shared SparkSession."""
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,13 @@ def tc(op: int, least: int, status: int = 0, most: int = 0):
 
 def lifecycle(least: int, most: int = 0) -> list:
     """NEW, ADD_PARTITION, ADD_SUBSCRIPTION, UPDATE:COMMITTING, UPDATE:COMMITTED."""
-    return [tc(0, least, most=most), tc(1, least, most=most), tc(2, least, most=most), tc(3, least, 1, most), tc(3, least, 2, most)]
+    return [
+        tc(0, least, most=most),
+        tc(1, least, most=most),
+        tc(2, least, most=most),
+        tc(3, least, 1, most),
+        tc(3, least, 2, most),
+    ]
 
 
 def ack(least: int, op: int = 1, most: int = 0):
@@ -44,8 +51,14 @@ def write_parquet(path, entries) -> str:
     import pyarrow.parquet as pq
 
     columns = list(zip(*entries))
-    table = pa.table({"managedLedger": pa.array(columns[0], pa.string()), "ledgerId": pa.array(columns[1], pa.int64()),
-                      "entryId": pa.array(columns[2], pa.int64()), "data": pa.array(columns[3], pa.binary())})
+    table = pa.table(
+        {
+            "managedLedger": pa.array(columns[0], pa.string()),
+            "ledgerId": pa.array(columns[1], pa.int64()),
+            "entryId": pa.array(columns[2], pa.int64()),
+            "data": pa.array(columns[3], pa.binary()),
+        }
+    )
     pq.write_table(table, str(path), row_group_size=3)
     return str(path)
 
@@ -91,8 +104,16 @@ def many_inputs(mixed):
         for i in range(distinct.EXACT_LIMIT // per_entry + 20)
     ]
     files.append(write_parquet(tmp / "pq" / "big.parquet", big + [(TC_ML1, 99, 0, None)]))
-    files.append(write_parquet(tmp / "pq" / "acks.parquet", [(PA_ML, 11, i, codec.encode_batch([ack(i), ack(i + 1)])) for i in range(7)]))
-    files.append(write_readledger(tmp / "rl.txt", 30, [codec.encode_single(tc(0, 900)), b"\x0e\x01", codec.encode_batch([tc(1, 900)] * 3)]))
+    files.append(
+        write_parquet(
+            tmp / "pq" / "acks.parquet", [(PA_ML, 11, i, codec.encode_batch([ack(i), ack(i + 1)])) for i in range(7)]
+        )
+    )
+    files.append(
+        write_readledger(
+            tmp / "rl.txt", 30, [codec.encode_single(tc(0, 900)), b"\x0e\x01", codec.encode_batch([tc(1, 900)] * 3)]
+        )
+    )
     return files
 
 

@@ -8,6 +8,7 @@ has only PySpark, pyarrow and pandas (never pulsar-txn, never protobuf).
 
 Also a real S3-compatible server (S3Proxy from Maven Central) for the s3a:// tests.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,26 +71,59 @@ class Standalone:
 
     def env(self) -> dict:
         # Nothing of the test's Python leaks into the executors' (PYTHONPATH reaches their workers).
-        inherited = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYSPARK_PYTHON")}
-        return {**inherited, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-                "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(self.workdir)}
+        inherited = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYSPARK_PYTHON")
+        }
+        return {
+            **inherited,
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_MEMORY": "256m",
+            "SPARK_LOG_DIR": str(self.workdir),
+        }
 
     def _start(self, name: str, *args: str) -> None:
         log = open(self.workdir / f"{name}.log", "wb")
         cmd = [str(spark_home() / "bin" / "spark-class"), *args]
-        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env(), start_new_session=True))
+        self.procs.append(
+            subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env(), start_new_session=True)
+        )
         log.close()
 
     def __enter__(self) -> "Standalone":
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                        "--port", str(self.port), "--webui-port", str(self.ui))
+            self._start(
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.ui),
+            )
             self._wait(lambda state: True, "the master to answer")
             for i in range(self.workers):
-                self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", self.master, "--host", "127.0.0.1",
-                            "--port", "0", "--webui-port", "0", "--cores", str(self.cores), "--memory", self.memory,
-                            "--work-dir", str(self.workdir / f"work-{i}"))
+                self._start(
+                    f"worker-{i}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.master,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--webui-port",
+                    "0",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--work-dir",
+                    str(self.workdir / f"work-{i}"),
+                )
             self._wait(lambda state: state.get("aliveworkers") == self.workers, f"{self.workers} workers to register")
         except BaseException:
             self.__exit__()
@@ -128,8 +162,13 @@ class Standalone:
 
     def driver_conf(self, python: str) -> dict:
         """Spark settings for a driver on this machine whose executors run `python`."""
-        return {"spark.pyspark.python": python, "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                "spark.executor.memory": "512m", "spark.executor.cores": str(self.cores)}
+        return {
+            "spark.pyspark.python": python,
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": str(self.cores),
+        }
 
 
 # ---------------------------------------------------------------- a real S3-compatible server
@@ -141,14 +180,32 @@ ROOT = Path(__file__).resolve().parents[2]
 def s3proxy_jar() -> Path:
     """S3Proxy's self-contained jar from Maven Central (into ~/.m2, with the harness's settings)."""
     group, artifact, release = S3PROXY
-    jar = (Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / release
-           / f"{artifact}-{release}-jar-with-dependencies.jar")
+    jar = (
+        Path.home()
+        / ".m2"
+        / "repository"
+        / group.replace(".", "/")
+        / artifact
+        / release
+        / f"{artifact}-{release}-jar-with-dependencies.jar"
+    )
     if not jar.exists():
         if shutil.which("mvn") is None:
             raise RuntimeError("Maven is needed to fetch S3Proxy: apt-get install maven (./dev setup)")
         settings = ROOT / "tests" / "integration" / "harness" / "settings.xml"
-        subprocess.run(["mvn", "-B", "-q", "-s", str(settings), "dependency:get", "-Dtransitive=false",
-                        f"-Dartifact={group}:{artifact}:{release}:jar:jar-with-dependencies"], check=True)
+        subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "-s",
+                str(settings),
+                "dependency:get",
+                "-Dtransitive=false",
+                f"-Dartifact={group}:{artifact}:{release}:jar:jar-with-dependencies",
+            ],
+            check=True,
+        )
     return jar
 
 
@@ -163,7 +220,9 @@ def s3a_connector() -> str:
 
         # py4j looks classes up as Spark's own loader does (java.lang.Class.forName would not see the package)
         if not isinstance(spark.sparkContext._jvm.org.apache.hadoop.fs.s3a.S3AFileSystem, JavaClass):
-            raise RuntimeError(f"{conf['spark.jars.packages']} was resolved, but S3AFileSystem is not on Spark's classpath")
+            raise RuntimeError(
+                f"{conf['spark.jars.packages']} was resolved, but S3AFileSystem is not on Spark's classpath"
+            )
     return conf["spark.jars.packages"]
 
 
@@ -187,13 +246,26 @@ class S3Proxy:
     def __enter__(self) -> "S3Proxy":
         (self.workdir / "blobs").mkdir(parents=True, exist_ok=True)
         props = self.workdir / "s3proxy.properties"
-        props.write_text("\n".join([
-            f"s3proxy.endpoint={self.endpoint}", "s3proxy.authorization=aws-v2-or-v4",
-            f"s3proxy.identity={self.ACCESS_KEY}", f"s3proxy.credential={self.SECRET_KEY}",
-            "jclouds.provider=filesystem", f"jclouds.filesystem.basedir={self.workdir / 'blobs'}", ""]))
+        props.write_text(
+            "\n".join(
+                [
+                    f"s3proxy.endpoint={self.endpoint}",
+                    "s3proxy.authorization=aws-v2-or-v4",
+                    f"s3proxy.identity={self.ACCESS_KEY}",
+                    f"s3proxy.credential={self.SECRET_KEY}",
+                    "jclouds.provider=filesystem",
+                    f"jclouds.filesystem.basedir={self.workdir / 'blobs'}",
+                    "",
+                ]
+            )
+        )
         log = open(self.workdir / "s3proxy.log", "wb")
-        self.proc = subprocess.Popen(["java", "-Xmx256m", "-jar", str(s3proxy_jar()), "--properties", str(props)],
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx256m", "-jar", str(s3proxy_jar()), "--properties", str(props)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -218,13 +290,18 @@ class S3Proxy:
 
     def spark_conf(self) -> dict:
         """Where S3A finds this server (the keys come from the environment: env())."""
-        return {"spark.hadoop.fs.s3a.endpoint": self.endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
-                "spark.hadoop.fs.s3a.connection.ssl.enabled": "false", "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
-                # Hadoop 3.5's default "analytics" stream and S3A's change detection need an ETag, which
-                # S3Proxy's filesystem store has only for objects uploaded through it; the tests also place
-                # files in the bucket's directory
-                "spark.hadoop.fs.s3a.input.stream.type": "classic", "spark.hadoop.fs.s3a.change.detection.mode": "none",
-                "spark.hadoop.fs.s3a.change.detection.version.required": "false"}
+        return {
+            "spark.hadoop.fs.s3a.endpoint": self.endpoint,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+            # Hadoop 3.5's default "analytics" stream and S3A's change detection need an ETag, which
+            # S3Proxy's filesystem store has only for objects uploaded through it; the tests also place
+            # files in the bucket's directory
+            "spark.hadoop.fs.s3a.input.stream.type": "classic",
+            "spark.hadoop.fs.s3a.change.detection.mode": "none",
+            "spark.hadoop.fs.s3a.change.detection.version.required": "false",
+        }
 
     def env(self) -> dict:
         return {"AWS_ACCESS_KEY_ID": self.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": self.SECRET_KEY}
@@ -233,7 +310,10 @@ class S3Proxy:
 if __name__ == "__main__":
     if sys.argv[1:] != ["prefetch"]:
         sys.exit("usage: python -m tests.pipeline.standalone prefetch")
-    for what, fetch in (("executors' Python (only " + ", ".join(EXECUTOR_PACKAGES) + ")", executor_python),
-                        ("S3Proxy", s3proxy_jar), ("the S3A connector (Ivy's cache)", s3a_connector)):
+    for what, fetch in (
+        ("executors' Python (only " + ", ".join(EXECUTOR_PACKAGES) + ")", executor_python),
+        ("S3Proxy", s3proxy_jar),
+        ("the S3A connector (Ivy's cache)", s3a_connector),
+    ):
         start = time.monotonic()
         print(f"{what}: {fetch()} (ready in {time.monotonic() - start:.0f}s)", flush=True)

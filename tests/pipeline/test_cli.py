@@ -1,4 +1,5 @@
 """`pulsar-txn analyze` through the real entry point (engine local)."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,23 @@ def test_json_has_the_issue_keys_and_exit_3_on_decode_errors(cli, mixed):
     result = cli(["analyze", write_jsonl(tmp / "d.jsonl", entries), "--engine", "local", "-o", "json"])
     assert result.exit_code == 3, result.stderr
     report = result.json()
-    keys = {"name", "log", "entries", "batchedEntries", "unbatchedEntries", "records", "bytes", "lastBatchedLedgerId",
-            "decodeErrors", "recordsPerEntry", "entrySizeBytes", "ops", "transactions", "entriesSaved", "ledgers"}
+    keys = {
+        "name",
+        "log",
+        "entries",
+        "batchedEntries",
+        "unbatchedEntries",
+        "records",
+        "bytes",
+        "lastBatchedLedgerId",
+        "decodeErrors",
+        "recordsPerEntry",
+        "entrySizeBytes",
+        "ops",
+        "transactions",
+        "entriesSaved",
+        "ledgers",
+    }
     for ml in report["managedLedgers"]:
         assert keys <= set(ml)
         for ledger in ml["ledgers"]:

@@ -1,4 +1,5 @@
 """Distinct transactions: exact up to the limit, then HyperLogLog with order-independent registers."""
+
 from __future__ import annotations
 
 import random
@@ -23,7 +24,7 @@ def test_estimate_above_the_limit_is_close_and_order_independent():
     shuffled = hashes[:]
     random.Random(7).shuffle(shuffled)
     for i in range(0, n, 1000):
-        b.add(shuffled[i:i + 1000])
+        b.add(shuffled[i : i + 1000])
     count, exact = a.result()
     assert not exact and abs(count - n) / n < 0.03
     assert b.result() == a.result()
@@ -44,7 +45,7 @@ def parts(hashes, sizes):
     out, start = [], 0
     for size in sizes:
         counter = distinct.DistinctCounter()
-        counter.add(hashes[start:start + size])
+        counter.add(hashes[start : start + size])
         start += size
         if counter.exact is not None:
             out.append((None, np.array(sorted(counter.exact), dtype=np.int64).tobytes()))
@@ -56,8 +57,12 @@ def parts(hashes, sizes):
 def test_merging_parts_equals_counting_everything_at_once():
     limit = distinct.EXACT_LIMIT
     hashes = [txn_hash(2, i) for i in range(3 * limit)]
-    overlapping = hashes[: limit // 2] + hashes[: limit // 2] + hashes[limit // 2: limit]  # union exactly at the limit
-    for values, sizes in [(overlapping, [limit // 2] * 3), (hashes, [limit, limit, limit]), (hashes, [limit + 5, 2 * limit - 5])]:
+    overlapping = hashes[: limit // 2] + hashes[: limit // 2] + hashes[limit // 2 : limit]  # union exactly at the limit
+    for values, sizes in [
+        (overlapping, [limit // 2] * 3),
+        (hashes, [limit, limit, limit]),
+        (hashes, [limit + 5, 2 * limit - 5]),
+    ]:
         whole, merged = distinct.DistinctCounter(), distinct.DistinctCounter()
         whole.add(values)
         for codes, exact in parts(values, sizes):

@@ -1,4 +1,5 @@
 """analyze on dumps written by the embedded engine's `engine dump` (a workload with known totals)."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli import pipeline

@@ -3,6 +3,7 @@ managed ledgers is rendered, a screenshot is taken, and a script measured inside
 that no text overflows its box (table cells, headings, chart labels inside their SVG), that every
 non-zero bar is visible, that operation labels are whole, and that the filter finds rows.
 A missing Chromium is a failure naming the package (`apt-get install chromium`, see ./dev setup)."""
+
 from __future__ import annotations
 
 import json
@@ -62,12 +63,21 @@ def fleet_entries():
                 data = codec.encode_batch(records) if batched else codec.encode_single(records[0])
                 entries.append((ml, 100 + 10 * c + ledger, e, data))
     for s in range(1496):
-        ml = (f"tenant-{s % 7}/namespace-{s % 3}/persistent/orders-{s}-partition-{s % 12}-"
-              f"billing-subscription-with-a-long-name__transaction_pending_ack")
+        ml = (
+            f"tenant-{s % 7}/namespace-{s % 3}/persistent/orders-{s}-partition-{s % 12}-"
+            f"billing-subscription-with-a-long-name__transaction_pending_ack"
+        )
         data = codec.encode_batch([ack(s), ack(s + 1), ack(s + 2)]) if s % 250 == 0 else codec.encode_single(ack(s))
         entries.append((ml, 5000 + s, 0, data))
-    entries.append(("tenant-0/namespace-0/persistent/orders-0-partition-0-billing-subscription-with-a-long-name"
-                    "__transaction_pending_ack", 5000, 1, b"\x0e\x01\x00\x01\x0a\xff"))
+    entries.append(
+        (
+            "tenant-0/namespace-0/persistent/orders-0-partition-0-billing-subscription-with-a-long-name"
+            "__transaction_pending_ack",
+            5000,
+            1,
+            b"\x0e\x01\x00\x01\x0a\xff",
+        )
+    )
     return entries
 
 
@@ -82,12 +92,25 @@ def test_the_report_reads_well_in_a_real_browser(cli, tmp_path):
     assert dump in html and "UTC" in html  # names its inputs and time
     measured = tmp_path / "measured.html"
     measured.write_text(html.replace("</body>", MEASURE + "</body>"))
-    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}"]
-    dom = subprocess.run([*base, "--virtual-time-budget=10000", "--dump-dom", measured.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    base = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--window-size={WIDTH},{HEIGHT}",
+    ]
+    dom = subprocess.run(
+        [*base, "--virtual-time-budget=10000", "--dump-dom", measured.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     found = re.search(r'<pre id="measured">(.*?)</pre>', dom.stdout, re.S)
     assert found, f"the measuring script did not run: {dom.stderr[-2000:]}"
-    out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    out = json.loads(
+        found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    )
     assert out["overflow"] == [], out["overflow"][:20]
     assert out["pageWidth"] <= WIDTH, f"the page is {out['pageWidth']} px wide in a {WIDTH} px window"
     for label in ("ADD_PARTITION", "ADD_SUBSCRIPTION", "UPDATE:COMMITTING", "UPDATE:OPEN", "ACK", "COMMIT"):
@@ -95,9 +118,11 @@ def test_the_report_reads_well_in_a_real_browser(cli, tmp_path):
     assert "1" in out["labels"] and "3–4" in out["labels"]  # fine buckets at the low end
     small = [w for count, w in out["bars"] if count != "0" and int(count.replace(",", "")) <= 10]
     assert small and min(small) >= 3, out["bars"]  # a count of 1 next to thousands is still a visible bar
-    assert out["filtered"] == 11 and out["shown"].startswith("11 of 1,500")  # orders-77 and orders-770..779, case-insensitive
+    assert out["filtered"] == 11 and out["shown"].startswith(
+        "11 of 1,500"
+    )  # orders-77 and orders-770..779, case-insensitive
     shot = tmp_path / "report.png"
     subprocess.run([*base, f"--screenshot={shot}", report.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
-    if (keep := __import__("os").environ.get("PULSAR_TXN_KEEP_SCREENSHOT")):
+    if keep := __import__("os").environ.get("PULSAR_TXN_KEEP_SCREENSHOT"):
         shutil.copy(shot, keep)

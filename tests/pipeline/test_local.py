@@ -1,4 +1,5 @@
 """The local runner and the analysis definition on hand-built dumps with known counts."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,21 +22,43 @@ def test_known_counts_on_mixed_ledgers(mixed):
     tmp, entries = mixed
     report = run([write_jsonl(tmp / "d.jsonl", entries)])
     tcl, pa = by_name(report)[TC_ML], by_name(report)[PA_ML]
-    assert (tcl["log"], tcl["entries"], tcl["batchedEntries"], tcl["unbatchedEntries"], tcl["decodeErrors"]) == ("tc", 7, 3, 3, 1)
+    assert (tcl["log"], tcl["entries"], tcl["batchedEntries"], tcl["unbatchedEntries"], tcl["decodeErrors"]) == (
+        "tc",
+        7,
+        3,
+        3,
+        1,
+    )
     assert tcl["records"] == 10 + 2 + 1 + 6 + 2 and tcl["batchedRecords"] == 18
     assert tcl["entriesSaved"] == 21 - 6
     assert tcl["lastBatchedLedgerId"] == 4
-    assert tcl["ops"] == {"NEW": 6, "ADD_PARTITION": 3, "ADD_SUBSCRIPTION": 3, "UPDATE:OPEN": 0, "UPDATE:COMMITTING": 4,
-                          "UPDATE:COMMITTED": 3, "UPDATE:ABORTING": 1, "UPDATE:ABORTED": 1}
+    assert tcl["ops"] == {
+        "NEW": 6,
+        "ADD_PARTITION": 3,
+        "ADD_SUBSCRIPTION": 3,
+        "UPDATE:OPEN": 0,
+        "UPDATE:COMMITTING": 4,
+        "UPDATE:COMMITTED": 3,
+        "UPDATE:ABORTING": 1,
+        "UPDATE:ABORTED": 1,
+    }
     assert (tcl["transactions"], tcl["transactionsExact"]) == (8, True)
     assert tcl["bytes"] == sum(len(e[3]) for e in entries if e[0] == TC_ML)
     ledgers = {l["ledgerId"]: l for l in tcl["ledgers"]}
-    assert [(l["entries"], l["batchedEntries"], l["unbatchedEntries"], l["records"], l["decodeErrors"]) for l in ledgers.values()] == [
-        (2, 2, 0, 12, 0), (3, 1, 1, 7, 1), (2, 0, 2, 2, 0)]
+    assert [
+        (l["entries"], l["batchedEntries"], l["unbatchedEntries"], l["records"], l["decodeErrors"])
+        for l in ledgers.values()
+    ] == [(2, 2, 0, 12, 0), (3, 1, 1, 7, 1), (2, 0, 2, 2, 0)]
     assert (ledgers[4]["firstEntryId"], ledgers[4]["lastEntryId"]) == (0, 2)
     assert [s["position"] for s in tcl["decodeErrorSamples"]] == ["4:2"]
     assert "truncated" in tcl["decodeErrorSamples"][0]["error"] or "protobuf" in tcl["decodeErrorSamples"][0]["error"]
-    assert (pa["log"], pa["entries"], pa["batchedEntries"], pa["records"], pa["lastBatchedLedgerId"]) == ("pending-ack", 3, 1, 5, 9)
+    assert (pa["log"], pa["entries"], pa["batchedEntries"], pa["records"], pa["lastBatchedLedgerId"]) == (
+        "pending-ack",
+        3,
+        1,
+        5,
+        9,
+    )
     assert pa["ops"] == {"ACK": 3, "COMMIT": 1, "ABORT": 1}
     assert pa["transactions"] == 2
     totals = report["totals"]
@@ -55,7 +78,23 @@ def test_histograms_use_power_of_two_buckets_fine_at_the_low_end(tmp_path):
     assert [b["count"] for b in hist["buckets"]] == [1, 0, 0, 0, 2, 0, 1, 2, 0, 0, 2, 0]
     assert (hist["count"], hist["sum"]) == (8, sum(sizes))
     size = tcl["entrySizeBytes"]
-    assert [b["le"] for b in size["buckets"]] == [32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304, "+Inf"]
+    assert [b["le"] for b in size["buckets"]] == [
+        32,
+        64,
+        128,
+        256,
+        512,
+        1024,
+        2048,
+        4096,
+        8192,
+        16384,
+        65536,
+        262144,
+        1048576,
+        4194304,
+        "+Inf",
+    ]
     expected = [0] * 15
     for _, _, _, data in entries:
         expected[facts.bucket(len(data), facts.SIZE_BOUNDS)] += 1

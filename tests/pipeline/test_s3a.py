@@ -1,6 +1,7 @@
 """analyze with inputs and outputs on s3a://, against a real S3-compatible server (S3Proxy from
 Maven Central, filesystem blobstore, 127.0.0.1) and Hadoop's S3A connector resolved as Spark users
 resolve it (spark.jars.packages); credentials from the environment, never printed."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ def run(args, s3, *, credentials=True):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_"))}
     env.update(s3.env() if credentials else {})
     conf = [arg for key, value in s3.spark_conf().items() for arg in ("--spark-conf", f"{key}={value}")]
-    done = subprocess.run([str(Path(sys.executable).parent / "pulsar-txn"), "analyze", *args, *conf],
-                          capture_output=True, text=True, env={**env, "SPARK_LOCAL_IP": "127.0.0.1"}, timeout=600)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "pulsar-txn"), "analyze", *args, *conf],
+        capture_output=True,
+        text=True,
+        env={**env, "SPARK_LOCAL_IP": "127.0.0.1"},
+        timeout=600,
+    )
     assert S3Proxy.SECRET_KEY not in done.stdout + done.stderr
     return done
 

@@ -1,5 +1,6 @@
 """The native scanner against the protobuf decoder: same facts wherever it answers, and it
 answers for every entry a real writer produces (else the fast path would silently not run)."""
+
 from __future__ import annotations
 
 import pytest
@@ -80,7 +81,8 @@ MUTATIONS = st.lists(
         st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=4)),
         st.tuples(st.just("truncate"), st.integers(0, 10**6), st.just(0)),
     ),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 )
 
 
@@ -91,7 +93,7 @@ def mutate(data: bytes, mutations) -> bytes:
         if kind == "flip" and at < len(out):
             out[at] ^= arg
         elif kind == "cut":
-            del out[at:at + arg]
+            del out[at : at + arg]
         elif kind == "insert":
             out[at:at] = arg
         elif kind == "truncate":

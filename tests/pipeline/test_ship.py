@@ -1,5 +1,6 @@
 """What a Spark cluster's executors get shipped (pipeline/ship.py), checked without a cluster;
 tests/pipeline/test_spark_cluster.py runs it on a real one."""
+
 from __future__ import annotations
 
 import subprocess
@@ -29,11 +30,13 @@ def test_a_python_without_site_packages_decodes_from_the_zip_alone(tmp_path):
     """No protobuf, no orjson, no scanner: the shipped zip's pure-Python path gives the same facts."""
     shipment = ship.build(cache_dir=str(tmp_path))
     data = codec.encode_batch(lifecycle(1) + lifecycle(2))
-    code = (f"import sys; sys.path.insert(0, {shipment.zip_path!r})\n"
-            "from pulsar_txn_cli.pipeline import facts\n"
-            "assert facts.NATIVE is None and 'site-packages' not in facts.codec.logs.api_pb2.__file__\n"
-            "from google.protobuf.internal import api_implementation\n"
-            f"print(api_implementation.Type(), facts.entry_facts({TC_ML!r}, 3, 0, {data!r}, None, None))")
+    code = (
+        f"import sys; sys.path.insert(0, {shipment.zip_path!r})\n"
+        "from pulsar_txn_cli.pipeline import facts\n"
+        "assert facts.NATIVE is None and 'site-packages' not in facts.codec.logs.api_pb2.__file__\n"
+        "from google.protobuf.internal import api_implementation\n"
+        f"print(api_implementation.Type(), facts.entry_facts({TC_ML!r}, 3, 0, {data!r}, None, None))"
+    )
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     kind, _, shipped = done.stdout.strip().partition(" ")

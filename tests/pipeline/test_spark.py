@@ -1,4 +1,5 @@
 """Spark and the local runner give identical reports on the same inputs (one shared SparkSession)."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,7 +25,12 @@ def test_spark_and_local_reports_are_identical(spark, many_inputs):
     assert expected["totals"]["decodeErrors"] == 5 and expected["totals"]["transactionsExact"] is False
     assert {m["log"] for m in expected["managedLedgers"]} == {"tc", "pending-ack"}
     empty = next(m for m in expected["managedLedgers"] if m["name"].endswith("_7"))
-    assert (empty["batchedEntries"], empty["records"], empty["transactions"], empty["transactionsExact"]) == (1, 0, 0, True)
+    assert (empty["batchedEntries"], empty["records"], empty["transactions"], empty["transactionsExact"]) == (
+        1,
+        0,
+        0,
+        True,
+    )
 
 
 def test_cli_spark_engine_matches_local(cli, spark, mixed):
@@ -67,8 +73,13 @@ def test_job_module_runs_under_spark_submit(tmp_path, mixed):
     out = tmp_path / "result.json"
     job = Path(spark_job.__file__)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job), source, "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job), source, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "analyzed 10 entries" in done.stdout
     assert json.loads(out.read_text()) == local.run(inputs.expand([source]))

@@ -1,6 +1,7 @@
 """analyze on a real Spark standalone cluster (a master and two workers, each its own JVM) whose
 executors run a Python with only PySpark, pyarrow and pandas: the tool ships its own code, and
 the reports equal the local runner's. One cluster for the module (starting it takes a while)."""
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,27 @@ def driver_env() -> dict:
 
 
 def test_cli_on_the_cluster_ships_its_code_and_matches_local(cli, cluster, many_inputs):
-    conf = [arg for key, value in cluster.driver_conf(cluster.python).items() for arg in ("--spark-conf", f"{key}={value}")]
+    conf = [
+        arg for key, value in cluster.driver_conf(cluster.python).items() for arg in ("--spark-conf", f"{key}={value}")
+    ]
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "pulsar-txn"), "analyze", *many_inputs, "-m", TC2, "--spark-master", cluster.master,
-         *conf, "-o", "json"], capture_output=True, text=True, env=driver_env(), timeout=600)
+        [
+            str(Path(sys.executable).parent / "pulsar-txn"),
+            "analyze",
+            *many_inputs,
+            "-m",
+            TC2,
+            "--spark-master",
+            cluster.master,
+            *conf,
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=driver_env(),
+        timeout=600,
+    )
     assert done.returncode == 3, done.stderr  # the inputs hold corrupt entries
     assert json.loads(done.stdout) == cli(["analyze", *many_inputs, "-m", TC2, "-o", "json"]).json()
     assert "shipped to the executors: pulsar_txn_cli-" in done.stderr and "_scan.cpython-" in done.stderr
@@ -64,9 +82,24 @@ def test_spark_submit_on_the_cluster_with_the_pure_python_path(cluster, many_inp
     settings = {**cluster.driver_conf(cluster.python), "spark.pyspark.driver.python": sys.executable}
     conf = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
     done = subprocess.run(
-        [str(submit), "--master", cluster.master, *conf, spark_job.__file__, *many_inputs, "--managed-ledger", TC2,
-         "--out", str(out), "--pure-python"],
-        capture_output=True, text=True, env={**driver_env(), "PYSPARK_DRIVER_PYTHON": sys.executable}, timeout=600)
+        [
+            str(submit),
+            "--master",
+            cluster.master,
+            *conf,
+            spark_job.__file__,
+            *many_inputs,
+            "--managed-ledger",
+            TC2,
+            "--out",
+            str(out),
+            "--pure-python",
+        ],
+        capture_output=True,
+        text=True,
+        env={**driver_env(), "PYSPARK_DRIVER_PYTHON": sys.executable},
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(out.read_text()) == local.run(inputs.expand(many_inputs), managed_ledger=TC2)
     said = done.stdout  # spark-submit passes the Python driver's stderr to its stdout

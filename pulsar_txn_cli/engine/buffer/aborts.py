@@ -6,6 +6,7 @@ every `capacity` aborted ids into a `TransactionBufferSnapshotSegment`, written 
 `TransactionBufferSnapshotIndexes` that lists it; a regular snapshot only rewrites the index.
 Both keep ids in abort-marker order, so pruning after ledger trimming is FIFO.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,7 +79,9 @@ class SingleAbortedTxns:
         snapshot = self.store.latest(self.topic_name)
         if snapshot is None:
             return Recovered(None)
-        self.aborts = {TxnID(a.txnIdMostBits, a.txnIdLeastBits): Position(a.ledgerId, a.entryId) for a in snapshot.aborts}
+        self.aborts = {
+            TxnID(a.txnIdMostBits, a.txnIdLeastBits): Position(a.ledgerId, a.entryId) for a in snapshot.aborts
+        }
         return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId))
 
     def reset(self) -> None:
@@ -91,8 +94,14 @@ class SingleAbortedTxns:
 class SegmentedAbortedTxns:
     kind = SEGMENT
 
-    def __init__(self, topic_name: str, segments: SystemTopicStore, indexes: SystemTopicStore, segment_size: int,
-                 single_store: SystemTopicStore | None = None):
+    def __init__(
+        self,
+        topic_name: str,
+        segments: SystemTopicStore,
+        indexes: SystemTopicStore,
+        segment_size: int,
+        single_store: SystemTopicStore | None = None,
+    ):
         self.topic_name = topic_name
         self.single_store = single_store
         self.segments = segments
@@ -124,7 +133,9 @@ class SegmentedAbortedTxns:
         sequence = self.next_sequence
         self.next_sequence += 1
         txns, self.unsealed = self.unsealed, []
-        segment = TransactionBufferSnapshotSegment(self.topic_name, sequence, marker.ledger, marker.entry, txn_data(txns))
+        segment = TransactionBufferSnapshotSegment(
+            self.topic_name, sequence, marker.ledger, marker.entry, txn_data(txns)
+        )
         where = self.segments.write(segment_key(self.topic_name, sequence), segment)
         self.last_segment_timestamp = self.segments.clock()
         index = TransactionBufferSnapshotIndex(sequence, marker.ledger, marker.entry, where.ledger, where.entry)
@@ -157,7 +168,9 @@ class SegmentedAbortedTxns:
         return removed
 
     def take_snapshot(self, max_read: Position) -> None:
-        self.last_metadata = TransactionBufferSnapshotIndexesMetadata(max_read.ledger, max_read.entry, txn_data(self.unsealed))
+        self.last_metadata = TransactionBufferSnapshotIndexesMetadata(
+            max_read.ledger, max_read.entry, txn_data(self.unsealed)
+        )
         self._write_indexes(self.last_metadata)
 
     def recover(self, ledger_exists) -> Recovered:
@@ -177,19 +190,26 @@ class SegmentedAbortedTxns:
                     raise EngineError(
                         f"transaction buffer recovery of {self.topic_name} failed: snapshot segment {where} "
                         f"(sequence {index.sequenceID}) listed in the index is missing, and ledger "
-                        f"{index.abortedMarkLedgerID} holding its abort markers still exists")
+                        f"{index.abortedMarkLedgerID} holding its abort markers still exists"
+                    )
                 dropped = True  # pruned: its abort markers' ledger is trimmed, nothing left to filter
                 continue
             self._add_segment(index, [TxnID(a.mostSigBits, a.leastSigBits) for a in segment.aborts])
         metadata = indexes.snapshot or TransactionBufferSnapshotIndexesMetadata(-1, -1, [])
         self.last_metadata = metadata
-        self.unsealed = [t for t in (TxnID(a.mostSigBits, a.leastSigBits) for a in metadata.aborts) if t not in self.sealed]
+        self.unsealed = [
+            t for t in (TxnID(a.mostSigBits, a.leastSigBits) for a in metadata.aborts) if t not in self.sealed
+        ]
         if dropped:
             self._write_indexes(metadata)  # like Pulsar: rewrite the index without the invalid entries
         if indexes.snapshot is None:
-            return Recovered(None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic")
-        return Recovered(Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId),
-                         note="dropped index entries of pruned segments" if dropped else None)
+            return Recovered(
+                None, full_replay=True, note="the index has no snapshot metadata; replaying the whole topic"
+            )
+        return Recovered(
+            Position(metadata.maxReadPositionLedgerId, metadata.maxReadPositionEntryId),
+            note="dropped index entries of pruned segments" if dropped else None,
+        )
 
     def _recover_old_snapshot(self) -> Recovered:
         """No index yet: start from a v1 single snapshot if there is one (enabling segments later)."""
@@ -199,8 +219,10 @@ class SegmentedAbortedTxns:
         if snapshot is None:
             return Recovered(None)
         self.unsealed = [TxnID(a.txnIdMostBits, a.txnIdLeastBits) for a in snapshot.aborts]
-        return Recovered(Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId),
-                         note="recovered from a single (v1) snapshot")
+        return Recovered(
+            Position(snapshot.maxReadPositionLedgerId, snapshot.maxReadPositionEntryId),
+            note="recovered from a single (v1) snapshot",
+        )
 
     def reset(self) -> None:
         """Forget everything but the sequence counter (new segments must not reuse a key)."""
@@ -216,7 +238,11 @@ class SegmentedAbortedTxns:
         }
         if segment_stats:
             stats["segmentStats"] = [
-                {"lastTxnID": str(self.segment_txns[seq][-1]),
-                 "persistentPosition": f"{index.abortedMarkLedgerID}:{index.abortedMarkEntryID}"}
-                for seq, index in self.indexes.items() if self.segment_txns.get(seq)]
+                {
+                    "lastTxnID": str(self.segment_txns[seq][-1]),
+                    "persistentPosition": f"{index.abortedMarkLedgerID}:{index.abortedMarkEntryID}",
+                }
+                for seq, index in self.indexes.items()
+                if self.segment_txns.get(seq)
+            ]
         return stats

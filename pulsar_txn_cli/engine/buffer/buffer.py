@@ -6,6 +6,7 @@ ongoing transaction (or the last written position when none is ongoing). Commit 
 append a marker; aborted ids are kept (in marker order) so dispatch can skip their messages,
 until the ledger holding the abort marker is trimmed.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,8 +44,15 @@ class SnapshotTopics:
 
 
 class TransactionBuffer:
-    def __init__(self, topic: str, log, snapshot_topics: SnapshotTopics, config: BufferConfig | None = None,
-                 clock: Callable[[], int] = now_ms, writable: bool = True):
+    def __init__(
+        self,
+        topic: str,
+        log,
+        snapshot_topics: SnapshotTopics,
+        config: BufferConfig | None = None,
+        clock: Callable[[], int] = now_ms,
+        writable: bool = True,
+    ):
         """writable=False: a read-only view (a read-only engine); loading it writes nothing."""
         self.topic = topic
         self.writable = writable
@@ -53,9 +61,13 @@ class TransactionBuffer:
         self.clock = clock
         self.snapshot_topics = snapshot_topics
         if self.config.segmented:
-            self.aborts = SegmentedAbortedTxns(topic, SystemTopicStore(snapshot_topics.segments, clock),
-                                               SystemTopicStore(snapshot_topics.indexes, clock), self.config.segment_size,
-                                               SystemTopicStore(snapshot_topics.single, clock))
+            self.aborts = SegmentedAbortedTxns(
+                topic,
+                SystemTopicStore(snapshot_topics.segments, clock),
+                SystemTopicStore(snapshot_topics.indexes, clock),
+                self.config.segment_size,
+                SystemTopicStore(snapshot_topics.single, clock),
+            )
         else:
             self.aborts = SingleAbortedTxns(topic, SystemTopicStore(snapshot_topics.single, clock))
         self.state = INITIALIZING
@@ -81,7 +93,9 @@ class TransactionBuffer:
         self.recover_start_time = self.clock()
         recovered: Recovered = self.aborts.recover(self.log.ledger_exists)
         self.recovery_note = recovered.note
-        start = EARLIEST if recovered.full_replay or recovered.max_read_position is None else recovered.max_read_position
+        start = (
+            EARLIEST if recovered.full_replay or recovered.max_read_position is None else recovered.max_read_position
+        )
         if recovered.max_read_position is not None and not recovered.full_replay:
             self.max_read_position = recovered.max_read_position
         for position, data in self.log.read_after(start):

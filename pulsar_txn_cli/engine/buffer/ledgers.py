@@ -4,6 +4,7 @@ Each append is its own store transaction, as each BookKeeper add is durable on i
 segment can be stored while the index written after it is not (PIP-178's interrupted write).
 A caller that wants several writes atomic wraps them in its own `store.tx()`.
 """
+
 from __future__ import annotations
 
 from typing import Iterator

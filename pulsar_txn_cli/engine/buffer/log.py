@@ -4,6 +4,7 @@
 adapts the engine's managed ledgers to it. `MemoryLog` is a small stand-in with ledger
 rollover and trimming so the buffer's rules can be tested without any storage.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, Protocol

@@ -4,6 +4,7 @@ A real broker writes MessageMetadata (with `txnid_*_bits` and, for markers, `mar
 TXN_COMMIT or TXN_ABORT) followed by the payload. The engine keeps the same information as one
 compact JSON document per entry; it is only ever read back by the engine itself.
 """
+
 from __future__ import annotations
 
 import base64

@@ -4,6 +4,7 @@ A buffer is loaded (snapshot + replay, as on a broker's topic load) on first use
 and kept for the life of the engine object. Snapshot system topics are shared by the
 namespace, as on a broker. Time-based snapshots follow the engine's clock.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -63,7 +64,9 @@ class BufferService:
     def snapshot_topics(self, namespace: str) -> SnapshotTopics:
         tenant, ns = namespace.split("/")
         name = f"{tenant}/{ns}/persistent/"
-        return SnapshotTopics(self.log(name + SNAPSHOT_TOPIC), self.log(name + SEGMENTS_TOPIC), self.log(name + INDEXES_TOPIC))
+        return SnapshotTopics(
+            self.log(name + SNAPSHOT_TOPIC), self.log(name + SEGMENTS_TOPIC), self.log(name + INDEXES_TOPIC)
+        )
 
     def exists(self, topic: str) -> bool:
         return self.log(managed_ledger_name(topic)).ml.exists
@@ -77,8 +80,14 @@ class BufferService:
         log = self.log(managed_ledger_name(topic))
         if not log.ml.exists and not create:
             raise TopicNotFound(f"topic {topic} does not exist in the engine")
-        buffer = TransactionBuffer(topic, log, self.snapshot_topics(namespace_of(topic)), self._config_for(log),
-                                   lambda: self.clock.now_ms, writable=self.writable)
+        buffer = TransactionBuffer(
+            topic,
+            log,
+            self.snapshot_topics(namespace_of(topic)),
+            self._config_for(log),
+            lambda: self.clock.now_ms,
+            writable=self.writable,
+        )
         buffer.recover()
         self.buffers[topic] = buffer
         return buffer

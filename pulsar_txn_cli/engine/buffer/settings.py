@@ -1,4 +1,5 @@
 """The broker settings the transaction buffer reads (pulsar-facts §8; none is dynamic)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,6 @@ class BufferConfig:
             max_transaction_count=int(value["transactionBufferSnapshotMaxTransactionCount"]),
             min_time_ms=int(value["transactionBufferSnapshotMinTimeInMillis"]),
         )
-
 
 
 DOCS = {

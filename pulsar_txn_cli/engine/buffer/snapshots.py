@@ -11,6 +11,7 @@ message key that topic compaction and the broker's table view use; a null value 
   `TransactionBufferSnapshotIndexes` on `__transaction_buffer_snapshot_indexes`, key = topic name,
   which lists the segments and carries maxReadPosition and the unsealed aborted ids.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -110,7 +111,9 @@ def indexes_from_dict(doc: dict) -> TransactionBufferSnapshotIndexes:
     value["indexList"] = _list(TransactionBufferSnapshotIndex, doc.get("indexList"))
     meta = doc.get("snapshot")
     if meta is not None:
-        meta = dict(_fields(TransactionBufferSnapshotIndexesMetadata, meta), aborts=_list(TxnIDData, meta.get("aborts")))
+        meta = dict(
+            _fields(TransactionBufferSnapshotIndexesMetadata, meta), aborts=_list(TxnIDData, meta.get("aborts"))
+        )
         meta = TransactionBufferSnapshotIndexesMetadata(**meta)
     value["snapshot"] = meta
     return TransactionBufferSnapshotIndexes(**value)
@@ -125,8 +128,14 @@ _DECODERS = {
 
 def encode_entry(key: str, value, publish_time: int = 0) -> bytes:
     schema = type(value).__name__ if value is not None else None
-    return orjson.dumps({"key": key, "schema": schema, "publishTime": publish_time,
-                         "value": asdict(value) if value is not None else None})
+    return orjson.dumps(
+        {
+            "key": key,
+            "schema": schema,
+            "publishTime": publish_time,
+            "value": asdict(value) if value is not None else None,
+        }
+    )
 
 
 def decode_entry(data: bytes, where: str = "?"):

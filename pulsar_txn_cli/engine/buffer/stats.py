@@ -1,4 +1,5 @@
 """The transaction buffer's admin answers, in Pulsar's JSON shapes (pulsar-facts §6)."""
+
 from __future__ import annotations
 
 from pulsar_txn_cli.engine.buffer.aborts import SEGMENT
