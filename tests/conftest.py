@@ -34,6 +34,33 @@ class CliResult:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
+# Time limits of the sets of real components (pyproject.toml sets 300 s for every other test). A
+# session fixture (a broker, a cluster) starts inside the first test that asks for it, so each bound
+# covers one start as well as the test itself.
+REAL_SET_TIMEOUTS = {
+    "integration": 900,
+    "cluster": 1200,
+    "versions": 1800,
+    "real_downgrade": 1800,
+    "secured": 900,
+    "spark_cluster": 1200,
+    "nack_java": 900,
+    "doctor": 1200,
+    "faults": 1200,
+    "scale": 1800,
+    "java_admin": 900,
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        bounds = [REAL_SET_TIMEOUTS[m.name] for m in item.iter_markers() if m.name in REAL_SET_TIMEOUTS]
+        if bounds:
+            item.add_marker(pytest.mark.timeout(max(bounds)))
+
+
 def isolate(monkeypatch, tmp_path) -> None:
     """No target from the environment, and HOME, state and data under tmp_path: a test never reads
     or writes the user's engine, state, client.conf or pulsarctl config."""
