@@ -11,8 +11,9 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote
 
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
+
 PARTITION_SUFFIX = "-partition-"
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 _PARTITION = re.compile(r"-partition-\d+$")
 _TXN = re.compile(r"^\(?\s*(-?\d+)\s*[,:]\s*(-?\d+)\s*\)?$")
 
