@@ -1,7 +1,7 @@
 """Pulsar's names and ids as text: topics, partitions, managed ledgers, positions, transaction ids,
 and the "true"/"false" of its configuration. One parser each.
 
-A leaf: it imports nothing of the project, so any layer can use it. A name that does not parse
+A leaf: it imports only protocol.py, so any layer can use it. A name that does not parse
 raises InvalidName, which the CLI's error mapping (cli/main.py) reports as a usage error (exit code 2).
 """
 
