@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pulsar_txn_cli.admin import features, remembered
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import parse_bool
+from pulsar_txn_cli.output.units import iso_millis
 from pulsar_txn_cli.protocol import (
     PENDING_ACK_BATCH_KEY,
     TC_BATCH_KEY,
     pending_ack_store_key,
     tc_assign_partition,
     tc_store_key,
-    timestamp_text,
 )
 
 
@@ -239,7 +239,7 @@ def declare_change(admin, log: Log, enabled: bool, at_ms: int) -> dict:
         )
     if at_ms > admin.now_ms() + 60_000:
         raise UsageError(
-            f"--changed-at {iso(at_ms)} is in the future of {admin.target.describe()} ({iso(admin.now_ms())})"
+            f"--changed-at {iso_millis(at_ms)} is in the future of {admin.target.describe()} ({iso_millis(admin.now_ms())})"
         )
     identity = admin.identity()
     state = remembered.load_changes(identity)
@@ -254,7 +254,7 @@ def declare_change(admin, log: Log, enabled: bool, at_ms: int) -> dict:
         "previous": None,
         "at": at_ms,
         "declared": True,
-        "note": f"recorded, not changed: each {log.store} opened after {iso(at_ms)} runs with {_word(enabled)}",
+        "note": f"recorded, not changed: each {log.store} opened after {iso_millis(at_ms)} runs with {_word(enabled)}",
     }
 
 
@@ -349,7 +349,7 @@ def judge(
     if configured is not None and change.get("value") != configured:
         return (
             None,
-            f"the setting was changed again outside pulsar-txn after {iso(at)}; the moment of that change is unknown",
+            f"the setting was changed again outside pulsar-txn after {iso_millis(at)}; the moment of that change is unknown",
         )
     snapshot = change.get("recoverStartTimes")
     if snapshot is not None:  # the store's open time at the change: moved (or new store) = reopened since
@@ -357,16 +357,18 @@ def judge(
     else:
         reopened = start >= at
     if reopened:
-        return change.get("value"), f"the store was reopened (at {iso(start)}) after the change at {iso(at)}"
+        return change.get(
+            "value"
+        ), f"the store was reopened (at {iso_millis(start)}) after the change at {iso_millis(at)}"
     previous = (change.get("runningBefore") or {}).get(key, change.get("previous"))
     if previous is None:
         return (
             None,
-            f"the store was not reopened since the change at {iso(at)}, and the value before the change is unknown",
+            f"the store was not reopened since the change at {iso_millis(at)}, and the value before the change is unknown",
         )
     return (
         previous,
-        f"the store was not reopened since the change at {iso(at)} (opened at {iso(start)}); reload it for the change to take effect",
+        f"the store was not reopened since the change at {iso_millis(at)} (opened at {iso_millis(start)}); reload it for the change to take effect",
     )
 
 
@@ -426,10 +428,6 @@ def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:
             continue
         part = next((s for s in summary if s["log"] == log.kind), None)
         broker["batches"] = part["batches"] if part else 0
-
-
-def iso(ms: int | None) -> str:
-    return timestamp_text(ms) if ms else "-"
 
 
 def _short(url: str) -> str:

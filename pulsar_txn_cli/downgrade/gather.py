@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
@@ -21,13 +20,10 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.output.units import iso_seconds
 from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
 
 DEFAULT_CONCURRENCY = 16
-
-
-def iso_seconds(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def describe_error(exc: BaseException) -> str:
