@@ -158,6 +158,32 @@ def default_engine_dir() -> str:
     return str(Path(platformdirs.user_data_dir("pulsar-txn")) / "engine")
 
 
+def engine_directory(flags, environ: dict | None = None) -> Path:
+    """The engine an `engine` command acts on: --engine-dir, else $PULSAR_TXN_ENGINE_DIR, else the user
+    data directory. Never a context's or client.conf's target: those name clusters."""
+    environ = os.environ if environ is None else environ
+    if getattr(flags, "admin_url", None):
+        raise UsageError(
+            "engine commands act on the embedded engine; --admin-url does not apply to them "
+            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+        )
+    flag = getattr(flags, "engine_dir", None)
+    if not flag:
+        # The environment points the other commands at a cluster: acting on the default engine
+        # instead, silently, is the surprise an operator does not expect.
+        for name in (ENV_ADMIN_URL, ENV_CONTEXT):
+            if environ.get(name):
+                raise UsageError(
+                    f"engine commands act on an embedded engine, but {name} names a cluster "
+                    f"({environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}"
+                )
+    value = flag or environ.get(ENV_ENGINE_DIR)
+    directory = Path(value).expanduser() if value else Path(default_engine_dir())
+    if directory.is_file():
+        raise UsageError(f"engine directory {directory} is a file; give a directory")
+    return directory
+
+
 def _auth(s: dict, cert, key):
     """(token, client cert, client key, basic credentials, OAuth2 parameters) from --token/--token-file/
     --auth-plugin/--auth-params."""
