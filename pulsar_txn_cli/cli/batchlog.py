@@ -1,4 +1,5 @@
-"""PIP-160's four promised commands, made real over the dynamic broker settings (facts §5).
+"""PIP-160's four promised commands, made real over the dynamic broker settings (PIP-160 proposed
+them; Pulsar never shipped them, its admin/v3/Transactions.java has no such endpoint).
 
 set-txn-tc-batch-log / set-txn-pending-ack-batch-log update the dynamic setting and, with
 --reload, reopen the stores; get-txn-tc-batch-log-stat / get-txn-pending-ack-batch-log-stat judge

@@ -1,6 +1,7 @@
 """Where batching is effective, per store, through the admin layer's own judgement (admin/batchlog/).
 
-Pulsar reports no per-store batching state (facts §5); admin/batchlog/judgement.py combines the
+Pulsar reports no per-store batching state (PIP-160's stat commands never
+shipped); admin/batchlog/judgement.py combines the
 configured value, the change recorded when pulsar-txn set it, and each store's open time. This
 module only feeds it what the check already observed, so no extra admin call is made.
 """

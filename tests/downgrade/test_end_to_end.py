@@ -427,7 +427,7 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
     assert again.exit_code == 2 and "already holds an engine" in again.stderr
 
 
-# -- facts §3.3 on the engine ---------------------------------------------------------------------
+# -- the batch-index deletion stall on the engine ------------------------------------------------------------------
 
 
 @pytest.mark.slow

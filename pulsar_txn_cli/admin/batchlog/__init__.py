@@ -1,7 +1,7 @@
 """PIP-160's batch-log switches: set them, reload the stores, and judge where batching is effective.
 
-Pulsar has no API that says whether a coordinator or a pending-ack store batches (facts §5): a
-store reads the dynamic setting only when it is opened. So the judgement combines
+Pulsar has no API that says whether a coordinator or a pending-ack store batches (PIP-160's stat
+commands never shipped: Pulsar's admin/v3/Transactions.java has no such endpoint): a store reads the dynamic setting only when it is opened. So the judgement combines
 - the configured value: the dynamic override, else each broker's runtime configuration;
 - the moment of the change, recorded when this tool sets it (admin/remembered.py, keyed by the
   cluster's identity, not by the URL), with every store's recoverStartTime at that moment

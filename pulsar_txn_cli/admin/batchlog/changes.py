@@ -38,7 +38,7 @@ def set_batch_log(
     state = remembered.load_changes(identity)
     change = state["changes"].get(log.key)
     # What each store runs with right now, judged under the record in force: a store opened under an
-    # earlier change keeps that change's value, not the setting's previous value (#13.6).
+    # earlier change keeps that change's value, not the setting's previous value.
     running = {
         store_key(log, s): judge(s, configured_for(s, before), before["dynamic"], change, store_key(log, s))[0]
         for s in stores

@@ -21,6 +21,7 @@ class Log:
         return "coordinators" if self.kind == "tc" else "subscriptions"
 
 
+# "coodinatorArray" (sic) is how PIP-160 spells the key in its proposed answer; kept, so the JSON is the PIP's.
 TC = Log("tc", TC_BATCH_KEY, "txnTcBatchLogEnabled", "coodinatorArray", "pulsar_txn_tc", "coordinator")
 PENDING_ACK = Log(
     "pending-ack",
