@@ -301,5 +301,11 @@ class PulsarAdmin:
         return sorted(set(urls))
 
 
+def broker_at(url: str, brokers: int) -> str | None:
+    """Where to ask one broker of BROKERS: its own URL, or None (through the admin URL) when it is the only
+    one, since a served engine or a proxy may advertise an address this machine cannot reach."""
+    return None if brokers == 1 else url
+
+
 def _at(broker_url: str | None, path: str) -> str:
     return broker_url.rstrip("/") + path if broker_url else path

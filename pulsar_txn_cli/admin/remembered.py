@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from pulsar_txn_cli.atomic_write import write_atomically
+from pulsar_txn_cli.output.units import iso_seconds
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
@@ -76,7 +77,7 @@ def listing() -> list[dict]:
                     "kind": kind,
                     "detail": _detail(kind, doc),
                     "seenAs": doc.get("seenAs") or [],
-                    "updatedAt": _iso(mtime),
+                    "updatedAt": iso_seconds(int(mtime) * 1000),
                     "file": str(path),
                     "_mtime": mtime,
                 }
@@ -119,7 +120,3 @@ def _detail(kind: str, doc: dict) -> str:
         )
     count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
     return f"{count} last-batched ledger record(s)"
-
-
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -197,9 +197,9 @@ def test_reload_waits_for_a_replaying_pending_ack_store(run, broker):
 
 
 def test_reload_leaves_a_store_that_never_gets_ready_alone(run, broker, monkeypatch):
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.admin.batchlog import changes
 
-    monkeypatch.setattr(batchlog, "SETTLE_SECONDS", 1.0)
+    monkeypatch.setattr(changes, "SETTLE_SECONDS", 1.0)
     _replaying(broker, ["Initializing"] * 1000)
     result = run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y", "-o", "json")
     assert result.exit_code == 4, result.stderr
