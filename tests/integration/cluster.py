@@ -264,6 +264,7 @@ class PulsarCluster:
     def start(self, timeout: float = READY_TIMEOUT) -> None:
         t0 = time.monotonic()
         deadline = t0 + timeout
+        harness.STARTED.append(self.name)
         try:
             self._start_zookeeper(deadline)
             self.timings["zookeeper"] = time.monotonic() - t0
@@ -597,10 +598,9 @@ class PulsarCluster:
             # Seen on 4.0.7 (docs/real-broker-findings.md): right after an unload a subscribe can hang
             # for good when the topic was unloaded while its pending-ack store was still initialising.
             # Not what the tests check: unload the workload's topics once more and run it again.
-            print(
-                f"\ncluster harness: a subscribe timed out; unloading the '{kw.get('prefix')}' topics and "
-                "running the workload once more",
-                file=sys.stderr,
+            harness.note_retry(
+                f"cluster workload rerun after unloading the '{kw.get('prefix')}' topics",
+                harness._first_line_with(exc, "TimeoutException"),
             )
             self.unload_prefix(str(kw.get("prefix", "txn")))
             return self.start_workload(**kw).finish(timeout=timeout)
@@ -711,6 +711,10 @@ def start_cluster(classpath: str | None = None, attempts: int = 2, log=print, **
         except Exception as e:  # noqa: BLE001 - retried once, then reported
             errors.append(f"attempt {attempt + 1}: {e}\n{cluster.logs(3000)}")
             cluster.cleanup()
+            if attempt + 1 < attempts:
+                harness.note_retry(
+                    "cluster started again on fresh ports", str(e).splitlines()[0] if str(e) else repr(e)
+                )
     raise BrokerStartError("\n\n".join(errors))
 
 

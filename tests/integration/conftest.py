@@ -62,7 +62,9 @@ _SESSION_BROKER_SUSPECT = []
 @pytest.fixture(autouse=True)
 def _restart_session_broker_after_a_failure(request):
     if _SESSION_BROKER_SUSPECT and "pulsar_broker" in request.fixturenames:
+        failed = _SESSION_BROKER_SUSPECT[-1]
         _SESSION_BROKER_SUSPECT.clear()
+        harness.note_retry("session broker restarted on its data before the next test", f"{failed} failed")
         broker = request.getfixturevalue("pulsar_broker")
         broker.restart()
         broker.wait_coordinators_ready()
@@ -91,6 +93,15 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter):
+    """The harness's retries (each with its cause), then the version matrix (test_versions.py)."""
+    if harness.RETRIES or harness.STARTED:
+        terminalreporter.write_sep("-", f"harness retries: {len(harness.RETRIES)}")
+        for n, retry in enumerate(harness.RETRIES, 1):
+            terminalreporter.write_line(f"{n}. {retry['what']} (cause: {retry['cause']})")
+    _matrix_summary(terminalreporter)
+
+
+def _matrix_summary(terminalreporter):
     """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md."""
     matrix = getattr(sys.modules.get("test_versions"), "MATRIX", None)
     if not matrix:
