@@ -44,6 +44,7 @@ def pulsar_cluster():
 
 
 SESSION_CLUSTERS: list = []
+_LOADED = __import__("time").monotonic()  # about when the session began (conftest loads at collection)
 
 
 @pytest.fixture(scope="session")
@@ -102,10 +103,13 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def _matrix_summary(terminalreporter):
-    """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md."""
-    matrix = getattr(sys.modules.get("test_versions"), "MATRIX", None)
+    """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md, and
+    the run's results for scripts/gen_compatibility.py."""
+    module = sys.modules.get("test_versions")
+    matrix = getattr(module, "MATRIX", None)
     if not matrix:
         return
+    _write_compatibility_results(terminalreporter, module.LINES, matrix)
     versions = list(matrix)
     commands = list(dict.fromkeys(c for row in matrix.values() for c in row))
     terminalreporter.write_sep("-", "pulsar-txn against each Pulsar line (last outcome per command)")
@@ -115,3 +119,26 @@ def _matrix_summary(terminalreporter):
         terminalreporter.write_line(
             f"| `{command}` | " + " | ".join(matrix[v].get(command, "-") for v in versions) + " |"
         )
+
+
+def _write_compatibility_results(terminalreporter, lines: list[str], matrix: dict) -> None:
+    import json
+    import time
+
+    def count(kind: str) -> int:
+        return len({r.nodeid for r in terminalreporter.stats.get(kind, []) if "test_versions.py" in r.nodeid})
+
+    results = {
+        "lines": lines,
+        "matrix": {line: matrix[line] for line in lines if line in matrix},
+        "tests": {"passed": count("passed"), "failed": count("failed") + count("error")},
+        "seconds": round(time.monotonic() - _LOADED, 1),
+        "when": time.strftime("%Y-%m-%d", time.gmtime()),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+    }
+    out = Path(
+        os.environ.get("PULSAR_TXN_COMPAT_OUT") or Path(__file__).parent / "versions/target/compatibility-run.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    terminalreporter.write_line(f"results written to {out}: python scripts/gen_compatibility.py {out}")
