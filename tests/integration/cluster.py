@@ -141,7 +141,7 @@ class Broker:
 
     def conf(self) -> dict[str, Any]:
         c = self.cluster
-        zk = f"127.0.0.1:{c.zk_port}"
+        zk = f"127.0.0.1:{c.broker_zk_port or c.zk_port}"  # a proxy's port when the link is under test
         conf: dict[str, Any] = {
             "clusterName": c.name,
             "metadataStoreUrl": f"zk:{zk}",
@@ -254,6 +254,7 @@ class PulsarCluster:
         self.base = Path(base_dir or tempfile.mkdtemp(prefix=f"pulsar-txn-cluster-{name}-"))
         self.base.mkdir(parents=True, exist_ok=True)
         self.zk_port, self.bookie_port = free_port(), free_port()
+        self.broker_zk_port: int | None = None  # where the brokers reach ZooKeeper, if not zk_port (a proxy)
         self.zookeeper = Proc("zookeeper", self.base)
         self.bookie = Proc("bookie", self.base)
         self.brokers = [Broker(self, i) for i in range(brokers)]
@@ -457,6 +458,18 @@ class PulsarCluster:
                 return
             time.sleep(0.5)
         raise BrokerStartError(f"the bookie did not register\n{self.bookie.tail()}")
+
+    def restart_bookie(self, timeout: float = READY_TIMEOUT, down: float = 0) -> None:
+        """The bookie killed (SIGKILL), `down` seconds without it, then started on its data until registered."""
+        self.bookie.kill(signal.SIGKILL)
+        time.sleep(down)
+        self._start_bookie(time.monotonic() + timeout)
+
+    def restart_zookeeper(self, timeout: float = READY_TIMEOUT, down: float = 0) -> None:
+        """ZooKeeper killed (SIGKILL), `down` seconds without it, then started on its data until it answers."""
+        self.zookeeper.kill(signal.SIGKILL)
+        time.sleep(down)
+        self._start_zookeeper(time.monotonic() + timeout)
 
     # ----------------------------------------------------------------- brokers
 
