@@ -505,3 +505,67 @@ def test_zookeeper_restarted_during_wait(rig):
     c = rig.cluster
     wait_across(rig, lambda: c.zookeeper.kill(), lambda: c._start_zookeeper(time.monotonic() + 180), "zookeeperRestart")
     print("\nfaults figures:", json.dumps(FIGURES), "\nruns:", rig.runs)
+
+
+# --------------------------------------------------------------------------- two operators at once
+
+
+def test_two_operators_at_once_never_corrupt_a_state_file(rig, tmp_path):
+    """Two operators with their own state directories switch a batch log and wait on `downgrade check`
+    against the same cluster at once; two more share one state directory and write its files at once."""
+    c = rig.cluster
+    own = [tmp_path / "operator-a", tmp_path / "operator-b"]
+    shared = tmp_path / "shared"
+    checkpoint = tmp_path / "shared-checkpoint.json"
+
+    def cmd(state: Path, *args) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pulsar_txn_cli", *map(str, args), "--admin-url", c.broker(0).admin_url],
+            env={**env_of(rig), "XDG_STATE_HOME": str(state)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def loop(state: Path, rounds: int, *args) -> list[tuple[int, str]]:
+        outcomes = []
+        for _ in range(rounds):
+            proc = cmd(state, *args)
+            out, err = proc.communicate(timeout=240)
+            outcomes.append((proc.returncode, err[-600:]))
+        return outcomes
+
+    results: dict[str, list] = {}
+    jobs = {
+        "a-switch": (own[0], 3, "set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes"),
+        "b-wait": (own[1], 1, "downgrade", "check", "--wait", "--interval", "1", "--timeout", "60", "-o", "json"),
+        "shared-switch": (shared, 4, "set-txn-tc-batch-log", "--disable", "--yes"),
+        "shared-switch-pending-ack": (shared, 4, "set-txn-pending-ack-batch-log", "--disable", "--yes"),
+        "shared-check": (shared, 4, "downgrade", "check", "--checkpoint", checkpoint, "-o", "json"),
+        "shared-check-2": (shared, 4, "downgrade", "check", "--checkpoint", checkpoint, "-o", "json"),
+    }
+    threads = [
+        threading.Thread(target=lambda k=k, j=j: results.__setitem__(k, loop(j[0], j[1], *j[2:])))
+        for k, j in jobs.items()
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert set(results) == set(jobs), results
+    for name, outcomes in results.items():
+        for code, err in outcomes:
+            assert "Traceback" not in err, (name, err)
+            # a check may wait (5) while the other operator's reload reopens the stores; nothing else fails
+            assert code in (0, 5), (name, code, err)
+            assert len([line for line in err.splitlines() if line.startswith("error:")]) <= 1, (name, err)
+    files = [p for d in [*own, shared] for p in d.rglob("*") if p.is_file()] + [checkpoint]
+    assert len(files) >= 3, files
+    for path in files:
+        if path.suffix == ".json":
+            json.loads(path.read_text())  # whole, never torn or interleaved
+    assert not [p for p in files if p.name.endswith(".tmp")], files
+    assert {k[0] for k in records(checkpoint)} >= {"tc"}
+    # both operators' change records are in the shared state, neither lost to the other's save
+    (changes,) = [json.loads(p.read_text()) for p in (shared / "pulsar-txn" / "targets").glob("*.json")]
+    assert {"transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"} <= set(changes["changes"])
