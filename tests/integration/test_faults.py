@@ -199,11 +199,6 @@ class Background:
         return "".join(line for _, line in list(self.lines))
 
 
-def progress(text: str) -> list[str]:
-    """--wait's progress lines (one per check)."""
-    return [line for line in text.splitlines() if re.match(r"^(check \d+ failed|.*\bcheck \d+\b)", line)]
-
-
 # --------------------------------------------------------------------------- a cluster walked to SAFE
 
 
@@ -262,16 +257,16 @@ def test_wait_is_never_safe_under_latency_and_resumes_by_itself_when_it_clears(r
         "json",
     )
     try:
-        waiting.wait_for("a third failed check", lambda line: line.startswith("check 3 failed"), timeout=90)
+        waiting.wait_for("a third failed check", lambda line: "check 3 failed" in line, timeout=90)
         cleared = time.monotonic()
     finally:
         rig.front.clear()
     result = waiting.finish(timeout=150)
     before = [line for t, line in waiting.lines if t < cleared]
     assert not any("SAFE" in line for line in before), before
-    assert all("got no answer within 2s" in line for line in before if line.startswith("check ")), before
+    assert all("got no answer within 2s" in line for line in before if re.search(r"check \d+ failed", line)), before
     assert (result.code, result.verdict()) == (0, "SAFE"), result.err[-4000:]
-    checks = len(re.findall(r"^check \d+ failed", result.err, re.M)) + 1
+    checks = len(re.findall(r"check \d+ failed", result.err)) + 1
     # No storm: a failed check stops at its first unanswered request, a good one sends what a check sends.
     assert result.through <= 8 * checks + rig.per_check, (result.through, checks, rig.per_check)
     assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
@@ -470,9 +465,7 @@ def wait_across(rig: Rig, fault, heal, name: str) -> None:
     )
     t0 = time.monotonic()
     try:
-        waiting.wait_for(
-            "a second check", lambda line: bool(re.match(r"^(check 2 failed|.*check 2\b)", line)), 180, or_end=True
-        )
+        waiting.wait_for("a second check", lambda line: bool(re.search(r"\bcheck 2\b", line)), 180, or_end=True)
         healed_at = time.monotonic()
         ended_during_fault = waiting.proc.poll() is not None
         heal()
@@ -486,7 +479,7 @@ def wait_across(rig: Rig, fault, heal, name: str) -> None:
         verdict = json.loads(result.out)
         assert len(verdict["coordinators"]) == 4 and not verdict["problems"], verdict
         assert all(i["clear"] for i in verdict["coordinators"] + verdict["subscriptions"]), verdict
-    checks = len(re.findall(r"^check \d+ failed|^.*\bcheck \d+\b", result.err, re.M))
+    checks = len(re.findall(r"^(?!debug:).*\bcheck \d+\b", result.err, re.M))
     assert result.through <= (checks + 1) * 4 * rig.per_check, (result.through, checks)
     assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
     FIGURES[name] = {
