@@ -25,7 +25,8 @@ END = "<!-- end of generated table -->"
 
 def render(results: dict) -> str:
     lines, matrix = results["lines"], results["matrix"]
-    commands = list(dict.fromkeys(c for line in lines for c in matrix.get(line, {})))
+    # the broker's start time first, then the commands in the order the run met them
+    commands = list(dict.fromkeys(["start (s)", *(c for line in lines for c in matrix.get(line, {}))]))
     rows = [
         "| command | " + " | ".join(lines) + " |",
         "|---" * (len(lines) + 1) + "|",
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
         print(f"{argv[0]}: no outcomes for {', '.join(missing)} (a partial run): not written", file=sys.stderr)
         return 1
     if Path(argv[0]).resolve() != DATA.resolve():
-        DATA.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        DATA.write_text(json.dumps(results, indent=1) + "\n")
     DOC.write_text(splice(DOC.read_text(), render(results)))
     print(f"wrote {DOC.relative_to(ROOT)} from {DATA.relative_to(ROOT)}")
     return 0

@@ -111,7 +111,9 @@ def _coordinator_internal(broker, out):
 
 
 def _pending_ack(broker, out):
-    assert out["state"] == "Ready" and out["ongoingTxnSize"] >= 0, out
+    assert out["state"] == "Ready", out
+    if not before_pip160(version_of(broker)):  # seen: 2.10.5 answers {"state": "Ready"} alone
+        assert out["ongoingTxnSize"] >= 0, out
 
 
 def _pending_ack_internal(broker, out):
@@ -134,8 +136,10 @@ def _subscriptions(broker, out):
 
 
 def _metrics(broker, out):
-    if before_pip160(version_of(broker)):
-        assert out == [], out  # no batched-log metrics before 2.11 (the tool says so on stderr)
+    if harness.version_tuple(version_of(broker)) < (3, 0):
+        # Seen: 2.10.5 (before PIP-160) and 2.11.0 export no batched-log series here (batching is off at
+        # this point of the module); 3.0.0 and newer export both logs' series either way.
+        assert out == [], out
     else:
         assert {m["log"] for m in out} == {"tc", "pending-ack"}, out
         assert all(m["batches"] >= 0 and m["records"] >= 0 for m in out), out
