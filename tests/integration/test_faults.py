@@ -383,7 +383,7 @@ def test_the_exporter_fails_closed_while_cut_and_recovers_by_itself(rig):
                 time.sleep(0.5)
             pytest.fail(f"{what} not scraped in {timeout}s:\n{text[-3000:]}")
 
-        until("a SAFE observation", lambda t: sample(t, "pulsar_txn_downgrade_verdict", '{verdict="SAFE"}') == 1)
+        safe = until("a SAFE observation", lambda t: sample(t, "pulsar_txn_downgrade_verdict", '{verdict="SAFE"}') == 1)
         rig.front.cut()
         cut_at = time.monotonic()
         down = until("the exporter down", lambda t: sample(t, "pulsar_txn_exporter_up") == 0, timeout=30)
@@ -405,11 +405,17 @@ def test_the_exporter_fails_closed_while_cut_and_recovers_by_itself(rig):
     cut_lines = [line for t, line in exporter.lines if cut_at <= t < restored_at]
     requests_while_cut = sum(1 for line in cut_lines if REQUEST.match(line) and rig.front.url in line)
     seconds_cut = restored_at - cut_at
-    # No storm while the link is down: one observation a second, each a few refused connects (3 retries).
-    assert requests_while_cut <= 4 * (seconds_cut / 1 + 2), (requests_while_cut, seconds_cut)
-    assert observations_cut is not None and observations_cut > 0
+    # No storm while the link is down: each observation sends at most its requests in flight (--concurrency 8)
+    # and 3 retries of each refused connection, and the observations keep their interval.
+    observations = observations_cut - sample(safe, "pulsar_txn_exporter_observations_total") + 1
+    assert observations <= seconds_cut / 1 + 2, (observations, seconds_cut)
+    assert requests_while_cut <= 8 * 4 * (observations + 1), (requests_while_cut, observations, seconds_cut)
     assert "Traceback" not in text.split("debug:")[0]
-    FIGURES["exporterCut"] = {"seconds": round(seconds_cut, 1), "requests": requests_while_cut}
+    FIGURES["exporterCut"] = {
+        "seconds": round(seconds_cut, 1),
+        "requests": requests_while_cut,
+        "observations": observations,
+    }
 
 
 # --------------------------------------------------------------------------- broker <-> ZooKeeper, bookie
@@ -567,13 +573,15 @@ def test_two_operators_at_once_never_corrupt_a_state_file(rig, tmp_path):
             assert verdict["verdict"] == {0: "SAFE", 5: "WAIT", 6: "BLOCKED"}[code], verdict
             if code == 6:
                 assert verdict["problems"], verdict
-    files = [p for d in [*own, shared] for p in d.rglob("*") if p.is_file()] + [checkpoint]
+    # (a BLOCKED check records nothing: the shared checkpoint exists only if a check got further)
+    files = [p for d in [*own, shared] for p in d.rglob("*") if p.is_file()] + [checkpoint] * checkpoint.exists()
     assert len(files) >= 3, files
     for path in files:
         if path.suffix == ".json":
             json.loads(path.read_text())  # whole, never torn or interleaved
     assert not [p for p in files if p.name.endswith(".tmp")], files
-    assert {k[0] for k in records(checkpoint)} >= {"tc"}
+    if checkpoint.exists():
+        assert {k[0] for k in records(checkpoint)} >= {"tc"}
     # both operators' change records are in the shared state, neither lost to the other's save
     (changes,) = [json.loads(p.read_text()) for p in (shared / "pulsar-txn" / "targets").glob("*.json")]
     assert {"transactionLogBatchedWriteEnabled", "transactionPendingAckBatchedWriteEnabled"} <= set(changes["changes"])
