@@ -53,10 +53,34 @@ def load_changes(identity: str) -> dict:
 
 
 def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
-    """Atomically (atomic_write.py), so a crash never leaves half a file."""
-    if seen_as:
-        doc = {**doc, "seenAs": sorted(set(doc.get("seenAs") or ()) | {seen_as})}
-    write_atomically(changes_path(identity), json.dumps({**doc, "target": identity}, indent=2, sort_keys=True))
+    """Atomically (atomic_write.py), so a crash never leaves half a file; merged under a lock with what is
+    on disk now, so two runs sharing a state directory (one switching each log) never lose each other's record."""
+    path = changes_path(identity)
+    with _locked(path):
+        on_disk = load_changes(identity)
+        seen = set(on_disk.get("seenAs") or ()) | set(doc.get("seenAs") or ()) | ({seen_as} if seen_as else set())
+        merged = {**doc, "changes": {**on_disk["changes"], **doc["changes"]}, "target": identity}
+        if seen:
+            merged["seenAs"] = sorted(seen)
+        write_atomically(path, json.dumps(merged, indent=2, sort_keys=True))
+
+
+class _locked:
+    """An exclusive lock on `.<name>.lock` beside path (fcntl.flock; released when the file closes)."""
+
+    def __init__(self, path: Path):
+        self.lock = path.parent / f".{path.name}.lock"
+
+    def __enter__(self):
+        import fcntl
+
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.lock, "a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
 
 
 def listing() -> list[dict]:

@@ -185,7 +185,16 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
     reloaded = None
     if reload:
-        stores = batchlog.settle(admin, log, stores)
+        now = f"{log.key} is now {str(enabled).lower()} on {target}"
+        try:
+            stores = batchlog.settle(admin, log, stores)
+        except ConnectionFailed as exc:  # the setting changed; no store was reopened: say both, in one sentence
+            raise ConnectionFailed(
+                f"{now}, but the reload stopped before it unloaded anything (0 of {len(topics)} topic(s) unloaded, "
+                f"every {log.store} store still runs with its previous value): {exc}; rerun the same command "
+                "once the broker answers",
+                status=exc.status,
+            ) from exc
         opening = {s["topic"] for s in stores if batchlog.opening(s)}
         if opening:
             env.warn(
@@ -221,7 +230,9 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     failed = [r for r in reloaded or [] if not r["unloaded"]]
     if failed:
         raise ConnectionFailed(
-            f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}"
+            f"{log.key} is now {str(enabled).lower()} on {target}; {len(reloaded) - len(failed)} of {len(reloaded)} "
+            f"topic(s) were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
+            f"previous value until reopened; the first: {failed[0]['error']}); rerun the same command to reload them"
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sigint
 from tests.conftest import isolate
 
 from pulsar_txn_cli.engine.broker import Engine
@@ -374,7 +375,7 @@ def test_interrupted_wait_leaves_the_checkpoint_intact(cli, tmp_path):
     switch(cli, b, True)
     b.workload()
     switch(cli, b, False)
-    proc = subprocess.Popen(
+    proc = sigint.popen(
         [
             sys.executable,
             "-m",
