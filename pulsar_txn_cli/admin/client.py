@@ -286,6 +286,9 @@ class PulsarAdmin:
         result = []
         for info in sorted(listed or [], key=lambda c: c.get("id", 0)):
             owner = info.get("brokerServiceUrl")
+            if owner is None:  # Pulsar fills it from the lookup's plain brokerUrl: a TLS-only owner has none
+                result.append(self._coordinator_by_lookup(info["id"]))
+                continue
             if owner not in web:
                 web[owner] = self._coordinator_by_lookup(info["id"])["webServiceUrl"]
             result.append({"id": info["id"], "brokerServiceUrl": owner, "webServiceUrl": web[owner]})

@@ -54,6 +54,21 @@ def test_a_broker_with_the_endpoint_is_asked_once_and_each_owner_looked_up_once(
     assert paths == ["/admin/v3/transactions/coordinators", TC_ASSIGN + "0", TC_ASSIGN + "1"]
 
 
+def test_a_tls_only_owner_is_looked_up_for_its_urls(cli):
+    def answer(request):
+        path = request.path.split("?", 1)[0]
+        if path == "/admin/v3/transactions/coordinators":
+            return 200, {}, [{"id": 0}]  # Pulsar leaves out the null plain URL of a TLS-only broker
+        if path.startswith(TC_ASSIGN):
+            return 200, {}, {"brokerUrlTls": "pulsar+ssl://a:6651", "httpUrlTls": "https://a:8443"}
+        return 404, {}, JERSEY_404
+
+    with ScriptedServer(answer) as server:
+        result = cli(["coordinators-list", "--admin-url", server.url, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert result.json() == [{"id": 0, "brokerServiceUrl": "pulsar+ssl://a:6651", "webServiceUrl": "https://a:8443"}]
+
+
 def test_a_broker_without_it_is_asked_coordinator_by_coordinator(cli):
     with broker(has_endpoint=False) as server:
         result = cli(["coordinators-list", "--admin-url", server.url, "-o", "json"])
