@@ -307,6 +307,8 @@ def problems(real: dict, ours: dict) -> list[str]:
         return out
     real_value, value = real.get("value"), ours.get("value")
     if real["method"] in SUBSET and isinstance(real_value, dict) and isinstance(value, dict):
+        if not value:
+            return ["the engine answered no keys at all"]
         extra = [f"$.{k}: the engine has it, the real broker does not" for k in value if k not in real_value]
         return extra + differences({k: v for k, v in real_value.items() if k in value}, value)
     return differences(real_value, value)
