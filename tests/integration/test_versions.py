@@ -158,6 +158,17 @@ READ_CHECKS = {
 }
 
 
+def test_the_coordinators_endpoint_came_with_3_0(broker):
+    """GET /admin/v3/transactions/coordinators (`pulsar-admin transactions coordinators-list`): Pulsar 3.0
+    added it; on 2.10 and 2.11 Jersey answers 404 and coordinators-list asks the lookups instead."""
+    status, body = broker.rest("GET", "/admin/v3/transactions/coordinators")
+    if harness.version_tuple(version_of(broker)) >= (3, 0):
+        assert status == 200, body
+        assert body == [{"id": 0, "brokerServiceUrl": broker.service_url}]
+    else:
+        assert status == 404, body
+
+
 def test_the_open_transaction_is_seen(broker, tmp_path_factory):
     most, least = broker.held_txn
     meta = tool(broker, tmp_path_factory, "transaction-metadata", f"({most},{least})", "-o", "json")
