@@ -232,6 +232,11 @@ class PulsarAdmin:
     def topic_subscriptions(self, topic: str) -> list[str]:
         return self.get(f"/admin/v2/persistent/{TopicName(topic).rest}/subscriptions")
 
+    def delete_topic(self, topic: str, force: bool = False):
+        return self.call(
+            "DELETE", f"/admin/v2/persistent/{TopicName(topic).rest}", {"force": "true"} if force else None
+        )
+
     def unload_topic(self, topic: str):
         return self.call("PUT", f"/admin/v2/persistent/{TopicName(topic).rest}/unload")
 

@@ -8,6 +8,7 @@ import typer
 
 from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command
+from pulsar_txn_cli.engine.faults import FAULTS
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
 
@@ -302,10 +303,22 @@ def simulate(
             show_default=False,
         ),
     ] = None,
+    fault: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fault",
+            metavar="NAME",
+            show_default=False,
+            help="After the workload, make the engine sick this way (for `pulsar-txn doctor`): "
+            + "; ".join(f"{name}: {text}" for name, text in FAULTS.items())
+            + ".",
+        ),
+    ] = None,
 ) -> None:
     """Run a seeded, reproducible transactional workload on the engine's clock.
 
-    With --admin-url of an `engine serve`, the server runs it, as a broker takes load while it runs."""
+    With --admin-url of an `engine serve`, the server runs it, as a broker takes load while it runs.
+    With --fault, the engine is then left sick in that way (docs/doctor.md)."""
     from pulsar_txn_cli.engine.simulate import SimOptions
     from pulsar_txn_cli.engine.simulate import simulate as run
 
@@ -322,14 +335,34 @@ def simulate(
         ack_log=ack_log,
     )
     opts.check()
+    if fault is not None and fault not in FAULTS:
+        raise UsageError(f"--fault {fault!r} is not one of {', '.join(FAULTS)}")
     env = current()
     if env.target.admin_url:
+        if fault:
+            raise UsageError("--fault makes the engine at --engine-dir sick; it cannot be sent to an `engine serve`")
         result = _simulate_served(env, opts)
     else:
         with _open() as engine:
             with env.progress(transactions, "transactions") as bar:
                 result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
-    _emit(result, tables=[_kv_table(_simulate_rows(result))])
+            if fault:
+                result["fault"] = _inject(engine, fault, opts)
+    rows = _simulate_rows(result)
+    if fault:
+        rows["fault"] = ", ".join(f"{k}={v}" for k, v in result["fault"].items())
+    _emit(result, tables=[_kv_table(rows)])
+
+
+def _inject(engine, fault: str, opts) -> dict:
+    from pulsar_txn_cli.engine.faults import inject
+    from pulsar_txn_cli.engine.simulate import partition_names
+
+    partitions = partition_names(opts)
+    subscription = (partitions[0], "sim-sub-0")
+    done = inject(engine, fault, partitions[0], subscription, opts.txn_timeout_ms)
+    engine.checkpoint()
+    return done
 
 
 def _simulate_served(env, opts) -> dict:

@@ -346,6 +346,19 @@ def topic_internal_stats(engine, query, body, tenant, ns, topic):
     return 200, stats
 
 
+@route("DELETE", "/admin/v2/persistent/{tenant}/{ns}/{topic}")
+def delete_topic(engine, query, body, tenant, ns, topic):
+    """Only a pending-ack log can be deleted on the engine (what `clean-pending-ack` does)."""
+    full = _topic(tenant, ns, topic)
+    if not full.endswith(PENDING_ACK_SUFFIX):
+        raise HttpError(412, f"the engine deletes only pending-ack topics, not {full}")
+    ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(full))
+    if not ml.exists:
+        raise HttpError(404, "Topic not found")
+    ml.delete()
+    return 204, None
+
+
 @route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
