@@ -129,6 +129,8 @@ def _emit(env, report) -> None:
         finding["fix"] = [with_target(c, env) for c in finding["fix"]]
         if finding.get("advice"):
             finding["advice"] = carry_target(finding["advice"], env)
+    # Every fix once, worst finding first: what to run, in order (several findings can share one).
+    data["fixes"] = list(dict.fromkeys(c for f in data["findings"] for c in f["fix"]))
     counts = report.counts
     checked = (
         f"{counts['coordinators']} coordinator(s), {counts['openTransactions']} open transaction(s), "
@@ -146,7 +148,7 @@ def _emit(env, report) -> None:
         f"{_summary(report)} on {report.target} ({report.scope.describe()}); checked {checked}; "
         f"{report.requests} requests in {report.seconds:.2f} s"
     )
-    columns = [("severity", "SEVERITY"), ("check", "CHECK"), ("subject", "SUBJECT"), ("summary", "FINDING")]
+    columns = [("severity", "SEVERITY"), ("check", "CHECK"), ("subject", "SUBJECT")]
     tables = [Table(columns, data["findings"], "Findings (worst first)")] if data["findings"] else []
     emit(Result(data=data, records=data["findings"], tables=tables, lines=lines), env)
     severity = report.severity
