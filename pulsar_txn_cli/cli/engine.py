@@ -44,7 +44,7 @@ def _dir():
     if env.target.admin_url:
         raise UsageError(
             "engine commands act on the embedded engine; --admin-url does not apply to them "
-            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+            "(only `engine simulate` and `engine advance` take the URL of an `engine serve`)"
         )
     if not env.target.engine_dir:
         # The environment points the other commands at a cluster: acting on the default engine
@@ -369,6 +369,49 @@ def _simulate_rows(result: dict) -> dict:
         "flush triggers (records/size/delay/large)": "/".join(str(v) for v in result["flushTriggers"].values()),
         "add latency p50 / p99 (ms, engine time)": f"{result['addLatencyMs']['p50']} / {result['addLatencyMs']['p99']}",
         "batching (TC / pending ack)": f"{cell(result['batching']['tc'])} / {cell(result['batching']['pendingAck'])}",
+    }
+
+
+# ---------------------------------------------------------------- advance
+
+
+@command(app, "advance", target=SERVED_ENGINE_TARGET)
+def advance(
+    duration: Annotated[
+        str, typer.Argument(help="How long to let pass: 500ms, 90s, 10m, 1h, 2d (a bare number is seconds).")
+    ],
+) -> None:
+    """Let time pass on the engine: timeouts, rollovers, trims and snapshots, with no client traffic.
+
+    Moves the engine's clock forward by DURATION and runs what a broker does on its own meanwhile:
+    transactions whose timeout passed are aborted, transaction-log ledgers roll over once they reach
+    managedLedgerMaxLedgerRolloverTimeMinutes, ledgers wholly behind the slowest cursor are trimmed,
+    and transaction buffers take their timed snapshots. With --admin-url of an `engine serve`, the
+    served engine's time moves."""
+    from pulsar_txn_cli.cli.transactions import parse_duration_ms
+    from pulsar_txn_cli.engine.advance import advance as run
+
+    duration_ms = parse_duration_ms(duration, "DURATION")
+    env = current()
+    if env.target.admin_url:
+        result = env.admin().engine_advance(duration_ms)
+    else:
+        with _open() as engine:
+            result = run(engine, duration_ms)
+    _emit(result, tables=[_kv_table(_advance_rows(result))])
+
+
+def _advance_rows(result: dict) -> dict:
+    from pulsar_txn_cli.output.units import duration
+
+    return {
+        "from": result["from"],
+        "to": result["to"],
+        "advanced": duration(result["advancedMs"]),
+        "transactions timed out": result["transactionsTimedOut"],
+        "ledgers rolled": result["ledgersRolled"],
+        "ledgers trimmed": result["ledgersTrimmed"],
+        "buffer snapshots taken": result["snapshotsTaken"],
     }
 
 
