@@ -426,10 +426,26 @@ def verify(
             "--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False
         ),
     ] = None,
+    oracle: Annotated[
+        bool,
+        typer.Option(
+            "--downgrade-oracle",
+            help="Report what the engine's storage says about a downgrade below PIP-160 (a property of the "
+            "model, not of a real cluster): batchedReachable, progressWithoutOperator, ledgers.",
+        ),
+    ] = False,
 ) -> None:
-    """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
+    """Replay every log and check the invariants; exit 0 only when all hold (else 3).
+
+    With --downgrade-oracle, the model's own answer to a downgrade below PIP-160 instead: whether an
+    entry with the batch magic is still stored in a transaction log, and whether traffic and time alone
+    (on a copy of the engine, no operator action) make any of those ledgers go away."""
     from pulsar_txn_cli.engine.verify import verify as run
 
+    if oracle:
+        if acked:
+            raise UsageError("--downgrade-oracle and --ack-log check different things: give one of them")
+        return _oracle()
     with _open(readonly=True, auto_init=False) as engine:
         report = run(engine, acked)
     env = current()
@@ -458,6 +474,48 @@ def verify(
     )
     if not report["ok"]:
         raise Verdict("", ExitCode.DATA)
+
+
+def _oracle() -> None:
+    from pulsar_txn_cli.engine.oracle import downgrade_oracle
+    from pulsar_txn_cli.output import Table
+
+    with _open(readonly=True, auto_init=False) as engine:
+        answer = downgrade_oracle(engine)
+    rows = [
+        {
+            "managedLedger": log["managedLedger"],
+            "kind": log["kind"],
+            "ledgers": " ".join(map(str, log["ledgerIds"])),
+            "batched": " ".join(map(str, log["batchedLedgerIds"])) or "-",
+            "toReplay": log["toReplay"],
+        }
+        for log in answer["ledgers"]
+    ]
+    yes = lambda flag: "yes" if flag else "no"  # noqa: E731
+    _emit(
+        answer,
+        tables=[
+            Table(
+                [
+                    ("managedLedger", "MANAGED LEDGER"),
+                    ("kind", "LOG"),
+                    ("ledgers", "LEDGERS"),
+                    ("batched", "WITH BATCHED ENTRIES"),
+                    ("toReplay", "TO REPLAY"),
+                ],
+                rows,
+            )
+        ],
+        lines=[
+            f"batched entries reachable: {yes(answer['batchedReachable'])}",
+            f"progress without an operator: {yes(answer['progressWithoutOperator'])} "
+            f"(clears without an operator: {yes(answer['clearsWithoutOperator'])}; "
+            f"{answer['future']['transactions']} transactions over {answer['future']['horizonMs'] // 1000} s "
+            f"x {answer['future']['rounds']} rounds on a copy)",
+            "a property of the engine's model, not of a real cluster",
+        ],
+    )
 
 
 @command(app, "dump", target=ENGINE_TARGET)
