@@ -45,7 +45,7 @@ def _dir():
     if env.target.admin_url:
         raise UsageError(
             "engine commands act on the embedded engine; --admin-url does not apply to them "
-            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+            "(only `engine simulate` and `engine advance` take the URL of an `engine serve`)"
         )
     if not env.target.engine_dir:
         # The environment points the other commands at a cluster: acting on the default engine
@@ -405,6 +405,49 @@ def _simulate_rows(result: dict) -> dict:
     }
 
 
+# ---------------------------------------------------------------- advance
+
+
+@command(app, "advance", target=SERVED_ENGINE_TARGET)
+def advance(
+    duration: Annotated[
+        str, typer.Argument(help="How long to let pass: 500ms, 90s, 10m, 1h, 2d (a bare number is seconds).")
+    ],
+) -> None:
+    """Let time pass on the engine: timeouts, rollovers, trims and snapshots, with no client traffic.
+
+    Moves the engine's clock forward by DURATION and runs what a broker does on its own meanwhile:
+    transactions whose timeout passed are aborted, transaction-log ledgers roll over once they reach
+    managedLedgerMaxLedgerRolloverTimeMinutes, ledgers wholly behind the slowest cursor are trimmed,
+    and transaction buffers take their timed snapshots. With --admin-url of an `engine serve`, the
+    served engine's time moves."""
+    from pulsar_txn_cli.cli.transactions import parse_duration_ms
+    from pulsar_txn_cli.engine.advance import advance as run
+
+    duration_ms = parse_duration_ms(duration, "DURATION")
+    env = current()
+    if env.target.admin_url:
+        result = env.admin().engine_advance(duration_ms)
+    else:
+        with _open() as engine:
+            result = run(engine, duration_ms)
+    _emit(result, tables=[_kv_table(_advance_rows(result))])
+
+
+def _advance_rows(result: dict) -> dict:
+    from pulsar_txn_cli.output.units import duration
+
+    return {
+        "from": result["from"],
+        "to": result["to"],
+        "advanced": duration(result["advancedMs"]),
+        "transactions timed out": result["transactionsTimedOut"],
+        "ledgers rolled": result["ledgersRolled"],
+        "ledgers trimmed": result["ledgersTrimmed"],
+        "buffer snapshots taken": result["snapshotsTaken"],
+    }
+
+
 # ---------------------------------------------------------------- verify / dump / metrics
 
 
@@ -416,10 +459,26 @@ def verify(
             "--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False
         ),
     ] = None,
+    oracle: Annotated[
+        bool,
+        typer.Option(
+            "--downgrade-oracle",
+            help="Report what the engine's storage says about a downgrade below PIP-160 (a property of the "
+            "model, not of a real cluster): batchedReachable, progressWithoutOperator, ledgers.",
+        ),
+    ] = False,
 ) -> None:
-    """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
+    """Replay every log and check the invariants; exit 0 only when all hold (else 3).
+
+    With --downgrade-oracle, the model's own answer to a downgrade below PIP-160 instead: whether an
+    entry with the batch magic is still stored in a transaction log, and whether traffic and time alone
+    (on a copy of the engine, no operator action) make any of those ledgers go away."""
     from pulsar_txn_cli.engine.verify import verify as run
 
+    if oracle:
+        if acked:
+            raise UsageError("--downgrade-oracle and --ack-log check different things: give one of them")
+        return _oracle()
     with _open(readonly=True, auto_init=False) as engine:
         report = run(engine, acked)
     env = current()
@@ -448,6 +507,48 @@ def verify(
     )
     if not report["ok"]:
         raise Verdict("", ExitCode.DATA)
+
+
+def _oracle() -> None:
+    from pulsar_txn_cli.engine.oracle import downgrade_oracle
+    from pulsar_txn_cli.output import Table
+
+    with _open(readonly=True, auto_init=False) as engine:
+        answer = downgrade_oracle(engine)
+    rows = [
+        {
+            "managedLedger": log["managedLedger"],
+            "kind": log["kind"],
+            "ledgers": " ".join(map(str, log["ledgerIds"])),
+            "batched": " ".join(map(str, log["batchedLedgerIds"])) or "-",
+            "toReplay": log["toReplay"],
+        }
+        for log in answer["ledgers"]
+    ]
+    yes = lambda flag: "yes" if flag else "no"  # noqa: E731
+    _emit(
+        answer,
+        tables=[
+            Table(
+                [
+                    ("managedLedger", "MANAGED LEDGER"),
+                    ("kind", "LOG"),
+                    ("ledgers", "LEDGERS"),
+                    ("batched", "WITH BATCHED ENTRIES"),
+                    ("toReplay", "TO REPLAY"),
+                ],
+                rows,
+            )
+        ],
+        lines=[
+            f"batched entries reachable: {yes(answer['batchedReachable'])}",
+            f"progress without an operator: {yes(answer['progressWithoutOperator'])} "
+            f"(clears without an operator: {yes(answer['clearsWithoutOperator'])}; "
+            f"{answer['future']['transactions']} transactions over {answer['future']['horizonMs'] // 1000} s "
+            f"x {answer['future']['rounds']} rounds on a copy)",
+            "a property of the engine's model, not of a real cluster",
+        ],
+    )
 
 
 @command(app, "dump", target=ENGINE_TARGET)

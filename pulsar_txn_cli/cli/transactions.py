@@ -352,11 +352,11 @@ def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple
     return most, least
 
 
-def parse_duration_ms(text: str) -> int:
+def parse_duration_ms(text: str, what: str = "--time") -> int:
     """Pulsar's relative times (1s, 10s, 1m, 5h, 3d; a bare number is seconds), in milliseconds."""
     match = _DURATION.match(text.strip().lower())
     if not match:
-        raise UsageError(f"--time {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
+        raise UsageError(f"{what} {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
     return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
 
 

@@ -496,7 +496,9 @@ ENGINE_VERSION = __version__
 # No broker has them (a broker answers 404, which is how a client tells the two apart):
 # GET .../clock, the engine's virtual time, so a client of `engine serve` shows times on the
 # engine's clock; POST .../simulate, a seeded workload run by the served engine, as a broker takes
-# load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase).
+# load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase);
+# POST .../advance, time passing on the served engine with its background work (`engine advance
+# --admin-url`; the body is {"durationMs": N}).
 
 # SimOptions' fields a client may send (--ack-log writes a file where the engine runs: in process only).
 REMOTE_OPTIONS = (
@@ -550,3 +552,15 @@ def simulate(engine, query, body):
     except UsageError as exc:
         raise HttpError(400, str(exc)) from None
     return 200, run(engine, options)
+
+
+@route("POST", ENGINE_API + "/advance")
+def advance(engine, query, body):
+    from pulsar_txn_cli.engine.advance import advance as run
+
+    if not isinstance(body, dict) or set(body) != {"durationMs"}:
+        raise HttpError(400, 'the body must be {"durationMs": N}, the time to let pass in milliseconds')
+    try:
+        return 200, run(engine, body["durationMs"])
+    except UsageError as exc:
+        raise HttpError(400, str(exc)) from None
