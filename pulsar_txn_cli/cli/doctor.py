@@ -41,12 +41,7 @@ def register(app: typer.Typer) -> None:
 def parse_older_than(text: str | None) -> int | None:
     from pulsar_txn_cli.cli.transactions import parse_duration_ms
 
-    if text is None:
-        return None
-    try:
-        return parse_duration_ms(text)
-    except UsageError:
-        raise UsageError(f"--older-than {text!r} is not a duration like 500ms, 30s, 5m, 2h or 3d") from None
+    return None if text is None else parse_duration_ms(text, "--older-than")
 
 
 def check_scope(topic: str | None, namespace: str | None) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import shlex
 
-from pulsar_txn_cli.engine.broker import Engine
-
 TOPIC0 = "persistent://public/default/sim-topic-0"
 
 
@@ -18,11 +16,10 @@ def sick_engine(cli, directory, fault: str | None, *extra: str) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-def advance(directory, ms: int) -> None:
-    """Move the engine's virtual clock (the library's clock.py; `engine advance` does the same)."""
-    with Engine.open(directory) as engine:
-        with engine.store.tx():
-            engine.clock.advance_ms(ms)
+def advance(cli, directory, duration: str) -> None:
+    """Let time pass on the engine (`engine advance`: timeouts, rollovers, snapshots, as a broker left alone)."""
+    result = cli(["engine", "advance", duration, "--engine-dir", directory])
+    assert result.exit_code == 0, result.stderr
 
 
 def doctor(cli, directory, *args: str):

@@ -31,7 +31,7 @@ CASES = [
 def test_fault_is_found_and_its_printed_fix_clears_it(cli, tmp_path, fault, check, severity, subject):
     directory = tmp_path / "engine"
     sick_engine(cli, directory, fault, "--txn-timeout-ms", "3600000")
-    advance(directory, 120_000)  # past the recovery grace (60 s); the transaction stays young (timeout 1 h)
+    advance(cli, directory, "2m")  # past the recovery grace (60 s); the transaction stays young (timeout 1 h)
     code, report = doctor(cli, directory, "--older-than", "1m")
     ours = [f for f in report["findings"] if f["check"] == check and f["subject"].startswith(subject)]
     assert ours, report["findings"]
@@ -52,7 +52,7 @@ def test_every_fix_applied_until_healthy(cli, tmp_path):
     for fault in ("pending-ack-not-ready", "coordinator-not-ready"):
         result = cli(["engine", "simulate", "--engine-dir", directory, "-n", "0", "--topics", "2", "--fault", fault])
         assert result.exit_code == 0, result.stderr
-    advance(directory, 120_000)
+    advance(cli, directory, "2m")
     seen = set()
     for _ in range(4):
         code, report = doctor(cli, directory, "--older-than", "1m")
@@ -99,3 +99,19 @@ def test_healthy_engine_exit_0_and_every_check_listed(cli, tmp_path):
 def test_unknown_fault_is_a_usage_error(cli, tmp_path):
     result = cli(["engine", "simulate", "--engine-dir", tmp_path / "e", "-n", "1", "--fault", "gremlins"])
     assert result.exit_code == 2 and "client-crash" in result.stderr
+
+
+def test_crashed_client_hangs_until_its_timeout_then_the_coordinator_aborts_it(cli, tmp_path):
+    """Default bound: half the transaction's own timeout; at the timeout the engine's tracker aborts it."""
+    directory = tmp_path / "engine"
+    sick_engine(cli, directory, "client-crash", "--txn-timeout-ms", "300000")
+    advance(cli, directory, "2m")
+    assert doctor(cli, directory)[0] == 0  # under half its 5-minute timeout: a transaction in progress
+    advance(cli, directory, "1m")
+    code, report = doctor(cli, directory)
+    assert code == 6 and {f["check"] for f in report["findings"]} == {"hanging-transaction", "held-readers"}
+    found = cli(["find-hanging", "--engine-dir", directory, "-o", "json"]).json()["transactions"]
+    assert [t["txnId"] for t in found] == report["findings"][0]["txnIds"]
+    advance(cli, directory, "3m")
+    assert doctor(cli, directory) == (0, doctor(cli, directory)[1])
+    assert cli(["find-hanging", "--engine-dir", directory, "-o", "json"]).json()["transactions"] == []

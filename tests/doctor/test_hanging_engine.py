@@ -165,7 +165,7 @@ def test_interrupted_simulate_leaves_a_hanging_transaction(cli, tmp_path):
     new = {tuple(line.split()[1:]) for line in acked if line.startswith("new ")}
     ended = {tuple(line.split()[1:]) for line in acked if line.startswith("end ")}
     assert new - ended, "the workload ended every transaction before Ctrl-C; nothing to find"
-    advance(directory, 10 * 60_000)
+    advance(cli, directory, "10m")
     found = cli(["find-hanging", "--older-than", "5m", "--engine-dir", directory, "-o", "json"])
     assert found.exit_code == 0, found.stderr
     ids = {t["txnId"] for t in found.json()["transactions"]}
