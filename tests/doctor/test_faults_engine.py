@@ -113,5 +113,5 @@ def test_crashed_client_hangs_until_its_timeout_then_the_coordinator_aborts_it(c
     found = cli(["find-hanging", "--engine-dir", directory, "-o", "json"]).json()["transactions"]
     assert [t["txnId"] for t in found] == report["findings"][0]["txnIds"]
     advance(cli, directory, "3m")
-    assert doctor(cli, directory) == (0, doctor(cli, directory)[1])
+    assert doctor(cli, directory)[0] == 0
     assert cli(["find-hanging", "--engine-dir", directory, "-o", "json"]).json()["transactions"] == []
