@@ -32,6 +32,11 @@ class Report:
     def severity(self) -> str | None:
         return exit_severity(self.findings)
 
+    def oldest_hanging_ms(self) -> int:
+        """The age of the oldest hanging transaction found (0: none)."""
+        ages = [f.evidence[0]["values"].get("ageMs") or 0 for f in self.findings if f.check == "hanging-transaction"]
+        return max(ages, default=0)
+
     def to_json(self) -> dict:
         return {
             "target": self.target,
@@ -53,7 +58,9 @@ def run(
     older_than_ms: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     clock=time.monotonic,
+    downgrade_state: bool = True,
 ) -> Report:
+    """downgrade_state=False leaves the downgrade check out (the exporter exports that verdict itself)."""
     started = clock()
     admin = counted(admin)
     reading = read(admin, scope, concurrency=concurrency)
@@ -80,8 +87,11 @@ def run(
     found += _config(reading, skip)
     from pulsar_txn_cli.doctor.downgrade_state import downgrade
 
-    runs["downgrade"], more = downgrade(admin, concurrency)
-    found += more
+    if downgrade_state:
+        runs["downgrade"], more = downgrade(admin, concurrency)
+        found += more
+    else:
+        runs["downgrade"] = CheckRun("downgrade", False, "left out: the downgrade verdict is exported on its own")
     counts = {
         "coordinators": reading.tc_count,
         "openTransactions": len(reading.open_txns),
