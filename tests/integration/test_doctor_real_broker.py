@@ -160,3 +160,42 @@ def test_find_hanging_lists_exactly_those_past_the_bound(cli, pulsar_broker):
     finally:
         for run in runs:
             run.finish("abort")
+
+
+# A transaction setting that changes nothing the other tests look at.
+SETTING = "transactionBufferSnapshotMinTimeInMillis"
+
+
+def test_cluster_brokers_that_disagree_and_the_doctor_measured(cli, pulsar_cluster, capsys):
+    """Two brokers, broker-1 restarted with its own value of a transaction setting: `config` names each
+    broker with its value. Prints the doctor's wall time and requests on the cluster (docs/figures.md)."""
+    c = pulsar_cluster
+    c.wait_coordinators_ready()
+    url = ["--admin-url", c.admin_url]
+    started = time.monotonic()
+    healthy = cli(["doctor", *url, "-o", "json"])
+    wall = time.monotonic() - started
+    assert healthy.exit_code in (0, 5, 6), healthy.stderr
+    report = healthy.json()
+    assert report["checked"]["brokers"] == 2 and report["checked"]["coordinators"] >= 2
+    assert not [f for f in report["findings"] if f["check"] == "config" and SETTING in f["summary"]]
+    with capsys.disabled():
+        print(
+            f"\ndoctor on the 2-broker cluster: {wall:.2f} s wall, {report['requests']} requests, "
+            f"{report['seconds']} s inside the run; checked {report['checked']}"
+        )
+    c.broker(1).extra_conf[SETTING] = "7000"
+    try:
+        c.restart_broker(1)
+        c.wait_coordinators_ready()
+        result = cli(["doctor", *url, "-o", "json"])
+        assert result.exit_code in (5, 6), result.stderr
+        [finding] = [f for f in result.json()["findings"] if f["check"] == "config" and SETTING in f["summary"]]
+        assert finding["severity"] == "warning" and finding["subject"] == "brokers"
+        values = finding["evidence"][0]["values"]["values"]
+        assert sorted(values.values()) == ["5000", "7000"] and len(values) == 2, values
+        assert c.broker(1).address in "".join(values) and c.broker(0).address in "".join(values)
+    finally:
+        c.broker(1).extra_conf.pop(SETTING, None)
+        c.restart_broker(1)
+        c.wait_coordinators_ready()
