@@ -111,7 +111,8 @@ def _summary(report) -> str:
     errors = sum(f.severity == "error" for f in report.findings)
     warnings = len(report.findings) - errors
     if not report.findings:
-        return "nothing found"
+        missed = len(report.incomplete)
+        return f"nothing found, but {missed} check(s) could not run" if missed else "nothing found"
     return f"{errors} error(s), {warnings} warning(s)"
 
 
@@ -149,7 +150,7 @@ def _emit(env, report) -> None:
     severity = report.severity
     if severity == "error":
         raise Verdict("", ExitCode.BLOCKED)
-    if severity == "warning":
+    if severity == "warning" or report.incomplete:  # a check that could not read is never an all-clear
         raise Verdict("", ExitCode.NOT_YET)
 
 

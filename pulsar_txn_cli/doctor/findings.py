@@ -57,6 +57,7 @@ class CheckRun:
     check: str
     ran: bool = True
     why: str | None = None
+    failed: bool = False  # not run because something could not be read (not because it does not apply)
 
     def to_json(self) -> dict:
         return {"check": self.check, "ran": self.ran, "why": self.why}

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pulsar_txn_cli.errors import PulsarTxnError
+from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TopicName, namespace_of
 
 DEFAULT_CONCURRENCY = 16
@@ -105,13 +105,13 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
         namespaces = [scope.namespace] if scope.namespace else None
         if scope.topic:
             namespaces = [namespace_of(scope.topic)]
-        names, names_error = _attempt(
-            lambda: (
-                partitions_of(admin, scope.topic, None)
-                if scope.topic
-                else [p for ns in (namespaces or user_namespaces(admin)) for p in partitions_of(admin, None, ns)]
+        if scope.topic or scope.namespace:
+            # What the operator named must be readable: a typo is an error, never an empty all-clear.
+            names, names_error = partitions_of(admin, scope.topic, scope.namespace), None
+        else:
+            names, names_error = _attempt(
+                lambda: [p for ns in user_namespaces(admin) for p in partitions_of(admin, None, ns)]
             )
-        )
         if names_error:
             reading.problems.append(f"could not list the topics of the {scope.describe()}: {names_error}")
         part_futures = {p: pool.submit(_partition, admin, p) for p in names or ()}
@@ -133,6 +133,9 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
         only = len(broker_urls or ()) == 1  # one broker: ask through the admin URL, as downgrade does
         broker_futures = {u: pool.submit(_broker, admin, None if only else u) for u in broker_urls or ()}
         reading.partitions = {p: f.result() for p, f in part_futures.items()}
+        if scope.topic and all(e.get("error") for e in reading.partitions.values()):
+            first = next(iter(reading.partitions.values()))["error"]
+            raise ConnectionFailed(f"topic {scope.topic} could not be read: {first}")
         reading.subscriptions = [f.result() for f in sub_futures]
         reading.brokers = {u: f.result() for u, f in broker_futures.items()}
     except BaseException:

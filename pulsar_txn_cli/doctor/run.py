@@ -32,6 +32,11 @@ class Report:
     def severity(self) -> str | None:
         return exit_severity(self.findings)
 
+    @property
+    def incomplete(self) -> list[CheckRun]:
+        """Checks that could not run because something could not be read: never an all-clear."""
+        return [c for c in self.checks if c.failed]
+
     def oldest_hanging_ms(self) -> int:
         """The age of the oldest hanging transaction found (0: none)."""
         ages = [f.evidence[0]["values"].get("ageMs") or 0 for f in self.findings if f.check == "hanging-transaction"]
@@ -67,13 +72,13 @@ def run(
     runs: dict[str, CheckRun] = {name: CheckRun(name) for name in CHECKS}
     found: list[Finding] = []
 
-    def skip(names, why):
+    def skip(names, why, failed=True):
         for name in names:
-            runs[name] = CheckRun(name, False, why)
+            runs[name] = CheckRun(name, False, why, failed)
 
     disabled = next((e for e in reading.tc_errors.values() if NOT_ENABLED in e), None)
     if disabled:
-        skip(CHECKS[:7], f"transactions are disabled on this target: {disabled}")
+        skip(CHECKS[:7], f"transactions are disabled on this target: {disabled}", failed=False)
     else:
         found += coordinators.coordinator_not_ready(reading)
         if reading.open_error:
@@ -120,7 +125,7 @@ def _partition_checks(reading, skip) -> list[Finding]:
         return []
     answered = [e["stats"] for e in reading.partitions.values() if e.get("stats")]
     if answered and not any("state" in s for s in answered):
-        skip(("buffer-not-ready",), "this broker's transactionBufferStats has no state (Pulsar before 2.10)")
+        skip(("buffer-not-ready",), "this broker's transactionBufferStats has no state (Pulsar before 2.10)", False)
         return []
     out = stores.buffer_not_ready(reading)
     for partition, entry in sorted(reading.partitions.items()):
@@ -181,7 +186,7 @@ def wait(
         except ConnectionFailed as exc:
             report, failure = None, exc
         on_check(report, n, failure)
-        if report is not None and report.severity in (None, ERROR):
+        if report is not None and (report.severity == ERROR or (report.severity is None and not report.incomplete)):
             return report
         remaining = None if deadline is None else deadline - clock()
         if remaining is not None and remaining <= 0:

@@ -115,3 +115,24 @@ def test_crashed_client_hangs_until_its_timeout_then_the_coordinator_aborts_it(c
     advance(cli, directory, "3m")
     assert doctor(cli, directory)[0] == 0
     assert cli(["find-hanging", "--engine-dir", directory, "-o", "json"]).json()["transactions"] == []
+
+
+@pytest.mark.parametrize("scope", [["-n", "public/nosuch"], ["-t", "public/default/nosuch"]])
+def test_a_named_scope_that_cannot_be_read_is_an_error_not_an_all_clear(cli, tmp_path, scope):
+    directory = tmp_path / "engine"
+    sick_engine(cli, directory, None)
+    result = cli(["doctor", *scope, "--engine-dir", directory])
+    assert result.exit_code == 4 and "nosuch" in result.stderr and result.stdout == ""
+
+
+def test_bad_flags_are_usage_errors(cli, tmp_path):
+    d = ["--engine-dir", tmp_path / "engine"]
+    for args, words in (
+        (["-n", "a/b", "-t", "x"], "at most one"),
+        (["-n", "bad"], "tenant/namespace"),
+        (["--timeout", "5"], "--wait"),
+        (["--wait", "--interval", "0.5"], "--interval"),
+        (["--older-than", "soon"], "--older-than"),
+    ):
+        result = cli(["doctor", *args, *d])
+        assert result.exit_code == 2 and words in result.stderr, (args, result.stderr)
