@@ -148,5 +148,12 @@ def abort(admin, txn_ids: list[str], *, concurrency: int = 4, on_result=None) ->
             on_result(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="abort-hanging") as pool:
-        return list(pool.map(one, txn_ids))
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="abort-hanging")
+    try:
+        results = list(pool.map(one, txn_ids))
+    except BaseException:
+        # Ctrl-C: the aborts in flight finish (and are audited); none that was queued starts.
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
