@@ -7,11 +7,13 @@ from pulsar_txn_cli.admin.features import lacks_batched_logs
 from pulsar_txn_cli.doctor.findings import ERROR, Finding, evidence
 from pulsar_txn_cli.doctor.stores import _severity, recovering_for
 from pulsar_txn_cli.doctor.transactions import _dur
+from pulsar_txn_cli.protocol import LOOKUP as LOOKUP_PATH
+from pulsar_txn_cli.protocol import TC_ASSIGN as ASSIGN
+from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN, tc_assign_partition
 
-ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
-STATS = "GET /admin/v3/transactions/coordinatorStats?coordinatorId={}"
-LOOKUP = "GET /lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-{}"
-PARTITIONS = "GET /admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"
+STATS = f"GET {TXN}/coordinatorStats?coordinatorId={{}}"
+LOOKUP = f"GET {LOOKUP_PATH}/pulsar/system/{TC_ASSIGN_LOCAL}-partition-{{}}"
+PARTITIONS = f"GET {TC_ASSIGN_PARTITIONS}"
 
 
 def coordinator_not_ready(reading) -> list[Finding]:
@@ -36,7 +38,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
         state = (stats or {}).get("state")
         if state == "Ready" and owner:
             continue
-        unload = f"pulsar-txn unload -t {ASSIGN}-partition-{tc_id} --yes"
+        unload = f"pulsar-txn unload -t {tc_assign_partition(tc_id)} --yes"
         took = recovering_for(stats or {}, reading.now_ms)
         summary = (
             f"coordinator {tc_id} is "

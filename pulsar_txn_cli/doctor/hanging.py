@@ -13,6 +13,7 @@ from pulsar_txn_cli.doctor import transactions as t
 from pulsar_txn_cli.doctor.read import _attempt
 from pulsar_txn_cli.errors import PulsarTxnError, UsageError
 from pulsar_txn_cli.names import TopicName, TxnID, expand_partitions
+from pulsar_txn_cli.protocol import tc_assign_partition
 
 STATES = ("OPEN", "COMMITTING", "ABORTING")
 
@@ -45,7 +46,7 @@ def find(
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="find-hanging") as pool:
         read = dict(zip(partitions, pool.map(lambda p: _partition(admin, p), partitions)))
         for most in sorted({TxnID.parse(i)[0] for i, _ in picked}):
-            owners[most] = pool.submit(_attempt, admin.lookup, f"{t_assign()}-partition-{most}")
+            owners[most] = pool.submit(_attempt, admin.lookup, tc_assign_partition(most))
     owner_url = {
         m: ((f.result()[0] or {}).get("brokerUrl") or (f.result()[0] or {}).get("brokerUrlTls"))
         for m, f in owners.items()
@@ -83,12 +84,6 @@ def find(
         )
     out.sort(key=lambda r: (-(r["ageMs"] or 0), r["txnId"]))
     return {"nowMs": now, "clock": clock, "versions": versions or [], "transactions": out}
-
-
-def t_assign() -> str:
-    from pulsar_txn_cli.admin.client import TC_ASSIGN
-
-    return TC_ASSIGN
 
 
 def _states(states: list[str] | None) -> tuple[str, ...]:

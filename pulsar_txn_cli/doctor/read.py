@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TopicName, namespace_of
+from pulsar_txn_cli.names import TopicName, namespace_of
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX, SYSTEM_NAMESPACE, tc_assign_partition
 
 DEFAULT_CONCURRENCY = 16
-SYSTEM_NAMESPACE = "pulsar/system"
 
 
 @dataclass
@@ -99,7 +99,7 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="doctor")
     try:
         stats = pool.submit(_attempt, admin.coordinator_stats_each)
-        owners = [pool.submit(_attempt, admin.lookup, f"{_assign()}-partition-{i}") for i in range(tc_count)]
+        owners = [pool.submit(_attempt, admin.lookup, tc_assign_partition(i)) for i in range(tc_count)]
         txns = pool.submit(_attempt, admin.slow_transactions, -1)
         urls = pool.submit(_attempt, admin.broker_web_urls)
         namespaces = [scope.namespace] if scope.namespace else None
@@ -144,12 +144,6 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
     pool.shutdown()
     reading.requests = getattr(admin.transport, "count", 0)
     return reading
-
-
-def _assign() -> str:
-    from pulsar_txn_cli.admin.client import TC_ASSIGN
-
-    return TC_ASSIGN
 
 
 def _partition(admin, partition: str) -> dict:

@@ -4,13 +4,14 @@ leaked-pending-ack. Pure judgements over a Reading (read.py)."""
 from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
-from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, _dur, partition_state
+from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, _dur, partition_state, rest
+from pulsar_txn_cli.protocol import PERSISTENT, TXN
 from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition
 
 # A store that recovers for longer than this needs a look (a topic load normally takes seconds).
 RECOVERY_GRACE_MS = 60_000
-PA_STATS = "GET /admin/v3/transactions/pendingAckStats/{}/{}"
-PA_INTERNAL = "GET /admin/v3/transactions/pendingAckInternalStats/{}/{}"
+PA_STATS = f"GET {TXN}/pendingAckStats/{{}}/{{}}"
+PA_INTERNAL = f"GET {TXN}/pendingAckInternalStats/{{}}/{{}}"
 
 
 def recovering_for(stats: dict, now_ms: int) -> int | None:
@@ -54,7 +55,7 @@ def buffer_not_ready(reading) -> list[Finding]:
                     + (f", recovering for {_dur(values['recoveringForMs'])}" if values["recoveringForMs"] else "")
                     + f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
                     " entries after maxReadPosition",
-                    [evidence(BUFFER.format(partition), **values)],
+                    [evidence(BUFFER.format(rest(partition)), **values)],
                     fix,
                     "an unload makes the owning broker recover the buffer again; if it does not reach Ready, its log "
                     "says why (apache/pulsar#15249, #18833)",
@@ -72,7 +73,7 @@ def buffer_not_ready(reading) -> list[Finding]:
                     "this partition and none of their messages is in the buffer: its first snapshot was not taken, "
                     "and the topic refuses transactional messages (apache/pulsar#24945, Pulsar 4.0.7)",
                     [
-                        evidence(BUFFER.format(partition), **values),
+                        evidence(BUFFER.format(rest(partition)), **values),
                         evidence(SLOW, transactionsProducingHere=writers),
                     ],
                     fix,
@@ -112,9 +113,9 @@ def pending_ack_not_ready(reading) -> list[Finding]:
                 f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
                 f"({internal.get('totalSize', '?')} bytes)",
                 [
-                    evidence(PA_STATS.format(topic, name), **values),
+                    evidence(PA_STATS.format(rest(topic), name), **values),
                     evidence(
-                        PA_INTERNAL.format(topic, name),
+                        PA_INTERNAL.format(rest(topic), name),
                         numberOfEntries=internal.get("numberOfEntries"),
                         totalSize=internal.get("totalSize"),
                         ledgers=len(internal.get("ledgers") or []),
@@ -145,14 +146,14 @@ def leaked_pending_ack(reading) -> list[Finding]:
                 "and can block deleting its namespace (apache/pulsar#11000, #19719)",
                 [
                     evidence(
-                        INTERNAL.format(name),
+                        INTERNAL.format(rest(name)),
                         numberOfEntries=internal.get("numberOfEntries"),
                         totalSize=internal.get("totalSize"),
                         ledgers=[ledger.get("ledgerId") for ledger in internal.get("ledgers") or []],
                         error=sub.get("error"),
                     ),
                     evidence(
-                        "GET /admin/v2/persistent/{}/subscriptions".format(sub.get("topic")),
+                        f"GET {PERSISTENT}/{rest(sub.get('topic') or '')}/subscriptions",
                         subscription=sub.get("subscription"),
                         exists=False,
                     ),

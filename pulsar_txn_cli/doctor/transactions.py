@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from pulsar_txn_cli.admin.features import release
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
-from pulsar_txn_cli.names import Position, TxnID
+from pulsar_txn_cli.names import Position, TopicName, TxnID
+from pulsar_txn_cli.protocol import PERSISTENT, TXN, tc_assign_partition
 from pulsar_txn_cli.stuck_readers import READY_STATES, entries_between, holders_by_partition
 
-SLOW = "GET /admin/v3/transactions/slowTransactions/-1"
-BUFFER = "GET /admin/v3/transactions/transactionBufferStats/{}"
-INTERNAL = "GET /admin/v2/persistent/{}/internalStats"
+SLOW = f"GET {TXN}/slowTransactions/-1"
+BUFFER = f"GET {TXN}/transactionBufferStats/{{}}"
+INTERNAL = f"GET {PERSISTENT}/{{}}/internalStats"
 ABORT_SINCE = (3, 2)  # PIP-325's abortTransaction endpoint
+
+
+def rest(topic: str) -> str:
+    """A topic as it appears in an admin path (tenant/namespace/local)."""
+    try:
+        return TopicName(topic).rest
+    except Exception:  # noqa: BLE001 - evidence names what it can
+        return topic
 
 
 def timeout_ms(meta: dict) -> int | None:
@@ -56,7 +65,7 @@ def abort_fix(txn_id: str, versions: list[str]) -> list[str]:
     most, least = TxnID.parse(txn_id)
     if abort_supported(versions):
         return [f"pulsar-txn abort-transaction -m {most} -l {least} --yes"]
-    return [f"pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-{most}"]
+    return [f"pulsar-admin topics unload {tc_assign_partition(most)}"]
 
 
 def abort_advice(versions: list[str]) -> str | None:
@@ -143,7 +152,7 @@ def hanging(reading, older_than_ms: int | None) -> list[Finding]:
                         ackedSubscriptions=subs,
                         ownerBroker=reading.owners.get(str(most)),
                     ),
-                    *[evidence(BUFFER.format(h["topic"]), entriesBehind=h["entriesBehind"]) for h in held],
+                    *[evidence(BUFFER.format(rest(h["topic"])), entriesBehind=h["entriesBehind"]) for h in held],
                 ],
                 abort_fix(txn_id, versions),
                 abort_advice(versions),
@@ -179,12 +188,12 @@ def held_readers(reading, older_than_ms: int | None) -> list[Finding]:
                 + (f" and {len(ids) - 3} more" if len(ids) > 3 else ""),
                 [
                     evidence(
-                        BUFFER.format(partition),
+                        BUFFER.format(rest(partition)),
                         state=view["state"],
                         maxReadPosition=view["maxReadPosition"],
                         ongoingTxnSize=view["ongoingTxnSize"],
                     ),
-                    evidence(INTERNAL.format(partition), lastConfirmedEntry=view["lastConfirmedEntry"]),
+                    evidence(INTERNAL.format(rest(partition)), lastConfirmedEntry=view["lastConfirmedEntry"]),
                     evidence(
                         SLOW,
                         holders=[
@@ -237,13 +246,13 @@ def phantom_fence(reading) -> list[Finding]:
                 summary,
                 [
                     evidence(
-                        BUFFER.format(partition),
+                        BUFFER.format(rest(partition)),
                         state=view["state"],
                         maxReadPosition=view["maxReadPosition"],
                         ongoingTxnSize=ongoing,
                         lowWaterMarks=view["lowWaterMarks"],
                     ),
-                    evidence(INTERNAL.format(partition), lastConfirmedEntry=view["lastConfirmedEntry"]),
+                    evidence(INTERNAL.format(rest(partition)), lastConfirmedEntry=view["lastConfirmedEntry"]),
                     evidence(SLOW, openTransactionsOnPartition=0),
                 ],
                 [f"pulsar-txn unload -t {partition} --yes"],
