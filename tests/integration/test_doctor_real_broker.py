@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 
@@ -162,6 +163,39 @@ def test_find_hanging_lists_exactly_those_past_the_bound(cli, pulsar_broker):
             run.finish("abort")
 
 
+LEAK = "drleak"
+
+
+def test_subscription_deleted_under_transactional_acks_leaves_its_pending_ack_log(cli, pulsar_broker):
+    """Committed transactions acknowledge on `subb`; the subscription is deleted; its pending-ack log stays
+    (apache/pulsar#11000): `doctor` calls it leaked with its storage, and its fix deletes it."""
+    broker = pulsar_broker
+    url = ["--admin-url", broker.admin_url]
+    broker.run_workload(seed=9301, txns=6, aborts=0, ops=6, prefix=LEAK)
+    topic = f"persistent://public/default/{LEAK}-orders"
+    log = f"{topic}-subb__transaction_pending_ack"
+    listed = cli(["subscriptions", "-n", "public/default", *url, "-o", "json"]).json()
+    assert any(e["pendingAckTopic"] == log and e["status"] == "ok" for e in listed), listed
+    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}-orders/subscription/subb?force=true")
+    assert status in (200, 204), status
+    _, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+    print(f"\nafter deleting subb: pending-ack log listed: {log in topics}")
+    result = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    report = result.json()
+    leaked = [f for f in report["findings"] if f["check"] == "leaked-pending-ack" and f["subject"] == log]
+    assert log in topics, "Pulsar deleted the pending-ack log with its subscription"
+    assert result.exit_code == 6 and leaked, report["findings"]
+    assert leaked[0]["evidence"][0]["values"]["totalSize"] > 0
+    [fix] = leaked[0]["fix"]
+    assert fix == f"pulsar-txn clean-pending-ack {log} --yes --admin-url {broker.admin_url}"
+    done = cli(fix.split()[1:])
+    assert done.exit_code == 0, done.stderr
+    _, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+    assert log not in topics
+    after = cli(["doctor", "-n", "public/default", *url, "-o", "json"]).json()
+    assert not [f for f in after["findings"] if f["subject"] == log]
+
+
 # A transaction setting that changes nothing the other tests look at.
 SETTING = "transactionBufferSnapshotMinTimeInMillis"
 
@@ -172,15 +206,23 @@ def test_cluster_brokers_that_disagree_and_the_doctor_measured(cli, pulsar_clust
     c = pulsar_cluster
     c.wait_coordinators_ready()
     url = ["--admin-url", c.admin_url]
-    started = time.monotonic()
-    healthy = cli(["doctor", *url, "-o", "json"])
-    wall = time.monotonic() - started
+    # something to read: topics, transactional subscriptions and 5 open transactions
+    run = c.start_workload(seed=9400, txns=4, aborts=1, ops=4, hold=5, prefix="drmeasure")
+    try:
+        run.wait_holding()
+        started = time.monotonic()
+        healthy = cli(["doctor", *url, "-o", "json"])
+        wall = time.monotonic() - started
+    finally:
+        run.finish("abort")
     assert healthy.exit_code in (0, 5, 6), healthy.stderr
     report = healthy.json()
     assert report["checked"]["brokers"] == 2 and report["checked"]["coordinators"] >= 2
+    assert report["checked"]["openTransactions"] >= 5 and report["checked"]["partitions"] >= 4
     assert not [f for f in report["findings"] if f["check"] == "config" and SETTING in f["summary"]]
     with capsys.disabled():
         print(
+            f"\nmachine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
             f"\ndoctor on the 2-broker cluster: {wall:.2f} s wall, {report['requests']} requests, "
             f"{report['seconds']} s inside the run; checked {report['checked']}"
         )
