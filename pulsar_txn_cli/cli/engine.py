@@ -8,7 +8,7 @@ import typer
 
 from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command
-from pulsar_txn_cli.engine.faults import FAULTS
+from pulsar_txn_cli.fault_names import FAULTS
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
 

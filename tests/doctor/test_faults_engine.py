@@ -136,3 +136,17 @@ def test_bad_flags_are_usage_errors(cli, tmp_path):
     ):
         result = cli(["doctor", *args, *d])
         assert result.exit_code == 2 and words in result.stderr, (args, result.stderr)
+
+
+def test_wait_repeats_until_healthy_or_an_error(cli, tmp_path):
+    directory = tmp_path / "engine"
+    sick_engine(cli, directory, "buffer-recovering")  # a warning: it may settle, so --wait keeps checking
+    result = cli(["doctor", "--wait", "--interval", "1", "--timeout", "2.5", "--engine-dir", directory, "-o", "json"])
+    assert result.exit_code == 5 and result.stderr.count("check ") >= 3, result.stderr
+    assert "check 1: 0 error(s), 1 warning(s)" in result.stderr
+    advance(cli, directory, "2m")  # now an error: an operator must act, so --wait stops at once
+    result = cli(["doctor", "--wait", "--interval", "1", "--engine-dir", directory, "-o", "json"])
+    assert result.exit_code == 6 and result.stderr.count("check ") == 1
+    run_fix(cli, result.json()["fixes"][0])
+    result = cli(["doctor", "--wait", "--interval", "1", "--engine-dir", directory])
+    assert result.exit_code == 0 and "check 1: nothing found" in result.stderr

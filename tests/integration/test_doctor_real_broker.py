@@ -180,6 +180,13 @@ def test_subscription_deleted_under_transactional_acks_leaves_its_pending_ack_lo
     assert status in (200, 204), status
     _, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
     print(f"\nafter deleting subb: pending-ack log listed: {log in topics}")
+    plain = f"persistent://public/default/{LEAK}plain"
+    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}plain?force=true")
+    _, topics2 = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+    print(f"after deleting {plain} ({status}): left {[t for t in topics2 if t.startswith(plain)]}")
+    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}-orders/subscription/sub-a")
+    _, topics3 = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+    print(f"after deleting sub-a without force ({status}): left {[t for t in topics3 if 'orders-sub-a' in t]}")
     result = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
     report = result.json()
     leaked = [f for f in report["findings"] if f["check"] == "leaked-pending-ack" and f["subject"] == log]
