@@ -166,41 +166,38 @@ def test_find_hanging_lists_exactly_those_past_the_bound(cli, pulsar_broker):
 LEAK = "drleak"
 
 
-def test_subscription_deleted_under_transactional_acks_leaves_its_pending_ack_log(cli, pulsar_broker):
-    """Committed transactions acknowledge on `subb`; the subscription is deleted; its pending-ack log stays
-    (apache/pulsar#11000): `doctor` calls it leaked with its storage, and its fix deletes it."""
+def test_subscription_deleted_under_transactional_acks_takes_its_pending_ack_log_on_4_0_7(cli, pulsar_broker):
+    """Committed transactions acknowledge on `subb` and `sub-a`; deleting a subscription (forced or not) or
+    the whole topic deletes its pending-ack log too on 4.0.7, so the leak of apache/pulsar#11000 / #19719
+    cannot be made here (docs/doctor.md; the finding is tested on the engine): `doctor` must then report no
+    leaked log, and it lists the transactional subscriptions that remain."""
     broker = pulsar_broker
     url = ["--admin-url", broker.admin_url]
     broker.run_workload(seed=9301, txns=6, aborts=0, ops=6, prefix=LEAK)
-    topic = f"persistent://public/default/{LEAK}-orders"
-    log = f"{topic}-subb__transaction_pending_ack"
-    listed = cli(["subscriptions", "-n", "public/default", *url, "-o", "json"]).json()
-    assert any(e["pendingAckTopic"] == log and e["status"] == "ok" for e in listed), listed
-    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}-orders/subscription/subb?force=true")
-    assert status in (200, 204), status
-    _, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
-    print(f"\nafter deleting subb: pending-ack log listed: {log in topics}")
-    plain = f"persistent://public/default/{LEAK}plain"
-    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}plain?force=true")
-    _, topics2 = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
-    print(f"after deleting {plain} ({status}): left {[t for t in topics2 if t.startswith(plain)]}")
-    status, _ = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAK}-orders/subscription/sub-a")
-    _, topics3 = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
-    print(f"after deleting sub-a without force ({status}): left {[t for t in topics3 if 'orders-sub-a' in t]}")
+    orders, plain = f"persistent://public/default/{LEAK}-orders", f"persistent://public/default/{LEAK}plain"
+    listed = {e["pendingAckTopic"] for e in cli(["subscriptions", "-n", "public/default", *url, "-o", "json"]).json()}
+    logs = {f"{orders}-subb__transaction_pending_ack", f"{orders}-sub-a__transaction_pending_ack"}
+    assert logs <= listed and any(t.startswith(plain) for t in listed), listed
+
+    def pending_ack_topics():
+        status, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+        assert status == 200, topics
+        return {t for t in topics if t.endswith("__transaction_pending_ack")}
+
+    rest = f"/admin/v2/persistent/public/default/{LEAK}"
+    assert broker.rest("DELETE", f"{rest}-orders/subscription/subb?force=true")[0] in (200, 204)
+    assert broker.rest("DELETE", f"{rest}-orders/subscription/sub-a")[0] in (200, 204)
+    assert broker.rest("DELETE", f"{rest}plain?force=true")[0] in (200, 204)
+    left = pending_ack_topics()
+    assert not left & logs and not [t for t in left if t.startswith(plain)], left
     result = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    assert result.exit_code in (0, 5, 6), result.stderr
     report = result.json()
-    leaked = [f for f in report["findings"] if f["check"] == "leaked-pending-ack" and f["subject"] == log]
-    assert log in topics, "Pulsar deleted the pending-ack log with its subscription"
-    assert result.exit_code == 6 and leaked, report["findings"]
-    assert leaked[0]["evidence"][0]["values"]["totalSize"] > 0
-    [fix] = leaked[0]["fix"]
-    assert fix == f"pulsar-txn clean-pending-ack {log} --yes --admin-url {broker.admin_url}"
-    done = cli(fix.split()[1:])
-    assert done.exit_code == 0, done.stderr
-    _, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
-    assert log not in topics
-    after = cli(["doctor", "-n", "public/default", *url, "-o", "json"]).json()
-    assert not [f for f in after["findings"] if f["subject"] == log]
+    assert [c for c in report["checks"] if c["check"] == "leaked-pending-ack"] == [
+        {"check": "leaked-pending-ack", "ran": True, "why": None}
+    ]
+    assert [f for f in report["findings"] if f["check"] == "leaked-pending-ack"] == []
+    assert report["checked"]["subscriptions"] >= 1  # the other topics' transactional subscriptions remain
 
 
 # A transaction setting that changes nothing the other tests look at.
