@@ -150,3 +150,16 @@ def test_wait_repeats_until_healthy_or_an_error(cli, tmp_path):
     run_fix(cli, result.json()["fixes"][0])
     result = cli(["doctor", "--wait", "--interval", "1", "--engine-dir", directory])
     assert result.exit_code == 0 and "check 1: nothing found" in result.stderr
+
+
+def test_clean_pending_ack_refuses_a_log_in_use_or_not_a_log(cli, tmp_path):
+    directory = tmp_path / "engine"
+    sick_engine(cli, directory, None)
+    d = ["--engine-dir", directory, "--yes"]
+    in_use = cli(["clean-pending-ack", f"{TOPIC0}-sim-sub-0__transaction_pending_ack", *d])
+    assert in_use.exit_code == 2 and "still exists" in in_use.stderr
+    assert cli(["clean-pending-ack", TOPIC0, *d]).exit_code == 2
+    gone = cli(["clean-pending-ack", f"{TOPIC0}-nosub__transaction_pending_ack", *d])
+    assert gone.exit_code == 2 and "does not exist" in gone.stderr
+    listed = cli(["subscriptions", "--engine-dir", directory, "-o", "json"]).json()
+    assert f"{TOPIC0}-sim-sub-0__transaction_pending_ack" in {e["pendingAckTopic"] for e in listed}
