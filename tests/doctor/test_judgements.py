@@ -165,3 +165,27 @@ def test_downgrade_state_as_findings(cli, tmp_path, isolated):
     assert code == 5 and {f["subject"] for f in ours} == labels and len(ours) == len(held) > 0
     assert all(f["severity"] == "warning" and "downgrade WAIT" in f["summary"] for f in ours)
     assert {f["evidence"][1]["values"].get("cause") for f in ours} == {i["cause"] for i in held}
+
+
+def test_before_3_2_abort_hanging_says_so_and_doctor_gives_what_works(cli, isolated):
+    """A stand-in 3.0.5 broker (tests/admin/fakebroker.py: no broker of that line runs in the fast suite)."""
+    from tests.admin.fakebroker import FakeBroker
+
+    with FakeBroker(version="3.0.5") as fake:
+        meta = fake.txn_meta("0", "7")
+        fake.extra_routes.append(
+            (r"/admin/v3/transactions/slowTransactions/-1", "GET", lambda query=None: {"(0,7)": meta})
+        )
+        url = ["--admin-url", fake.url]
+        found = cli(["find-hanging", "--older-than", "1h", *url, "-o", "json"])
+        assert found.exit_code == 0, found.stderr
+        assert [t["txnId"] for t in found.json()["transactions"]] == ["(0,7)"]
+        result = cli(["abort-hanging", "--older-than", "1h", "--execute", "--yes", *url])
+        assert result.exit_code == 2 and "3.2" in result.stderr and "unload" in result.stderr, result.stderr
+        report = cli(["doctor", "--older-than", "1h", *url, "-o", "json"]).json()
+        [hanging] = [f for f in report["findings"] if f["check"] == "hanging-transaction"]
+        assert hanging["fix"] == [
+            f"pulsar-admin --admin-url {fake.url} topics unload "
+            "persistent://pulsar/system/transaction_coordinator_assign-partition-0"
+        ]
+        assert "predate Pulsar 3.2" in hanging["advice"]
