@@ -159,7 +159,7 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
 
 
 def test_reload_asks_and_refuses_without_a_terminal(run, broker):
-    result = run("set-txn-tc-batch-log", "--disable", "--reload", input="y\n")
+    result = run("set-txn-tc-batch-log", "--enable", "--reload", input="y\n")
     assert result.exit_code == 2 and "--yes" in result.stderr
     assert broker.dynamic == {} and broker.unloaded == []
 
