@@ -160,6 +160,10 @@ def _emit_downgrade(env, result) -> None:
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
     data["fixes"] = [command(f, env) for f in data["fixes"]]
+    for item in data.get("coordinators", []) + data.get("subscriptions", []):
+        if item.get("advice"):
+            item["advice"] = carry_target(item["advice"], env)  # the JSON's advice is pasted too
+    data["problems"] = [carry_target(p, env) for p in data.get("problems", [])]
     lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result, data["fixes"])]
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal, Optional
 
 import typer
@@ -33,10 +34,8 @@ def register(root: typer.Typer) -> None:
 # ---------------------------------------------------------------- helpers
 
 
-def _dir():
+def _dir(announce: bool = True):
     from pulsar_txn_cli.engine.broker import resolve_dir
-
-    import os
 
     from pulsar_txn_cli.admin.target_settings import ENV_ADMIN_URL, ENV_CONTEXT
 
@@ -58,18 +57,24 @@ def _dir():
     directory = resolve_dir(env.target.engine_dir)
     if directory.is_file():
         raise UsageError(f"engine directory {directory} is a file; give a directory")
-    env.info(f"engine: {directory}")
+    if announce:
+        env.info(f"engine: {directory}")
     return directory
 
 
-def _open(*, readonly: bool = False, auto_init: bool = True):
-    """Open the engine, creating it with defaults (and saying so) when the directory has none."""
+def _open(*, readonly: bool = False, create: bool = False, create_default: bool = True):
+    """Open the engine. The default engine is created with defaults (and says so) on first use, as
+    is a named directory for `engine simulate` (create=True); any other command on a named
+    directory without an engine fails with one error and creates nothing (a mistyped --engine-dir)."""
+    from pulsar_txn_cli.admin.engine_transport import require_engine
     from pulsar_txn_cli.engine.broker import DEFAULT_COORDINATORS, Engine, exists
 
-    directory = _dir()
+    directory = _dir(announce=False)
+    if not exists(directory) and not create:
+        named = current().target.engine_dir or os.environ.get("PULSAR_TXN_ENGINE_DIR")
+        require_engine(str(directory), "flags" if named else ("default" if create_default else "the default engine"))
+    current().info(f"engine: {directory}")
     if not exists(directory):
-        if not auto_init:
-            raise UsageError(f"no engine in {directory}; run `pulsar-txn engine init` first")
         engine = Engine.init(directory)
         current().info(
             f"created a new engine in {directory} ({DEFAULT_COORDINATORS} coordinators); "
@@ -326,7 +331,7 @@ def simulate(
     if env.target.admin_url:
         result = _simulate_served(env, opts)
     else:
-        with _open() as engine:
+        with _open(create=True) as engine:
             with env.progress(transactions, "transactions") as bar:
                 result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
     _emit(result, tables=[_kv_table(_simulate_rows(result))])
@@ -387,7 +392,7 @@ def verify(
     """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
     from pulsar_txn_cli.engine.verify import verify as run
 
-    with _open(readonly=True, auto_init=False) as engine:
+    with _open(readonly=True, create_default=False) as engine:
         report = run(engine, acked)
     env = current()
     if acked and not report["ackedChecked"]:  # legitimately empty when a workload was killed early

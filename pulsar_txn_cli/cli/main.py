@@ -75,9 +75,7 @@ def _report(exc: BaseException, env, debug: bool) -> int:
         if str(exc):
             _say(env, f"error: {exc}")
         if exc.hint:
-            from pulsar_txn_cli.cli.advice import carry_target
-
-            _say(env, f"hint: {carry_target(exc.hint, env)}")
+            _say(env, f"hint: {exc.hint}")
         return int(exc.exit_code)
     if not debug:
         _say(env, f"error: unexpected {type(exc).__name__}; rerun with --debug for the details")
@@ -85,4 +83,4 @@ def _report(exc: BaseException, env, debug: bool) -> int:
 
 
 def _say(env, message: str) -> None:
-    print(message, file=env.stderr)
+    print(env.pasteable(message), file=env.stderr)  # an error's, hint's or Ctrl-C's command carries the target

@@ -107,9 +107,11 @@ class DemoStory:
 
     def _enable(self, engine, admin) -> None:
         self._step("Upgrade step 2: enable the batch log on every broker, then reload the stores")
-        self.say(
-            "pulsar-txn set-txn-tc-batch-log --enable --reload; pulsar-txn set-txn-pending-ack-batch-log --enable --reload"
-        )
+        import shlex
+
+        where = shlex.quote(self.engine_dir)
+        for name in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+            self.say(f"pulsar-txn {name} --enable --reload --yes --engine-dir {where}")
         for line in self._set(engine, admin, True):
             self.say(line)
 
