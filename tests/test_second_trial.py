@@ -34,3 +34,62 @@ def test_a_mistyped_engine_dir_is_one_error_and_creates_nothing(cli, tmp_path, c
     assert f"`pulsar-txn engine init --engine-dir {typo}`" in lines[0]
     assert result.stdout == ""
     assert not typo.exists()
+
+
+# -- 4: a closed stdout (`... | head -1`) -----------------------------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+CLI = [sys.executable, "-m", "pulsar_txn_cli"]
+
+
+@pytest.fixture(scope="module")
+def dumped_engine(tmp_path_factory):
+    """An engine with enough entries that its dump is larger than a pipe's buffer, and the dump."""
+    root = tmp_path_factory.mktemp("closed-stdout")
+    engine = root / "engine"
+    made = subprocess.run([*CLI, "engine", "simulate", "-n", "400", "--engine-dir", engine], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    dump = root / "dump.jsonl"
+    with open(dump, "wb") as out:
+        assert subprocess.run([*CLI, "engine", "dump", "--engine-dir", engine], stdout=out).returncode == 0
+    assert dump.stat().st_size > 256 * 1024
+    return engine, dump
+
+
+def _closed_stdout_commands(engine, dump):
+    return {
+        "engine dump": ["engine", "dump", "--engine-dir", engine],
+        "engine dump json": ["engine", "dump", "--engine-dir", engine, "-o", "json"],
+        "decode": ["decode", dump],
+        "decode jsonl": ["decode", dump, "-o", "jsonl"],
+        "decode json": ["decode", dump, "-o", "json"],
+        "nack plan": ["nack", "plan", "--rate", "1000", "--delay", "60"],
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["engine dump", "engine dump json", "decode", "decode jsonl", "decode json", "nack plan"]
+)
+def test_a_reader_that_stops_early_is_not_an_error(dumped_engine, name):
+    """The reader closes the pipe before reading anything: quiet, exit 0 (docs/output.md)."""
+    argv = [*CLI, *map(str, _closed_stdout_commands(*dumped_engine)[name])]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=100)
+    assert code == 0, err
+    lines = [x for x in err.splitlines() if not x.startswith(("engine: ", "target: "))]
+    assert lines == [], err
+
+
+@pytest.mark.parametrize("name", ["engine dump", "decode jsonl", "nack plan"])
+def test_head_in_a_pipefail_script(dumped_engine, name):
+    import shlex
+
+    argv = [*CLI, *map(str, _closed_stdout_commands(*dumped_engine)[name])]
+    script = f"set -o pipefail; {shlex.join(argv)} -q | head -1"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and len(done.stdout.splitlines()) == 1

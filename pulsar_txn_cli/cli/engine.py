@@ -477,14 +477,19 @@ def dump(
                 count[0] += 1
                 yield item
 
+        from contextlib import closing
+
         if env.output == "json":
             from pulsar_txn_cli.codec.dumps import dump_object
 
-            _emit(counted(dumping.lines(engine, names, dump_object)))
+            # closed before the engine is, even when the reader of stdout went away (`| head`)
+            with closing(counted(dumping.lines(engine, names, dump_object))) as items:
+                _emit(items)
         else:
             out = env.stdout
-            for line in counted(dumping.lines(engine, names)):
-                out.write(line + "\n")
+            with closing(counted(dumping.lines(engine, names))) as items:
+                for line in items:
+                    out.write(line + "\n")
             out.flush()
     written = "a JSON array" if env.output == "json" else "JSONL, the dump format"
     env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")

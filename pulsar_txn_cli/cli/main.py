@@ -35,7 +35,11 @@ def run(argv: list[str]) -> int:
         if code == ExitCode.INTERRUPTED:  # Ctrl-C outside a command (typer exits 130 silently)
             _say(env, "interrupted (Ctrl-C)")
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a message and an exit code
-        code = _report(exc, env, debug)
+        if _broken_pipe(exc):
+            exc.__context__ = exc.__cause__ = None  # let go of the frames (and their open iterators) now
+            code = _closed_stdout()
+        else:
+            code = _report(exc, env, debug)
     try:
         env.close()  # closing the engine commits its last state: a failure here is a failure too
     except BaseException as exc:  # noqa: BLE001
@@ -44,6 +48,33 @@ def run(argv: list[str]) -> int:
     finally:
         notices.listen(None)  # this run's streams end here
     return code
+
+
+def _broken_pipe(exc: BaseException | None) -> bool:
+    """The reader of stdout went away (`... | head -1`), directly or under click's exit."""
+    import errno
+
+    while exc is not None:
+        if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+            return True
+        exc = exc.__context__
+    return False
+
+
+def _closed_stdout() -> int:
+    """A reader that stopped early is not an error (docs/output.md): no message, exit 0, so that
+    `set -o pipefail` scripts that pipe into `head` stay correct. Stdout goes to /dev/null from
+    here, so nothing is written (or fails) at exit."""
+    import gc
+
+    gc.collect()  # close the abandoned iterators while the engine is still open
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return ExitCode.OK
 
 
 def _report(exc: BaseException, env, debug: bool) -> int:
