@@ -93,3 +93,20 @@ def test_head_in_a_pipefail_script(dumped_engine, name):
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=100)
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and len(done.stdout.splitlines()) == 1
+
+
+# -- 1: downgrade check --wait --interval 0 --------------------------------------------------------
+
+
+@pytest.mark.parametrize("interval", ["0", "0.5"])
+def test_wait_refuses_an_interval_under_a_second(cli, tmp_path, interval):
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    started = __import__("time").monotonic()
+    result = cli(["downgrade", "check", "--wait", "--interval", interval, "--timeout", "3", "--engine-dir", engine])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: --interval {float(interval):g} is too short: checks are at least 1 s apart "
+        "(each asks every coordinator and subscription)"
+    )
+    assert __import__("time").monotonic() - started < 2  # refused before any check

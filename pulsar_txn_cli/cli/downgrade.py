@@ -26,6 +26,8 @@ CheckpointOpt = Annotated[
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
 
+MIN_INTERVAL = 1.0  # seconds between checks with --wait, as the exporter's --interval
+
 EXIT = {
     "SAFE": ExitCode.OK,
     "COMPLETE": ExitCode.OK,
@@ -58,7 +60,10 @@ def check(
         bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")
     ] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.0, metavar="S", help="Seconds between checks with --wait.")
+        float,
+        typer.Option(
+            "--interval", metavar="S", help="Seconds between checks with --wait (at least 1, as the exporter's)."
+        ),
     ] = 30.0,
     timeout: Annotated[
         Optional[float],
@@ -92,6 +97,11 @@ def check(
 
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
+    if interval < MIN_INTERVAL:  # 0 would check in a busy loop, each check asking every store
+        raise UsageError(
+            f"--interval {interval:g} is too short: checks are at least {MIN_INTERVAL:g} s apart "
+            "(each asks every coordinator and subscription)"
+        )
     if verify_entries:
         from pulsar_txn_cli.pipeline.inputs import expand
 
