@@ -110,3 +110,60 @@ def test_wait_refuses_an_interval_under_a_second(cli, tmp_path, interval):
         "(each asks every coordinator and subscription)"
     )
     assert __import__("time").monotonic() - started < 2  # refused before any check
+
+
+# -- 2: Ctrl-C during `downgrade check --admin-url` -------------------------------------------------
+
+KEPT = (
+    "interrupted (Ctrl-C) before the command began: nothing was done",
+    "interrupted (Ctrl-C) while connecting to the target: no check ran, no checkpoint was touched",
+    "interrupted (Ctrl-C): the checkpoint ",
+    "interrupted (Ctrl-C): no checkpoint was written yet",
+)
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp_path):
+    """Real SIGINTs at many moments of a check of an engine served over HTTP (the admin calls run in
+    a thread pool): never a traceback, exactly one `interrupted` line naming what was kept, exit 130."""
+    import random
+    import signal
+    import time
+
+    from pulsar_txn_cli.admin import server
+
+    engine = tmp_path / "engine"
+    made = subprocess.run(
+        [*CLI, "engine", "simulate", "-n", "200", "--topics", "12", "--subscriptions", "40", "--engine-dir", engine],
+        capture_output=True,
+    )
+    assert made.returncode == 0, made.stderr
+    checkpoint = tmp_path / "cp.json"
+    seen = set()
+    rng = random.Random(21)
+    with server.start(str(engine)) as served:
+        argv = [*CLI, "downgrade", "check", "--admin-url", served.url, "--checkpoint", str(checkpoint), "--wait"]
+        for attempt in range(10):
+            proc = subprocess.Popen(
+                [*argv, "--interval", "1"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
+            # half the tries while Python starts, half once the target answered
+            if attempt % 2:
+                line = proc.stderr.readline().decode()
+                assert line.startswith("target: "), line
+                time.sleep(rng.uniform(0.0, 1.5))
+            else:
+                time.sleep(rng.uniform(0.05, 0.6))
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+            err = err.decode()
+            assert proc.returncode == 130, (proc.returncode, err)
+            assert "Traceback" not in err and "Exception ignored" not in err, err
+            said = [x for x in err.splitlines() if "interrupted" in x]
+            assert len(said) == 1, err
+            assert said[0].startswith(KEPT), said
+            seen.add(next(k for k in KEPT if said[0].startswith(k)))
+    assert KEPT[2] in seen, seen  # at least one Ctrl-C landed in the middle of the checks

@@ -109,9 +109,35 @@ def check(
         # --wait would poll forever.
         expand(verify_entries, format_option=None)
     env = current()
-    admin = env.admin()
-    path = runner.checkpoint_path(admin, checkpoint)
-    options = dict(concurrency=concurrency, verify=verify_entries or None)
+    path = None
+    try:
+        admin = env.admin()
+        path = runner.checkpoint_path(admin, checkpoint)
+        options = dict(concurrency=concurrency, verify=verify_entries or None)
+        result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
+        _emit_downgrade(env, result)
+    except KeyboardInterrupt:
+        from pulsar_txn_cli.errors import InterruptedWork
+
+        raise InterruptedWork(_interrupted_check(path)) from None
+
+
+def _interrupted_check(path) -> str:
+    """What a Ctrl-C in the middle of a check kept: a check writes its checkpoint only once it is
+    whole (atomically, downgrade/checkpoint.py), so the file is as the last whole check left it."""
+    if path is None:
+        return "interrupted (Ctrl-C) while connecting to the target: no check ran, no checkpoint was touched"
+    kept = (
+        f"the checkpoint {path} is as the last whole check left it"
+        if path.exists()
+        else f"no checkpoint was written yet ({path})"
+    )
+    return f"interrupted (Ctrl-C): {kept}; a check that was cut short records nothing"
+
+
+def _run_checks(env, admin, path, options: dict, *, wait: bool, interval: float, timeout):
+    from pulsar_txn_cli.downgrade import runner
+
     if wait:
         from pulsar_txn_cli.output.live import LiveView
 
@@ -128,7 +154,7 @@ def check(
     else:
         with env.progress(None, "discovering coordinators and subscriptions") as bar:
             result = runner.check(admin, path, progress=bar, **options)
-    _emit_downgrade(env, result)
+    return result
 
 
 def _on_check(env, view, result, n: int, failure, interval: float) -> None:

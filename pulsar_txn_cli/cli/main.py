@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -11,8 +12,28 @@ from pulsar_txn_cli.errors import ExitCode, Interrupted, InterruptedWork, Pulsar
 from pulsar_txn_cli.names import InvalidName
 
 
+BEFORE_COMMAND = "interrupted (Ctrl-C) before the command began: nothing was done"
+
+
 def main(argv: list[str] | None = None) -> None:
-    sys.exit(run(sys.argv[1:] if argv is None else argv))
+    try:
+        code = run(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # before the command began (while Python loaded the modules)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(BEFORE_COMMAND, file=sys.stderr)
+        code = ExitCode.INTERRUPTED
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: a Ctrl-C while Python exits changes nothing
+    if code == ExitCode.INTERRUPTED:
+        # Leave now: worker threads still waiting on a request (a check's admin calls) would be
+        # joined at exit, and a second Ctrl-C there prints Python's own traceback. What the
+        # command keeps is already written (atomically); the message said what it is.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 def run(argv: list[str]) -> int:
@@ -27,19 +48,24 @@ def run(argv: list[str]) -> int:
 
         completion_init()
     env = env_module.reset(env_module.Env(stdout=sys.stdout, stderr=sys.stderr))
+    previous = None
     notices.listen(env.info)  # what the library says while it waits (e.g. for the engine's lock)
     debug = "--debug" in argv
     try:
         code = get_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
         code = code if isinstance(code, int) else ExitCode.OK
         if code == ExitCode.INTERRUPTED:  # Ctrl-C outside a command (typer exits 130 silently)
-            _say(env, "interrupted (Ctrl-C)")
+            _say(env, BEFORE_COMMAND)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a message and an exit code
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            previous = _hold_sigint()  # one Ctrl-C, one message: a second one waits until we are done
         if _broken_pipe(exc):
             exc.__context__ = exc.__cause__ = None  # let go of the frames (and their open iterators) now
             code = _closed_stdout()
         else:
             code = _report(exc, env, debug)
+    if previous is None:
+        previous = _hold_sigint()  # the command is over: a Ctrl-C now must not cut the engine's commit short
     try:
         env.close()  # closing the engine commits its last state: a failure here is a failure too
     except BaseException as exc:  # noqa: BLE001
@@ -47,7 +73,24 @@ def run(argv: list[str]) -> int:
         code = code or failed
     finally:
         notices.listen(None)  # this run's streams end here
+        if previous is not None:
+            _release_sigint(previous)
     return code
+
+
+def _hold_sigint():
+    """Ignore Ctrl-C while an interruption is reported and the target closed; the previous handler."""
+    try:
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (run() called from a test's thread)
+        return None
+
+
+def _release_sigint(previous) -> None:
+    try:
+        signal.signal(signal.SIGINT, previous)
+    except (ValueError, TypeError):
+        pass
 
 
 def _broken_pipe(exc: BaseException | None) -> bool:
@@ -88,7 +131,8 @@ def _report(exc: BaseException, env, debug: bool) -> int:
             _say(env, f"Try '{exc.ctx.command_path} --help' for help.")
         return ExitCode.USAGE
     if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
-        _say(env, str(exc) if isinstance(exc, InterruptedWork) else "interrupted (Ctrl-C)")
+        # A command turns its own Ctrl-C into Interrupted (cli/common.py): this one came first.
+        _say(env, str(exc) if isinstance(exc, InterruptedWork) else BEFORE_COMMAND)
         return ExitCode.INTERRUPTED
     if isinstance(exc, Interrupted):
         _say(env, str(exc))  # says what was kept; no "error:" prefix
