@@ -348,10 +348,12 @@ def _stat(log, *, concurrency: int) -> None:
             "hint: reopen the stores with "
             f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload"
         )
+    # -o jsonl: a line per store, each with what the JSON document says about all of them
+    shared = {"target": data["target"], "setting": data["setting"], log.pip_flag: data[log.pip_flag]}
     emit(
         Result(
             data=data,
-            records=detail,
+            records=[{**shared, **d} for d in detail],
             tables=[Table(columns, rows, title=f"{log.store}s"), brokers],
             lines=["", verdict],
         ),

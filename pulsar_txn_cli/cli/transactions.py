@@ -47,7 +47,8 @@ def coordinators_list() -> None:
     """List the transaction coordinators and the broker that owns each."""
     env = current()
     data = env.admin().coordinators()
-    _emit(data, [("id", "id"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")])
+    # Pulsar's own answer (GET /admin/v3/transactions/coordinators) keeps Pulsar's `id` (docs/output.md)
+    _emit(data, [("id", "coordinator"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")])
 
 
 def coordinator_stats(
@@ -65,9 +66,9 @@ def coordinator_stats(
     else:
         data = env.admin().coordinator_stats(coordinator_id)
     rows = (
-        [{"id": coordinator_id, **data}]
+        [{"coordinatorId": coordinator_id, **data}]
         if coordinator_id is not None
-        else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
+        else [{"coordinatorId": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
     )
     _emit(data, STATS_COLUMNS, rows=_timed(rows), records=rows if coordinator_id is None else None)
 
@@ -363,7 +364,7 @@ def parse_duration_ms(text: str) -> int:
 # --- rendering ----------------------------------------------------------------------------------------
 
 STATS_COLUMNS = [
-    ("id", "id"),
+    ("coordinatorId", "coordinator"),
     ("state", "state"),
     ("leastSigBits", "sequence id"),
     ("lowWaterMark", "low water mark"),
