@@ -94,6 +94,17 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _module_dirs(tmp_path_factory):
+    """A module's fixtures (an engine built once for a module) get directories of their own too:
+    autouse module fixtures come before the module's other fixtures."""
+    root = tmp_path_factory.mktemp("module-dirs")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in XDG_NAMES:
+            patch.setenv(name, str(root / name.lower()))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_dirs(monkeypatch, tmp_path_factory):
     """Every test its own data, state and config directories (subprocesses inherit them)."""

@@ -167,3 +167,38 @@ def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp
             assert said[0].startswith(KEPT), said
             seen.add(next(k for k in KEPT if said[0].startswith(k)))
     assert KEPT[2] in seen, seen  # at least one Ctrl-C landed in the middle of the checks
+
+
+# -- 9: state prune of an identity nobody knows ----------------------------------------------------
+
+
+def test_pruning_an_unknown_identity_is_one_error_naming_the_known_ones(cli, tmp_path):
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--engine-dir", engine]).exit_code == 0  # a record
+    known = cli(["state", "list", "-o", "json"]).json()[0]["identity"]
+    result = cli(["state", "prune", "nosuch-identity"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: no record of 'nosuch-identity' on this machine; known: {known!r} (`pulsar-txn state list` shows them)"
+    )
+    assert len(cli(["state", "list", "-o", "json"]).json()) == 1  # nothing was forgotten
+    assert cli(["state", "prune", known]).exit_code == 0
+
+
+# -- 10: decode of an input with nothing decodable ---------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["table", "json", "jsonl"])
+@pytest.mark.parametrize("case", ["text file", "bad hex"])
+def test_nothing_decodable_is_an_error_with_nothing_on_stdout(cli, tmp_path, case, output):
+    if case == "text file":
+        text = tmp_path / "text.txt"
+        text.write_text("hello, this is not a dump\n")
+        args = ["decode", text]
+    else:
+        args = ["decode", "--log", "tc", "--hex", "zz"]
+    result = cli([*args, "-o", output])
+    assert result.exit_code == 3, result.stderr
+    assert result.stdout == ""  # no "(none)" and no [] shown as a result (docs/output.md)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
