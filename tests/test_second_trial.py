@@ -202,3 +202,24 @@ def test_nothing_decodable_is_an_error_with_nothing_on_stdout(cli, tmp_path, cas
     assert result.exit_code == 3, result.stderr
     assert result.stdout == ""  # no "(none)" and no [] shown as a result (docs/output.md)
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# -- 12: a sanity bound on the coordinators, and a listing that stays fast --------------------------
+
+
+@pytest.mark.timeout(240)
+def test_scaling_is_bounded_and_the_listing_stays_fast(cli, tmp_path):
+    import time
+
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    refused = cli(["scale-transactionCoordinators", "-r", "100000", "--yes", "--engine-dir", engine])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr.strip().startswith("error: --replicas 100000 is more than 1024, pulsar-txn's bound")
+    assert cli(["coordinators-list", "--engine-dir", engine, "-o", "json"]).json()[-1]["id"] == 3  # unchanged
+    assert cli(["scale-transactionCoordinators", "-r", "1024", "--yes", "--engine-dir", engine]).exit_code == 0
+    started = time.monotonic()
+    listed = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+    elapsed = time.monotonic() - started
+    assert listed.exit_code == 0 and len(listed.json()) == 1024
+    assert elapsed < 60, f"listing 1024 coordinators took {elapsed:.1f} s"

@@ -287,6 +287,9 @@ def position_stats_in_pending_ack(
     _emit(data, [("position", "position"), ("subscription", "subscription"), ("state", "state")], rows=[row])
 
 
+MAX_COORDINATORS = 1024  # a sanity bound (see scale_coordinators)
+
+
 def scale_coordinators(
     replicas: Annotated[
         int,
@@ -300,7 +303,16 @@ def scale_coordinators(
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign)."""
+    """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign).
+
+    At most 1024: Pulsar only checks that the number grows, but it can never shrink again, and every
+    coordinator is a partition with its own transaction log that each listing and check reads."""
+    if replicas > MAX_COORDINATORS:
+        raise UsageError(
+            f"--replicas {replicas} is more than {MAX_COORDINATORS}, pulsar-txn's bound: the number of transaction "
+            "coordinators can never shrink again, and each one is a partition with its own transaction log "
+            "(Pulsar itself only checks that the number grows)"
+        )
     env = current()
     admin = env.admin()
     before = admin.tc_partitions()
