@@ -52,7 +52,7 @@ ChangedAt = Annotated[
         "in the target's clock) instead of changing the setting.",
     ),
 ]
-Concurrency = Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)]
+Concurrency = Annotated[int, typer.Option("--concurrency", help="Admin calls in flight at once.", min=1, max=256)]
 
 
 def set_txn_tc_batch_log(

@@ -37,7 +37,7 @@ def decode(
     inputs: Annotated[
         Optional[list[str]],
         typer.Argument(
-            metavar="[FILE]...",
+            metavar="FILE",
             help="Dump files, or - for stdin (the default when stdin is not a terminal).",
             show_default=False,
         ),

@@ -210,7 +210,7 @@ def config_list() -> None:
 
 
 @command(config_app, "get", target=ENGINE_TARGET)
-def config_get(key: Annotated[str, typer.Argument(help="A broker configuration key.")]) -> None:
+def config_get(key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")]) -> None:
     """The runtime value of one key."""
     from pulsar_txn_cli.engine.broker_config import to_text
 
@@ -222,8 +222,8 @@ def config_get(key: Annotated[str, typer.Argument(help="A broker configuration k
 
 @command(config_app, "set", target=ENGINE_TARGET)
 def config_set(
-    key: Annotated[str, typer.Argument(help="A broker configuration key.")],
-    value: Annotated[str, typer.Argument(help="The new value.")],
+    key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="The new value.")],
 ) -> None:
     """Set a key (dynamic keys as an override, others in broker.conf).
 

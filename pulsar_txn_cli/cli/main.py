@@ -126,7 +126,8 @@ def _report(exc: BaseException, env, debug: bool) -> int:
     from typer._click import exceptions as click_exc  # typer vendors click (>= 0.26)
 
     if isinstance(exc, click_exc.UsageError):
-        _say(env, f"error: {exc.format_message()}")
+        # one plain sentence: pydantic-style "Value error, " prefixes say nothing to an operator
+        _say(env, f"error: {exc.format_message().replace('Value error, ', '')}")
         if exc.ctx is not None:
             _say(env, f"Try '{exc.ctx.command_path} --help' for help.")
         return ExitCode.USAGE

@@ -52,7 +52,7 @@ def prune(
     identities: Annotated[
         Optional[list[str]],
         typer.Argument(
-            metavar="[IDENTITY]...", show_default=False, help="Forget these identities (as `state list` shows them)."
+            metavar="IDENTITY", show_default=False, help="Forget these identities (as `state list` shows them)."
         ),
     ] = None,
     older_than: Annotated[

@@ -334,7 +334,9 @@ def subscriptions(
             "-n", "--namespace", help="Only these namespaces (tenant/ns); repeatable. Default: all.", show_default=False
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)] = 8,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Admin calls in flight at once.", min=1, max=256)
+    ] = 8,
 ) -> None:
     """Every subscription that uses transactions, from the pending-ack topics of all namespaces."""
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
