@@ -19,6 +19,7 @@ from pulsar_txn_cli.admin import features, remembered
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.protocol import (
+    BATCH_INDEX_KEY,
     PENDING_ACK_BATCH_KEY,
     TC_BATCH_KEY,
     pending_ack_store_key,
@@ -100,7 +101,6 @@ def cannot_batch(setting: dict) -> str | None:
 
 # --- before a switch off: would it pin a log for good? ----------------------------------------------
 
-BATCH_INDEX_KEY = "acknowledgmentAtBatchIndexLevelEnabled"
 SHOWN_TRANSACTIONS = 5
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from pulsar_txn_cli.protocol import TC_ASSIGN
+
 _QUOTED = re.compile(r"`(pulsar-txn [^`]+)`")
 
 
@@ -40,9 +42,7 @@ def target_args(env) -> str:
 # directory): reopening a store is `engine reload`, a broker setting is `engine config set`.
 _ENGINE_EQUIVALENTS = [
     (
-        re.compile(
-            r"pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-(\d+)"
-        ),
+        re.compile(rf"pulsar-admin topics unload {re.escape(TC_ASSIGN)}-partition-(\d+)"),
         lambda m: f"pulsar-txn engine reload --coordinator {m[1]}",
     ),
     (re.compile(r"pulsar-admin topics unload (\S+)"), lambda m: f"pulsar-txn engine reload --topic {m[1]}"),
