@@ -77,6 +77,12 @@ def command(text: str, env) -> str:
         text = _engine_equivalent(text)
     if _has_target(text):
         return text
+    if (
+        text.startswith("pulsar-txn engine ")
+        and not text.startswith("pulsar-txn engine simulate")
+        and not _on_engine(env)
+    ):
+        return text  # engine commands act on an engine directory; a cluster's flags do not apply to them
     if text.startswith("pulsar-txn "):
         extra = target_args(env)
         return f"{text} {extra}" if extra else text
