@@ -106,6 +106,13 @@ class EngineBusy(EngineError):
     exit_code = ExitCode.BUSY
 
 
+class Refused(PulsarTxnError):
+    """A change not made because it would leave a state that only an operator can clear (a stall
+    that never ends by itself): the BLOCKED code; `--force` makes it anyway."""
+
+    exit_code = ExitCode.BLOCKED
+
+
 class Verdict(PulsarTxnError):
     """Raised by the CLI after printing a WAIT/INCOMPLETE or BLOCKED verdict, to set the exit code."""
 

@@ -15,6 +15,9 @@ from pulsar_txn_cli.names import Position, TopicName, expand_partitions
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
 
 SYSTEM_PREFIX = "__"
+# Cause ids, kebab-case as every command's (downgrade check's `open-transaction` is the same cause).
+CAUSE_OPEN_TXN = "open-transaction"
+CAUSE_RECOVERING = "recovering"
 
 
 def entries_between(after: tuple[int, int], last: tuple[int, int], ledgers: list[dict]) -> int:
@@ -109,7 +112,7 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     )
     if state not in READY_STATES:
         # Readers wait for the buffer's recovery, whatever the transactions do: a different fix.
-        report["cause"] = "recovering"
+        report["cause"] = CAUSE_RECOVERING
         report["note"] = (
             f"the transaction buffer has not finished recovering (state {state}): readers wait for "
             "its recovery, not for open transactions; it usually ends within seconds; if it lasts, "
@@ -118,7 +121,7 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
         return report
     if not report["held"]:
         return report
-    report["cause"] = "open transactions"
+    report["cause"] = CAUSE_OPEN_TXN  # the same id as downgrade check's cause
 
     def order(holder):  # start position when the coordinator knows it, else open time
         start = Position.find(holder["startPosition"])
@@ -166,5 +169,5 @@ def find_stuck_readers(
     held = [r for r in reports if r.get("held")]
     errors = [r for r in reports if "error" in r]
     shown = reports if include_all else held + errors
-    recovering = sum(1 for r in held if r.get("cause") == "recovering")
+    recovering = sum(1 for r in held if r.get("cause") == CAUSE_RECOVERING)
     return {"checked": len(reports), "held": len(held), "recovering": recovering, "partitions": shown}

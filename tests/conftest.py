@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
 import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -50,6 +51,66 @@ REAL_SET_TIMEOUTS = {
     "scale": 1800,
     "java_admin": 900,
 }
+
+
+# The user's real data, state and config directories, as far as this test session is concerned: a
+# sentinel directory made at start-up (by the controller; xdist's workers and every subprocess inherit
+# the variables). Each test then gets its own directories (`_own_dirs`), so nothing may ever land in
+# the sentinel; pytest_sessionfinish fails the run if something did.
+XDG_NAMES = ("XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+SENTINEL_VAR = "PULSAR_TXN_TEST_REAL_DIRS"
+
+
+def pytest_configure(config):
+    if not os.environ.get(SENTINEL_VAR):
+        os.environ[SENTINEL_VAR] = tempfile.mkdtemp(prefix="pulsar-txn-real-dirs-")
+    for name in XDG_NAMES:
+        os.environ[name] = os.path.join(os.environ[SENTINEL_VAR], name.lower())
+
+
+def written_to_real_dirs() -> list[str]:
+    """Every file under the sentinel directories (what some test wrote to the 'real' ones)."""
+    root = Path(os.environ[SENTINEL_VAR])
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller checks once for all
+        return
+    written = written_to_real_dirs()
+    if not written:
+        import shutil
+
+        shutil.rmtree(os.environ[SENTINEL_VAR], ignore_errors=True)
+        return
+    if written:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"FAILED: tests wrote {len(written)} file(s) into the user's real data/state/config directories "
+            f"(stood in for by {os.environ[SENTINEL_VAR]}): {', '.join(written[:5])}",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_dirs(tmp_path_factory):
+    """A module's fixtures (an engine built once for a module) get directories of their own too:
+    autouse module fixtures come before the module's other fixtures."""
+    root = tmp_path_factory.mktemp("module-dirs")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in XDG_NAMES:
+            patch.setenv(name, str(root / name.lower()))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_dirs(monkeypatch, tmp_path_factory):
+    """Every test its own data, state and config directories (subprocesses inherit them)."""
+    root = tmp_path_factory.mktemp("dirs")
+    for name in XDG_NAMES:
+        monkeypatch.setenv(name, str(root / name.lower()))
 
 
 def pytest_collection_modifyitems(items):

@@ -16,18 +16,28 @@ def open_engine(engine_dir: str, source: str = "default"):
     """The engine of this directory. The default engine is created on first use (the default target
     must just work); a directory someone named must hold an engine: a mistyped --engine-dir would
     otherwise answer as a brand-new engine with every coordinator Ready."""
+    from pulsar_txn_cli.engine.broker import Engine
+
+    require_engine(engine_dir, source)
+    return Engine.open(engine_dir)
+
+
+def require_engine(engine_dir: str, source: str = "default") -> None:
+    """UsageError, naming the directory and the command that creates an engine there, when a named
+    engine directory (not the default one) holds no engine. Nothing is created."""
+    import shlex
     from pathlib import Path
 
-    from pulsar_txn_cli.engine.broker import Engine, exists
+    from pulsar_txn_cli.engine.broker import exists
     from pulsar_txn_cli.errors import UsageError
 
     if source != "default" and not exists(Path(engine_dir)):
         where = "--engine-dir" if source == "flags" else source
+        quoted = shlex.quote(str(engine_dir))
         raise UsageError(
-            f"no engine in {engine_dir} ({where}); `pulsar-txn engine init --engine-dir {engine_dir}` "
-            "creates one, or `engine simulate --engine-dir DIR` makes one with a workload"
+            f"no engine in {engine_dir} ({where}); `pulsar-txn engine init --engine-dir {quoted}` "
+            f"creates one, or `pulsar-txn engine simulate --engine-dir {quoted}` makes one with a workload"
         )
-    return Engine.open(engine_dir)
 
 
 def encode_answer(answer) -> tuple[int, dict, bytes]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from pulsar_txn_cli.protocol import TC_ASSIGN
+
 _QUOTED = re.compile(r"`(pulsar-txn [^`]+)`")
 
 
@@ -36,13 +38,51 @@ def target_args(env) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
+# pulsar-admin commands the engine has its own equivalent of (pulsar-admin cannot reach an engine
+# directory): reopening a store is `engine reload`, a broker setting is `engine config set`.
+_ENGINE_EQUIVALENTS = [
+    (
+        re.compile(rf"pulsar-admin topics unload {re.escape(TC_ASSIGN)}-partition-(\d+)"),
+        lambda m: f"pulsar-txn engine reload --coordinator {m[1]}",
+    ),
+    (re.compile(r"pulsar-admin topics unload (\S+)"), lambda m: f"pulsar-txn engine reload --topic {m[1]}"),
+    (
+        re.compile(r"pulsar-admin brokers update-dynamic-config --config (\S+) --value (\S+)"),
+        lambda m: f"pulsar-txn engine config set {m[1]} {m[2]}",
+    ),
+]
+
+
+def _on_engine(env) -> bool:
+    """The command's target is an engine directory (not a cluster, nor an engine served over HTTP)."""
+    flags = env.target
+    if flags.admin_url or flags.context:
+        return False
+    target = env.chosen_target
+    return bool(flags.engine_dir) or (target is not None and target.kind == "engine")
+
+
+def _engine_equivalent(text: str) -> str:
+    for pattern, make in _ENGINE_EQUIVALENTS:
+        text = pattern.sub(make, text)
+    return text
+
+
 def command(text: str, env) -> str:
     """A whole suggested command with the target (text that is not a command is kept).
 
     pulsar-txn takes the target after the command; pulsar-admin takes --admin-url before it, and
-    only a cluster can be its target."""
+    only a cluster can be its target: on an engine, its equivalent is suggested instead."""
+    if text.startswith("pulsar-admin ") and _on_engine(env):
+        text = _engine_equivalent(text)
     if _has_target(text):
         return text
+    if (
+        text.startswith("pulsar-txn engine ")
+        and not text.startswith("pulsar-txn engine simulate")
+        and not _on_engine(env)
+    ):
+        return text  # engine commands act on an engine directory; a cluster's flags do not apply to them
     if text.startswith("pulsar-txn "):
         extra = target_args(env)
         return f"{text} {extra}" if extra else text
@@ -59,12 +99,20 @@ def _cluster_url(env) -> str | None:
     return target.url if target is not None and target.kind == "cluster" else None
 
 
+_ENGINE_QUOTED = re.compile(r"`(pulsar-admin [^`]+)`")
+_ENGINE_BARE = re.compile(
+    r"(?<!`)pulsar-admin (?:topics unload \S+|brokers update-dynamic-config --config \S+ --value \S+)(?<![.,;:)])"
+)
 _PULSAR_ADMIN = re.compile(r"(?<![\w-])pulsar-admin (?!--admin-url)")
 
 
 def carry_target(text: str, env) -> str:
     """Prose with its commands made safe to paste: every `pulsar-txn ...` in backticks gets the
-    target appended, every pulsar-admin (quoted or not) gets --admin-url for a cluster."""
+    target appended, every pulsar-admin (quoted or not) gets --admin-url for a cluster, or becomes
+    the engine's own equivalent on an engine."""
+    if "pulsar-admin " in text and _on_engine(env):
+        text = _ENGINE_QUOTED.sub(lambda m: f"`{_engine_equivalent(m.group(1))}`", text)
+        text = _ENGINE_BARE.sub(lambda m: f"`{_engine_equivalent(m.group(0))}`", text)
     if "`pulsar-txn " in text:
         text = _QUOTED.sub(lambda m: f"`{command(m.group(1), env)}`", text)
     url = _cluster_url(env) if "pulsar-admin " in text else None

@@ -25,7 +25,7 @@ def analyze(
     inputs: Annotated[
         list[str],
         typer.Argument(
-            metavar="INPUT...",
+            metavar="INPUT",
             help="Dump files, directories or globs: JSONL dumps, Parquet, readledger hex text; also s3a:// or hdfs:// URLs (Spark reads them).",
             show_default=False,
         ),

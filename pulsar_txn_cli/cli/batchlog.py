@@ -36,6 +36,14 @@ Reload = Annotated[
     bool, typer.Option("--reload", help="Reopen the stores now so the change takes effect (unloads topics).")
 ]
 Yes = Annotated[bool, typer.Option("-y", "--yes", help="Do not ask before unloading.")]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Turn batching off even when it would pin a log for good (open transactions while "
+        "acknowledgmentAtBatchIndexLevelEnabled is off); without it such a switch is refused (exit 6).",
+    ),
+]
 ChangedAt = Annotated[
     Optional[str],
     typer.Option(
@@ -46,7 +54,7 @@ ChangedAt = Annotated[
         "in the target's clock) instead of changing the setting.",
     ),
 ]
-Concurrency = Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)]
+Concurrency = Annotated[int, typer.Option("--concurrency", help="Admin calls in flight at once.", min=1, max=256)]
 
 
 def set_txn_tc_batch_log(
@@ -55,6 +63,7 @@ def set_txn_tc_batch_log(
     disable: Disable = False,
     reload: Reload = False,
     yes: Yes = False,
+    force: Force = False,
     changed_at: ChangedAt = None,
 ) -> None:
     """Turn batching of the transaction coordinators' log on or off (transactionLogBatchedWriteEnabled).
@@ -66,7 +75,7 @@ def set_txn_tc_batch_log(
     """
     from pulsar_txn_cli.admin.batchlog import TC
 
-    _set_or_declare(TC, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=8)
+    _set_or_declare(TC, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=8, force=force)
 
 
 def set_txn_pending_ack_batch_log(
@@ -75,6 +84,7 @@ def set_txn_pending_ack_batch_log(
     disable: Disable = False,
     reload: Reload = False,
     yes: Yes = False,
+    force: Force = False,
     changed_at: ChangedAt = None,
     concurrency: Concurrency = 8,
 ) -> None:
@@ -86,7 +96,9 @@ def set_txn_pending_ack_batch_log(
     """
     from pulsar_txn_cli.admin.batchlog import PENDING_ACK
 
-    _set_or_declare(PENDING_ACK, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=concurrency)
+    _set_or_declare(
+        PENDING_ACK, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=concurrency, force=force
+    )
 
 
 def get_txn_tc_batch_log_stat() -> None:
@@ -121,9 +133,11 @@ def _enabled(value: str | None, enable: bool, disable: bool) -> bool:
     return enable
 
 
-def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str | None, *, concurrency: int) -> None:
+def _set_or_declare(
+    log, enabled: bool, reload: bool, yes: bool, changed_at: str | None, *, concurrency: int, force: bool = False
+) -> None:
     if changed_at is None:
-        _set(log, enabled, reload, yes, concurrency=concurrency)
+        _set(log, enabled, reload, yes, concurrency=concurrency, force=force)
         return
     if reload:
         raise UsageError("--changed-at records a change made elsewhere; it does not go with --reload")
@@ -158,7 +172,7 @@ def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str
     )
 
 
-def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> None:
+def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force: bool = False) -> None:
     from pulsar_txn_cli.admin import batchlog
     from pulsar_txn_cli.output import Result, Table, emit
 
@@ -176,6 +190,9 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
         )
         if not yes:
             confirm(f"Enable {log.key} on {target} while those brokers still run?")
+    risk = None if enabled else batchlog.switch_off_risk(admin, before, reload)
+    if risk:
+        _guard_switch_off(env, log, risk, yes=yes, force=force)
     stores = batchlog.stores_of(admin, log, concurrency)
     topics = batchlog.reload_targets(log, stores) if reload else []
     if reload and topics and not yes:
@@ -218,7 +235,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
         )
     else:
         env.info(f"Every open {log.store} store already runs with batching {word}; nothing needs reopening.")
-    data = {**result, "reload": reloaded}
+    data = {**result, "reload": reloaded, "stallRisk": risk}
     tables = [
         Table([("setting", "setting"), ("value", "value"), ("previous", "previous"), ("target", "target")], [result])
     ]
@@ -234,6 +251,57 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
             f"topic(s) were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
             f"previous value until reopened; the first: {failed[0]['error']}); rerun the same command to reload them"
         )
+
+
+def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
+    """Say what a switch off would pin and how to avoid it; ask on a terminal; refuse (exit 6)
+    under --yes or without a terminal unless --force."""
+    import sys
+
+    from pulsar_txn_cli.errors import Refused
+
+    target = env.admin().target.describe()
+    n = risk["openTransactions"]
+    flag = "unknown" if risk["batchIndexDeletion"] is None else "false"
+    env.warn(
+        f"turning {log.key} off on {target} now would pin its {log.store} logs for good: {n} transaction(s) "
+        f"are open and acknowledgmentAtBatchIndexLevelEnabled is {flag}, so once the stores reopen "
+        "unbatched, the records of these transactions inside batched entries can never be deleted and "
+        "`downgrade check` can never say SAFE (the batch-index deletion stall, seen on a real Pulsar 4.0.7 "
+        "broker: docs/real-broker-findings.md)"
+    )
+    for line in switch_off_avoidance(env, risk):
+        print(line, file=env.stderr)
+    if force:
+        env.warn("going ahead anyway (--force)")
+        return
+    if not yes and sys.stdin.isatty():
+        confirm(f"Turn {log.key} off on {target} anyway?")
+        return
+    raise Refused(
+        f"nothing was changed: turning {log.key} off now would pin the {log.store} logs of {target} for good; "
+        "avoid it as shown above and run this command again, or add --force to turn it off anyway"
+    )
+
+
+def switch_off_avoidance(env, risk: dict) -> list[str]:
+    """The commands that avoid the stall, each runnable as printed on this target."""
+    from pulsar_txn_cli.cli.advice import command
+
+    lines = ["avoid it: end or abort the open transactions first (or let them end), then run this command again:"]
+    lines.append(f"  {command('pulsar-txn slow-transactions --time 0', env)}")
+    for most, least in risk["transactions"]:
+        lines.append(f"  {command(f'pulsar-txn abort-transaction -m {most} -l {least} --yes', env)}")
+    left = risk["openTransactions"] - len(risk["transactions"])
+    if left > 0:
+        lines.append(f"  ... and {left} more (the first command lists them)")
+    lines.append("or turn batch-index acknowledgements on first (the key is not dynamic):")
+    if env.chosen_target is not None and env.chosen_target.kind == "engine":
+        lines.append(f"  {command('pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true', env)}")
+        lines.append(f"  {command('pulsar-txn engine reload', env)}")
+    else:
+        lines.append("  set acknowledgmentAtBatchIndexLevelEnabled=true in every broker.conf and restart the brokers")
+    return lines
 
 
 def _stat(log, *, concurrency: int) -> None:
@@ -275,10 +343,12 @@ def _stat(log, *, concurrency: int) -> None:
             "hint: reopen the stores with "
             f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload"
         )
+    # -o jsonl: a line per store, each with what the JSON document says about all of them
+    shared = {"target": data["target"], "setting": data["setting"], log.pip_flag: data[log.pip_flag]}
     emit(
         Result(
             data=data,
-            records=detail,
+            records=[{**shared, **d} for d in detail],
             tables=[Table(columns, rows, title=f"{log.store}s"), brokers],
             lines=["", verdict],
         ),

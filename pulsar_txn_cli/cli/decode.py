@@ -37,7 +37,7 @@ def decode(
     inputs: Annotated[
         Optional[list[str]],
         typer.Argument(
-            metavar="[FILE]...",
+            metavar="FILE",
             help="Dump files, or - for stdin (the default when stdin is not a terminal).",
             show_default=False,
         ),
@@ -96,6 +96,9 @@ def decode(
         sources, log.value, report, on_error=on_error, on_warning=env.warn, strict=strict, force_log=force_log
     )
     stream = _primed(stream, report)
+    if stream is None:  # not one entry decoded: an error (exit 3), never "(none)" or [] on stdout
+        _finish(report, strict, env)
+        raise DataError("the input holds no entries")
     if env.output == "table":
         emit(Result(data=None, tables=lambda: [_record_table(decoding.record_rows(stream))]), env)
     else:
@@ -122,7 +125,7 @@ def _primed(stream, report):
     first = next(stream, None)
     if isinstance(report.stopped, (UsageError, EmptyInput)):
         raise report.stopped
-    return stream if first is None else itertools.chain([first], stream)
+    return None if first is None else itertools.chain([first], stream)
 
 
 def _finish(report, strict: bool, env) -> None:
@@ -132,6 +135,8 @@ def _finish(report, strict: bool, env) -> None:
         raise DataError(
             f"stopped at the first entry that could not be decoded (--strict), after {_count(report.total - 1, 'good entry', 'good entries')}"
         )
+    if report.failed and report.failed == report.total == 1:
+        raise DataError("")  # its one entry's error, already printed, is the whole story
     if report.failed:
         good = report.total - report.failed
         rest = f"; the other {_count(good, 'was', 'were')} decoded" if good else ""

@@ -26,6 +26,8 @@ CheckpointOpt = Annotated[
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
 
+MIN_INTERVAL = 1.0  # seconds between checks with --wait, as the exporter's --interval
+
 EXIT = {
     "SAFE": ExitCode.OK,
     "COMPLETE": ExitCode.OK,
@@ -58,7 +60,10 @@ def check(
         bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")
     ] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.0, metavar="S", help="Seconds between checks with --wait.")
+        float,
+        typer.Option(
+            "--interval", metavar="S", help="Seconds between checks with --wait (at least 1, as the exporter's)."
+        ),
     ] = 30.0,
     timeout: Annotated[
         Optional[float],
@@ -92,6 +97,11 @@ def check(
 
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
+    if interval < MIN_INTERVAL:  # 0 would check in a busy loop, each check asking every store
+        raise UsageError(
+            f"--interval {interval:g} is too short: checks are at least {MIN_INTERVAL:g} s apart "
+            "(each asks every coordinator and subscription)"
+        )
     if verify_entries:
         from pulsar_txn_cli.pipeline.inputs import expand
 
@@ -99,9 +109,35 @@ def check(
         # --wait would poll forever.
         expand(verify_entries, format_option=None)
     env = current()
-    admin = env.admin()
-    path = runner.checkpoint_path(admin, checkpoint)
-    options = dict(concurrency=concurrency, verify=verify_entries or None)
+    path = None
+    try:
+        admin = env.admin()
+        path = runner.checkpoint_path(admin, checkpoint)
+        options = dict(concurrency=concurrency, verify=verify_entries or None)
+        result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
+        _emit_downgrade(env, result)
+    except KeyboardInterrupt:
+        from pulsar_txn_cli.errors import InterruptedWork
+
+        raise InterruptedWork(_interrupted_check(path)) from None
+
+
+def _interrupted_check(path) -> str:
+    """What a Ctrl-C in the middle of a check kept: a check writes its checkpoint only once it is
+    whole (atomically, downgrade/checkpoint.py), so the file is as the last whole check left it."""
+    if path is None:
+        return "interrupted (Ctrl-C) while connecting to the target: no check ran, no checkpoint was touched"
+    kept = (
+        f"the checkpoint {path} is as the last whole check left it"
+        if path.exists()
+        else f"no checkpoint was written yet ({path})"
+    )
+    return f"interrupted (Ctrl-C): {kept}; a check that was cut short records nothing"
+
+
+def _run_checks(env, admin, path, options: dict, *, wait: bool, interval: float, timeout):
+    from pulsar_txn_cli.downgrade import runner
+
     if wait:
         from pulsar_txn_cli.output.live import LiveView
 
@@ -118,7 +154,7 @@ def check(
     else:
         with env.progress(None, "discovering coordinators and subscriptions") as bar:
             result = runner.check(admin, path, progress=bar, **options)
-    _emit_downgrade(env, result)
+    return result
 
 
 def _on_check(env, view, result, n: int, failure, interval: float) -> None:
@@ -160,6 +196,10 @@ def _emit_downgrade(env, result) -> None:
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
     data["fixes"] = [command(f, env) for f in data["fixes"]]
+    for item in data.get("coordinators", []) + data.get("subscriptions", []):
+        if item.get("advice"):
+            item["advice"] = carry_target(item["advice"], env)  # the JSON's advice is pasted too
+    data["problems"] = [carry_target(p, env) for p in data.get("problems", [])]
     lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result, data["fixes"])]
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal, Optional
 
 import typer
@@ -34,23 +35,29 @@ def register(root: typer.Typer) -> None:
 # ---------------------------------------------------------------- helpers
 
 
-def _dir():
+def _dir(announce: bool = True):
     from pulsar_txn_cli.admin.target_settings import engine_directory
 
     env = current()
     directory = engine_directory(env.target)
-    env.info(f"engine: {directory}")
+    if announce:
+        env.info(f"engine: {directory}")
     return directory
 
 
-def _open(*, readonly: bool = False, auto_init: bool = True):
-    """Open the engine, creating it with defaults (and saying so) when the directory has none."""
+def _open(*, readonly: bool = False, create: bool = False, create_default: bool = True):
+    """Open the engine. The default engine is created with defaults (and says so) on first use, as
+    is a named directory for `engine simulate` (create=True); any other command on a named
+    directory without an engine fails with one error and creates nothing (a mistyped --engine-dir)."""
+    from pulsar_txn_cli.admin.engine_transport import require_engine
     from pulsar_txn_cli.engine.broker import DEFAULT_COORDINATORS, Engine, exists
 
-    directory = _dir()
+    directory = _dir(announce=False)
+    if not exists(directory) and not create:
+        named = current().target.engine_dir or os.environ.get("PULSAR_TXN_ENGINE_DIR")
+        require_engine(str(directory), "flags" if named else ("default" if create_default else "the default engine"))
+    current().info(f"engine: {directory}")
     if not exists(directory):
-        if not auto_init:
-            raise UsageError(f"no engine in {directory}; run `pulsar-txn engine init` first")
         engine = Engine.init(directory)
         current().info(
             f"created a new engine in {directory} ({DEFAULT_COORDINATORS} coordinators); "
@@ -186,7 +193,7 @@ def config_list() -> None:
 
 
 @command(config_app, "get", target=ENGINE_TARGET)
-def config_get(key: Annotated[str, typer.Argument(help="A broker configuration key.")]) -> None:
+def config_get(key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")]) -> None:
     """The runtime value of one key."""
     from pulsar_txn_cli.engine.broker_config import to_text
 
@@ -198,8 +205,8 @@ def config_get(key: Annotated[str, typer.Argument(help="A broker configuration k
 
 @command(config_app, "set", target=ENGINE_TARGET)
 def config_set(
-    key: Annotated[str, typer.Argument(help="A broker configuration key.")],
-    value: Annotated[str, typer.Argument(help="The new value.")],
+    key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="The new value.")],
 ) -> None:
     """Set a key (dynamic keys as an override, others in broker.conf).
 
@@ -323,7 +330,7 @@ def simulate(
             raise UsageError("--fault makes the engine at --engine-dir sick; it cannot be sent to an `engine serve`")
         result = _simulate_served(env, opts)
     else:
-        with _open() as engine:
+        with _open(create=True) as engine:
             with env.progress(transactions, "transactions") as bar:
                 result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
             if fault:
@@ -459,7 +466,7 @@ def verify(
         if acked:
             raise UsageError("--downgrade-oracle and --ack-log check different things: give one of them")
         return _oracle()
-    with _open(readonly=True, auto_init=False) as engine:
+    with _open(readonly=True, create_default=False) as engine:
         report = run(engine, acked)
     env = current()
     if acked and not report["ackedChecked"]:  # legitimately empty when a workload was killed early
@@ -493,7 +500,7 @@ def _oracle() -> None:
     from pulsar_txn_cli.engine.oracle import downgrade_oracle
     from pulsar_txn_cli.output import Table
 
-    with _open(readonly=True, auto_init=False) as engine:
+    with _open(readonly=True, create_default=False) as engine:
         answer = downgrade_oracle(engine)
     rows = [
         {
@@ -586,14 +593,19 @@ def dump(
                 count[0] += 1
                 yield item
 
+        from contextlib import closing
+
         if env.output == "json":
             from pulsar_txn_cli.codec.dumps import dump_object
 
-            _emit(counted(dumping.lines(engine, names, dump_object)))
+            # closed before the engine is, even when the reader of stdout went away (`| head`)
+            with closing(counted(dumping.lines(engine, names, dump_object))) as items:
+                _emit(items)
         else:
             out = env.stdout
-            for line in counted(dumping.lines(engine, names)):
-                out.write(line + "\n")
+            with closing(counted(dumping.lines(engine, names))) as items:
+                for line in items:
+                    out.write(line + "\n")
             out.flush()
     written = "a JSON array" if env.output == "json" else "JSONL, the dump format"
     env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")

@@ -43,10 +43,18 @@ class Env:
     def info(self, message: str) -> None:
         """A message for the human (stderr), silenced by --quiet."""
         if not self.quiet:
-            print(message, file=self.stderr)
+            print(self.pasteable(message), file=self.stderr)
 
     def warn(self, message: str) -> None:
-        print(f"warning: {message}", file=self.stderr)
+        print(f"warning: {self.pasteable(message)}", file=self.stderr)
+
+    def pasteable(self, message: str) -> str:
+        """The message with every command it suggests carrying this command's target (cli/advice.py)."""
+        if "pulsar-txn " not in message and "pulsar-admin " not in message:
+            return message
+        from pulsar_txn_cli.cli.advice import carry_target
+
+        return carry_target(message, self)
 
     def progress(self, total: int | None, label: str, unit: str = "items"):
         from pulsar_txn_cli.output.progress import Progress
@@ -58,7 +66,12 @@ class Env:
         if self._admin is None:
             from pulsar_txn_cli.admin import connect
 
-            self._admin = connect(self.target, log=self.debug_log if self.debug else None)
+            admin = connect(self.target, log=self.debug_log if self.debug else None)
+            if admin.target.kind == "engine":  # a mistyped --engine-dir: one error, before any target line
+                from pulsar_txn_cli.admin.engine_transport import require_engine
+
+                require_engine(admin.target.engine_dir, admin.target.source)
+            self._admin = admin
             self.info(f"target: {self._admin.target.describe()}{_new_engine_note(self._admin.target)}")
         return self._admin
 

@@ -16,11 +16,64 @@ from typer.core import TyperCommand, TyperGroup
 
 OPTIONS = "Options"
 
+# What an option's value is, where the type alone would say `<str>` or `<int range>`.
+METAVARS = {
+    "--admin-url": "URL",
+    "--broker": "URL",
+    "--engine-dir": "DIR",
+    "--token-file": "FILE",
+    "--tls-trust-cert-path": "FILE",
+    "--tls-key-file": "FILE",
+    "--tls-cert-file": "FILE",
+    "--ack-log": "FILE",
+    "--token": "TOKEN",
+    "--context": "NAME",
+    "--cluster": "NAME",
+    "--managed-ledger": "NAME",
+    "--subscription-name": "NAME",
+    "--sub-name": "NAME",
+    "--auth-plugin": "CLASS",
+    "--auth-params": "PARAMS",
+    "--topic": "TOPIC",
+    "--namespace": "TENANT/NS",
+    "--time": "DURATION",
+    "--memory-budget": "SIZE",
+    "--host": "HOST",
+    "--bind": "HOST",
+    "--hex": "HEX",
+    "--base64": "BASE64",
+    "--port": "PORT",
+}
+
+
+def _name_metavar(param) -> None:
+    if param.param_type_name != "option" or param.metavar is not None or param.is_flag:
+        return
+    for name in param.opts:
+        if name in METAVARS:
+            param.metavar = METAVARS[name]
+            return
+    desc = getattr(param, "type_descriptor", None)  # Typer's: the annotation and its min/max
+    info = getattr(desc, "parameter_info", None)
+    if info is not None and (getattr(info, "min", None) is not None or getattr(info, "max", None) is not None):
+        param.metavar = "N" if desc.annotation is int else "NUMBER"  # the range is shown with the default
+
+
+def first_sentence(text: str, limit: int = 300) -> str:
+    """The first sentence of a docstring ("e.g." and "i.e." do not end one), for command lists."""
+    import re
+
+    flat = " ".join((text or "").split())
+    match = re.search(r"(?<!\be\.g)(?<!\bi\.e)\.(\s|$)", flat)
+    sentence = flat[: match.start() + 1] if match else flat
+    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+
 
 def _format_options(command, ctx, formatter) -> None:
     arguments: list = []
     sections: dict[str, list] = {OPTIONS: []}
     for param in command.get_params(ctx):
+        _name_metavar(param)
         record = param.get_help_record(ctx)
         if record is None:
             continue
@@ -41,10 +94,26 @@ def _format_options(command, ctx, formatter) -> None:
                 formatter.write_dl(records)
 
 
+def usage_pieces(command, ctx) -> list[str]:
+    """The usage line as click writes it (`KEY VALUE`, `[FILE]...`), not Typer's `{KEY}`."""
+    pieces = [command.options_metavar] if command.options_metavar else []
+    for param in command.get_params(ctx):
+        if param.param_type_name != "argument":
+            continue
+        name = param.metavar or (param.name or "").upper()
+        if not param.required and not name.startswith("["):
+            name = f"[{name}]"
+        pieces.append(name + ("..." if param.nargs != 1 else ""))
+    return pieces
+
+
 class Command(TyperCommand):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.rich_markup_mode = None  # click's layout (see the module's docstring)
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return usage_pieces(self, ctx)
 
     def format_options(self, ctx, formatter) -> None:
         _format_options(self, ctx, formatter)
@@ -62,7 +131,7 @@ class Group(TyperGroup):
     def format_commands(self, ctx, formatter) -> None:
         """Each command with its first sentence, wrapped (click would cut it at about 40 characters)."""
         rows = [
-            (name, command.get_short_help_str(limit=300))
+            (name, command.short_help or first_sentence(command.help or ""))
             for name in self.list_commands(ctx)
             if (command := self.get_command(ctx, name)) is not None and not command.hidden
         ]

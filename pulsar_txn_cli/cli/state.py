@@ -52,7 +52,7 @@ def prune(
     identities: Annotated[
         Optional[list[str]],
         typer.Argument(
-            metavar="[IDENTITY]...", show_default=False, help="Forget these identities (as `state list` shows them)."
+            metavar="IDENTITY", show_default=False, help="Forget these identities (as `state list` shows them)."
         ),
     ] = None,
     older_than: Annotated[
@@ -85,6 +85,13 @@ def prune(
         raise UsageError(
             "say what to forget: IDENTITY..., --current, --older-than DAYS or --all "
             "(`pulsar-txn state list` shows what is remembered)"
+        )
+    known = {r["identity"] for r in remembered.listing()}
+    unknown = [i for i in chosen if i not in known]
+    if unknown:  # a typo must not look like "forgot 0 record(s)"
+        raise UsageError(
+            f"no record of {', '.join(map(repr, unknown))} on this machine; known: "
+            f"{', '.join(map(repr, sorted(known))) if known else 'none'} (`pulsar-txn state list` shows them)"
         )
     if this_target:
         chosen.append(env.admin().identity())

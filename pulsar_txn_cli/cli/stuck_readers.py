@@ -8,6 +8,7 @@ import typer
 
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.stuck_readers import CAUSE_OPEN_TXN, CAUSE_RECOVERING
 from pulsar_txn_cli.errors import UsageError
 
 
@@ -82,8 +83,8 @@ def _row(partition: dict) -> dict:
         **partition,
         "heldSince": f"{spaced_seconds(since)} ({duration(age)} ago)"
         if since
-        else ("-" if partition.get("cause") != "open transactions" else "unknown"),
+        else ("-" if partition.get("cause") != CAUSE_OPEN_TXN else "unknown"),
         "holders": " ".join(h["txnId"] for h in holders)
-        or {"recovering": "(buffer recovering)", "open transactions": "?"}.get(partition.get("cause"), "-"),
+        or {CAUSE_RECOVERING: "(buffer recovering)", CAUSE_OPEN_TXN: "?"}.get(partition.get("cause"), "-"),
         "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
     }

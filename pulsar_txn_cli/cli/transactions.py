@@ -47,7 +47,8 @@ def coordinators_list() -> None:
     """List the transaction coordinators and the broker that owns each."""
     env = current()
     data = env.admin().coordinators()
-    _emit(data, [("id", "id"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")])
+    # Pulsar's own answer (GET /admin/v3/transactions/coordinators) keeps Pulsar's `id` (docs/output.md)
+    _emit(data, [("id", "coordinator"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")])
 
 
 def coordinator_stats(
@@ -65,9 +66,9 @@ def coordinator_stats(
     else:
         data = env.admin().coordinator_stats(coordinator_id)
     rows = (
-        [{"id": coordinator_id, **data}]
+        [{"coordinatorId": coordinator_id, **data}]
         if coordinator_id is not None
-        else [{"id": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
+        else [{"coordinatorId": int(k), **v} for k, v in sorted((data or {}).items(), key=lambda kv: int(kv[0]))]
     )
     _emit(data, STATS_COLUMNS, rows=_timed(rows), records=rows if coordinator_id is None else None)
 
@@ -286,6 +287,9 @@ def position_stats_in_pending_ack(
     _emit(data, [("position", "position"), ("subscription", "subscription"), ("state", "state")], rows=[row])
 
 
+MAX_COORDINATORS = 1024  # a sanity bound (see scale_coordinators)
+
+
 def scale_coordinators(
     replicas: Annotated[
         int,
@@ -299,7 +303,16 @@ def scale_coordinators(
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign)."""
+    """Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign).
+
+    At most 1024: Pulsar only checks that the number grows, but it can never shrink again, and every
+    coordinator is a partition with its own transaction log that each listing and check reads."""
+    if replicas > MAX_COORDINATORS:
+        raise UsageError(
+            f"--replicas {replicas} is more than {MAX_COORDINATORS}, pulsar-txn's bound: the number of transaction "
+            "coordinators can never shrink again, and each one is a partition with its own transaction log "
+            "(Pulsar itself only checks that the number grows)"
+        )
     env = current()
     admin = env.admin()
     before = admin.tc_partitions()
@@ -321,7 +334,9 @@ def subscriptions(
             "-n", "--namespace", help="Only these namespaces (tenant/ns); repeatable. Default: all.", show_default=False
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Parallel admin requests.", min=1, max=64)] = 8,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Admin calls in flight at once.", min=1, max=256)
+    ] = 8,
 ) -> None:
     """Every subscription that uses transactions, from the pending-ack topics of all namespaces."""
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
@@ -352,7 +367,7 @@ def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple
 # --- rendering ----------------------------------------------------------------------------------------
 
 STATS_COLUMNS = [
-    ("id", "id"),
+    ("coordinatorId", "coordinator"),
     ("state", "state"),
     ("leastSigBits", "sequence id"),
     ("lowWaterMark", "low water mark"),

@@ -60,15 +60,15 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     if log.ongoing_txns:
         advice = (
             "let the open transactions commit, abort or time out; list them with "
-            "`pulsar-txn slow-transactions -t 1m` and abort a stuck one with "
-            "`pulsar-txn abort-transaction -m MOST -l LEAST`"
+            "`pulsar-txn slow-transactions --time 0` and abort a stuck one with "
+            "`pulsar-txn abort-transaction -m MOST -l LEAST --yes` (MOST and LEAST from that listing)"
         )
         if log.kind == COORDINATOR and batch_index is not True:
             advice += "; but beware: " + OPEN_ACROSS_SWITCH
         return CAUSE_OPEN_TXN, advice
     if log.kind == COORDINATOR and batch_index is not False:
         return CAUSE_CURSOR_STUCK, (
-            "look for slow transactions (`pulsar-txn slow-transactions -t 1m`) and abort the "
+            "look for slow transactions (`pulsar-txn slow-transactions --time 0`) and abort the "
             "stuck ones; the cursor moves once their records are deleted"
         )
     if log.kind == COORDINATOR:
@@ -100,8 +100,8 @@ BATCH_INDEX_ADVICE = (
     "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
     "broker.conf and restart the brokers (it is not dynamic): the coordinator reopens its log with "
     "batch-index deletion and replays the pinned records, and the transactions they belonged to come back "
-    "as OPEN; abort those (`pulsar-txn slow-transactions -t 1s`, then `pulsar-txn abort-transaction -m M "
-    "-l L`) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
+    "as OPEN; abort those (`pulsar-txn slow-transactions --time 0`, then `pulsar-txn abort-transaction -m MOST "
+    "-l LEAST --yes` for each, MOST and LEAST from that listing) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
     "set it before disabling batching, or end every open transaction before the switch"
 )
 

@@ -28,6 +28,7 @@ class DemoStory:
         self.transactions = transactions
         self.say = say
         self.round = 0
+        self.temporary = directory is None
         self.summary: dict = {"steps": []}
 
     # ------------------------------------------------------------------------------------------
@@ -51,8 +52,11 @@ class DemoStory:
                 verdict = self._check(admin, "2-7", "again: is every oldest ledger past its recorded one?")
             self.summary["verdict"] = verdict
         finally:
+            identity = admin.identity()
             admin.close()
             engine.close()
+            if self.temporary:
+                self._forget(identity)
         self._outro()
         return self.summary
 
@@ -103,9 +107,11 @@ class DemoStory:
 
     def _enable(self, engine, admin) -> None:
         self._step("Upgrade step 2: enable the batch log on every broker, then reload the stores")
-        self.say(
-            "pulsar-txn set-txn-tc-batch-log --enable --reload; pulsar-txn set-txn-pending-ack-batch-log --enable --reload"
-        )
+        import shlex
+
+        where = shlex.quote(self.engine_dir)
+        for name in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+            self.say(f"pulsar-txn {name} --enable --reload --yes --engine-dir {where}")
         for line in self._set(engine, admin, True):
             self.say(line)
 
@@ -192,11 +198,24 @@ class DemoStory:
         self.summary["checkpoint"] = str(path)
         return verdict.verdict
 
+    def _forget(self, identity: str) -> None:
+        """A temporary engine's records (batch-log changes, the checkpoint) leave the user's state
+        directory with the demo: `state list` shows the operator's own targets only."""
+        from pulsar_txn_cli.admin import remembered
+
+        gone = remembered.prune([identity])
+        self.summary["forgotten"] = len(gone)
+        self.summary.pop("checkpoint", None)
+
     def _outro(self) -> None:
-        d = self.engine_dir
+        import shlex
+
+        d = shlex.quote(self.engine_dir)
         self._step("Done. The engine stays in place; try the commands on it:")
+        if self.temporary:
+            self.say("  (this temporary engine's records were not kept in your state directory)")
         for line in (
-            f"pulsar-txn --engine-dir {d} downgrade status",
+            *(() if self.temporary else (f"pulsar-txn --engine-dir {d} downgrade status",)),
             f"pulsar-txn --engine-dir {d} downgrade check -o json",
             f"pulsar-txn --engine-dir {d} get-txn-tc-batch-log-stat",
             f"pulsar-txn --engine-dir {d} coordinator-internal-stats -c 0",

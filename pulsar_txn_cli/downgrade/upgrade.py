@@ -65,7 +65,9 @@ def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
         {
             "broker": b.broker,
             "version": b.version,
-            **{key: (b.runtime or {}).get(key) for key in BATCH_KEYS},
+            # JSON booleans (null when the broker did not say), as every command's JSON: the runtime
+            # configuration answers strings
+            **{key: parse_bool((b.runtime or {}).get(key)) for key in BATCH_KEYS},
             "error": b.error,
         }
         for b in obs.brokers

@@ -273,7 +273,8 @@ def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:
         f"interrupted (Ctrl-C) after {ended} of {opts.transactions} transactions had ended ({counts['committed']} committed, "
         f"{counts['aborted']} aborted); the engine keeps what it had acknowledged, as a crashed broker would, so up to "
         f"{left} started transaction{'' if left == 1 else 's'} may be left open: `pulsar-txn slow-transactions --time 0` "
-        "lists them, `pulsar-txn abort-transaction` ends one, and the next `engine simulate` aborts those whose "
+        "lists them, `pulsar-txn abort-transaction -m MOST -l LEAST --yes` ends one (MOST and LEAST from that "
+        "listing), and the next `engine simulate` aborts those whose "
         "timeout has passed"
     )
 

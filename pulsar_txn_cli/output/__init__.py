@@ -61,8 +61,9 @@ def emit(result: Result, env) -> None:
         from pulsar_txn_cli.output.table import render_tables
 
         render_tables(tables, env)
+        pasteable = getattr(env, "pasteable", lambda line: line)  # suggested commands carry the target
         for line in result.lines:
-            print(line, file=out)
+            print(pasteable(line), file=out)
     out.flush()
 
 

@@ -67,8 +67,13 @@ def both(cli, directory, args):
     local = cli([*args, "--engine-dir", str(directory), "-o", "json"])
     with server.start(str(directory)) as served:
         remote = cli([*args, "--admin-url", served.url, "-o", "json"])
-    local.stderr = local.stderr.replace(f"engine {directory}", "<target>")
-    remote.stderr = remote.stderr.replace(f"cluster {served.url}", "<target>")
+    # suggested commands carry their target's flags (cli/advice.py): those differ too
+    local.stderr = local.stderr.replace(f"--engine-dir {directory}", "<flags>").replace(
+        f"engine {directory}", "<target>"
+    )
+    remote.stderr = remote.stderr.replace(f"--admin-url {served.url}", "<flags>").replace(
+        f"cluster {served.url}", "<target>"
+    )
     return local, remote
 
 

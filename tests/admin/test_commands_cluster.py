@@ -40,7 +40,7 @@ def test_coordinator_stats_all_and_one(run, broker):
     one = ok(run("coordinator-stats", "-c", "1", "-o", "json")).json()
     assert one == every["1"]
     lines = ok(run("coordinator-stats", "-o", "jsonl")).jsonl()
-    assert [line["id"] for line in lines] == [0, 1]
+    assert [line["coordinatorId"] for line in lines] == [0, 1]
     table = ok(run("coordinator-stats")).stdout
     assert "RECOVER START" in table and "2026-01-01T" in table
 
@@ -159,7 +159,7 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
 
 
 def test_reload_asks_and_refuses_without_a_terminal(run, broker):
-    result = run("set-txn-tc-batch-log", "--disable", "--reload", input="y\n")
+    result = run("set-txn-tc-batch-log", "--enable", "--reload", input="y\n")
     assert result.exit_code == 2 and "--yes" in result.stderr
     assert broker.dynamic == {} and broker.unloaded == []
 

@@ -19,7 +19,7 @@ COMMANDS = [
     ["buffer-snapshot-internal-stats", "-t", "my-topic"],
     ["subscriptions"],
     ["set-txn-tc-batch-log", "--enable", "--reload", "--yes"],
-    ["set-txn-pending-ack-batch-log", "--disable"],
+    ["set-txn-pending-ack-batch-log", "--disable", "--force"],
     ["get-txn-tc-batch-log-stat"],
     ["get-txn-pending-ack-batch-log-stat"],
     ["metrics"],

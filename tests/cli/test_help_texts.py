@@ -107,3 +107,52 @@ def test_a_value_outside_the_choices_is_a_usage_error(cli, tmp_path):
     result = cli(["analyze", str(tmp_path), "--engine", "flink"])
     assert result.exit_code == 2
     assert "--engine" in result.stderr and "'flink' is not one of 'auto', 'local', 'spark'" in result.stderr
+
+
+# -- issue 21 §6.11 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_metavars_name_what_each_value_is_and_usage_lines_read_plainly(cli, path, command):
+    text = _help(cli, path)
+    assert "<str>" not in text and "<int range>" not in text, text  # URL, DIR, FILE, PORT...
+    usage = text.split("\n\n")[0]
+    for odd in ("[[", "]...]...", "{", "}"):
+        assert odd not in usage, usage
+
+
+def test_command_lists_do_not_cut_a_summary_after_e_g(cli):
+    for path in ([], ["engine"], ["downgrade"], ["state"]):
+        text = _help(cli, path)
+        listed = " ".join(text.split("Commands:")[-1].split())
+        for name in ("abort-transaction", "completion"):
+            if name in listed:
+                assert re.search(rf"{name} .*?e\.g\. \S", listed), listed
+
+
+def test_summaries_keep_their_words_after_e_g():
+    from pulsar_txn_cli.cli.helptext import first_sentence
+
+    root = get_command(app)
+    for name in ("abort-transaction", "completion"):
+        summary = first_sentence(root.commands[name].help)
+        assert "e.g. " in summary and not summary.endswith("e.g."), summary
+
+
+def test_a_wrong_choice_is_one_plain_sentence(cli):
+    result = cli(["completion", "tcsh"])
+    assert result.exit_code == 2
+    assert "Value error" not in result.stderr
+    assert (
+        result.stderr.splitlines()[0] == "error: Invalid value for 'shell': 'tcsh' is not one of 'bash', 'zsh', 'fish'."
+    )
+
+
+def test_every_concurrency_option_has_one_bound():
+    bounds = {
+        (" ".join(path), p.type_descriptor.parameter_info.max)
+        for path, command in COMMANDS
+        for p in getattr(command, "params", [])
+        if "--concurrency" in getattr(p, "opts", []) and "Admin calls" in (p.help or "")
+    }  # (engine simulate's transactions in flight and collect's shells are other things)
+    assert len(bounds) > 3 and {m for _, m in bounds} == {256}, sorted(bounds)

@@ -74,7 +74,7 @@ def test_interrupted_simulate_says_what_it_left_open(tmp_path):
     assert code == 130, err
     match = re.search(
         r"interrupted \(Ctrl-C\) after (\d+) of 10000000 transactions had ended .*up to (\d+) started "
-        r"transactions? may be left open: `pulsar-txn slow-transactions --time 0` lists them",
+        r"transactions? may be left open: `pulsar-txn slow-transactions --time 0 --engine-dir [^`]+` lists them",
         err,
     )
     assert match, err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 SIM_KEYS = {"transactions", "committed", "aborted", "timedOut", "records", "entries", "flushTriggers", "addLatencyMs"}
@@ -67,9 +69,14 @@ def test_same_seed_same_transactions_and_batching_cuts_entries(cli, tmp_path):
 
 
 def test_auto_init_and_config_commands(cli, edir):
+    # a named directory without an engine is an error (a typo), never a new engine (issue 21 §6.5)
+    r = cli(["engine", "config", "get", "transactionLogBatchedWriteEnabled", "--engine-dir", edir, "-o", "json"])
+    assert r.exit_code == 2 and f"no engine in {edir}" in r.stderr and not Path(edir).exists()
+    # engine simulate makes one with a workload
+    r = cli(["engine", "simulate", "-n", "2", "--engine-dir", edir])
+    assert r.exit_code == 0 and "created a new engine" in r.stderr
     r = cli(["engine", "config", "get", "transactionLogBatchedWriteEnabled", "--engine-dir", edir, "-o", "json"])
     assert r.exit_code == 0 and r.json()["value"] == "false"
-    assert "created a new engine" in r.stderr
     r = cli(["engine", "config", "set", "transactionLogBatchedWriteMaxSize", "100", "--engine-dir", edir])
     assert (
         r.exit_code == 2
@@ -150,6 +157,7 @@ def test_a_file_as_engine_dir_is_one_clear_error(cli, tmp_path):
 
 
 def test_simulate_refuses_when_transactions_are_disabled(cli, edir):
+    assert cli(["engine", "init", "--engine-dir", edir]).exit_code == 0
     cli(["engine", "config", "set", "transactionCoordinatorEnabled", "false", "--engine-dir", edir])
     r = cli(["engine", "simulate", "-n", "5", "--engine-dir", edir])
     assert r.exit_code == 3 and "transactionCoordinatorEnabled=false" in r.stderr

@@ -28,7 +28,8 @@ def downgrade_in_progress(cli, directory: Path) -> Path:
     _hold_a_partition(engine)
     engine.close()
     for switch in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
-        assert cli([switch, "--disable", "--reload", "--yes", *target]).exit_code == 0
+        # --force: the held partition's transaction is open across the switch on purpose
+        assert cli([switch, "--disable", "--reload", "--yes", "--force", *target]).exit_code == 0
     return directory
 
 

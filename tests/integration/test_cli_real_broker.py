@@ -384,13 +384,15 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     # --- off with --reload: unbatched entries from then on
     tc_mark = position(_tc_ml(b)["lastConfirmedEntry"])
     pa_mark = position(_pa_ml(b, local, sub)["lastConfirmedEntry"])
-    tool.run("set-txn-tc-batch-log", "--disable", "--yes")
-    tool.run("set-txn-pending-ack-batch-log", "--disable", "--yes")
+    # The module's `held` transactions are open and the session broker keeps batch-index acks off,
+    # so the switch would be refused (test_switch_guard_real_broker.py): forced here, on purpose.
+    tool.run("set-txn-tc-batch-log", "--disable", "--yes", "--force")
+    tool.run("set-txn-pending-ack-batch-log", "--disable", "--yes", "--force")
     _wait_runtime(b, False)
     st = _tc_stat(tool)
     assert (st["flag"], st["configured"], st["effective"]) == (False, False, True), st
-    tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes")
-    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+    tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--force")
+    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes", "--force")
     b.wait_coordinators_ready()
     st = _tc_stat(tool)
     assert (st["configured"], st["effective"]) == (False, False), st

@@ -47,8 +47,9 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
         first = tool.run(*collect, expect=(0, 3)).json()
         before = _internal_stats(tool)
     finally:  # batching off again for the rest of the suite; the reload also closes every current ledger
-        tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes")
-        tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+        # --force: another module's held transactions may still be open on the shared broker
+        tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--force")
+        tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes", "--force")
         b.wait_coordinators_ready()
     assert first["failed"] == [], first["failed"]
     assert all("belongs to no existing subscription" in p for p in first["problems"]), first["problems"]

@@ -183,12 +183,13 @@ EXPERIMENT_CONF = {
 }
 
 
-def switch_batching(b: harness.PulsarBroker, tool: Tool, enabled: bool) -> None:
+def switch_batching(b: harness.PulsarBroker, tool: Tool, enabled: bool, force: bool = False) -> None:
     """Through pulsar-txn (so it records the moment of the change and can judge where it is effective),
     then reopen the coordinators the way the harness does (unload + a transactional client's ping)."""
     word = "--enable" if enabled else "--disable"
-    tool.run("set-txn-tc-batch-log", word, "--yes")
-    tool.run("set-txn-pending-ack-batch-log", word, "--yes")
+    extra = ["--force"] if force else []
+    tool.run("set-txn-tc-batch-log", word, "--yes", *extra)
+    tool.run("set-txn-pending-ack-batch-log", word, "--yes", *extra)
     _wait_runtime(b, enabled)
     b.reload_coordinators()
 
@@ -296,7 +297,11 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     ):
         assert time.monotonic() < deadline, "committed transactions never left the coordinator"
         time.sleep(1)
-    switch_batching(b, tool, False)
+    # The experiment builds the stall on purpose: without batch-index acks the tool refuses the
+    # switch while transactions are open (exit 6, test_switch_guard_real_broker.py); forced here.
+    refused = tool.run("set-txn-tc-batch-log", "--disable", "--yes", expect=(0, 6))
+    obs["switch_refused"] = refused.exit_code == 6
+    switch_batching(b, tool, False, force=True)
     s = ml_stats(b.tc_internal_stats(0))
     obs["after_reload_markDelete"] = s["cursors"]["transaction.subscription"]["markDeletePosition"]
     obs["after_reload_ongoing"] = b.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")[1][
@@ -306,7 +311,7 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     # committed before the switch as OPEN (docs/real-broker-findings.md); it stays open until aborted.
     obs["resurrected_at_switch"] = sorted(set(open_txns(b)) - set(held_ids(obs)))
     # the pending-ack stores reopen too (unload of the topics; the held clients reconnect)
-    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes", "--force")
     _wait_pending_ack_effective(tool, False)
     code, verdict = downgrade_check(tool, checkpoint)
     obs["check_after_switch"] = verdict_summary(code, verdict)
@@ -459,6 +464,8 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
         # that was open across the switch, so no TC-log ledger from there on is ever trimmed;
         # with it on, everything is trimmed.
         assert obs["stalled"] is (not ack_at_batch_index or resurrected), obs
+        # The tool saw the stall coming: it refused the switch without --force exactly when acks were off.
+        assert obs["switch_refused"] is (not ack_at_batch_index), obs
 
         # The downgrade walk through `pulsar-txn downgrade check`: right after the switch (batching
         # effectively off everywhere, transactions still open, batched ledgers present): WAIT, exit 5.

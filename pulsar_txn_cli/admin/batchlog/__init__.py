@@ -12,7 +12,7 @@ When the answer cannot be known, `effective` is None and `reason` says why.
 
 One module per job; this file only re-exports (as codec/__init__.py does): `logs.py` (the two logs and
 PIP-160's store key), `config.py` (what is configured), `stores.py` (the stores and their open times),
-`changes.py` (set, declare, reload, settle), `judgement.py` (the pure judgement), `metrics.py` (the
+`changes.py` (set, declare, reload, settle), `risk.py` (would a switch off pin a log for good?), `judgement.py` (the pure judgement), `metrics.py` (the
 brokers' buffered-writer evidence) and `stat.py` (the PIP's answer, of all of them).
 """
 
@@ -27,6 +27,7 @@ from pulsar_txn_cli.admin.batchlog.changes import (
 from pulsar_txn_cli.admin.batchlog.config import cannot_batch, configured_setting, without_batched_logs
 from pulsar_txn_cli.admin.batchlog.judgement import judge
 from pulsar_txn_cli.admin.batchlog.logs import PENDING_ACK, TC, Log, store_key
+from pulsar_txn_cli.admin.batchlog.risk import SHOWN_TRANSACTIONS, switch_off_risk
 from pulsar_txn_cli.admin.batchlog.stat import batch_log_stat
 from pulsar_txn_cli.admin.batchlog.stores import (
     OPENING_STATES,
@@ -40,6 +41,7 @@ __all__ = [
     "OPENING_STATES",
     "PENDING_ACK",
     "SETTLE_SECONDS",
+    "SHOWN_TRANSACTIONS",
     "TC",
     "Log",
     "batch_log_stat",
@@ -56,5 +58,6 @@ __all__ = [
     "store_key",
     "stores_of",
     "subscription_stores",
+    "switch_off_risk",
     "without_batched_logs",
 ]

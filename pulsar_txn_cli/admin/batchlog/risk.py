@@ -1,0 +1,68 @@
+"""Before a switch off: would it pin a log for good (the batch-index deletion stall)?"""
+
+from __future__ import annotations
+
+from pulsar_txn_cli.admin.batchlog.config import _short, cannot_batch
+from pulsar_txn_cli.admin.client import broker_at
+from pulsar_txn_cli.errors import ConnectionFailed
+from pulsar_txn_cli.names import TxnID, parse_bool
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
+
+SHOWN_TRANSACTIONS = 5
+
+
+def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
+    """The batch-index deletion stall a switch off would create, or None when it would not.
+
+    Seen on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
+    acknowledgmentAtBatchIndexLevelEnabled false, a transaction open across the switch leaves
+    records in batched entries that can no longer be deleted once the store reopens unbatched, so
+    the log's cursor stays pinned for good. Nothing to fear when no store can batch, when nothing
+    changes now or at a later reopen (already off, no --reload), with no open transaction, or with
+    batch-index acknowledgements on in every broker.
+    Returns {"openTransactions": n, "transactions": [[most, least], ...] (the first few),
+    "batchIndexDeletion": False|None (unknown), "brokers": [{"broker", "batchIndexDeletion"}]}."""
+    if cannot_batch(setting) or (setting["configured"] is False and setting["dynamic"] is False and not reload):
+        return None
+    stats, _ = admin.coordinator_stats_each()
+    count = sum(int((s or {}).get("ongoingTxnSize") or 0) for s in stats.values())
+    if not count:
+        return None
+    brokers = _batch_index_flags(admin)
+    flags = [b["batchIndexDeletion"] for b in brokers]
+    deletion = False if False in flags else (True if flags and all(flags) else None)
+    if deletion is True:
+        return None
+    return {
+        "openTransactions": count,
+        "transactions": _open_ids(admin)[:SHOWN_TRANSACTIONS],
+        "batchIndexDeletion": deletion,
+        "brokers": brokers,
+    }
+
+
+def _batch_index_flags(admin) -> list[dict]:
+    urls = admin.broker_web_urls()
+    rows = []
+    for url in urls:
+        try:
+            value = parse_bool((admin.runtime_config(broker_at(url, len(urls))) or {}).get(BATCH_INDEX_KEY))
+        except ConnectionFailed:
+            value = None  # unknown: as risky as off
+        rows.append({"broker": _short(url), "batchIndexDeletion": value})
+    return rows
+
+
+def _open_ids(admin) -> list[list[int]]:
+    """The open transactions' ids, oldest first (slowTransactions/0 lists those open for any time)."""
+    try:
+        listed = admin.slow_transactions(0) or {}
+    except ConnectionFailed:
+        return []
+    ids = []
+    for key, meta in listed.items():
+        try:
+            ids.append((int((meta or {}).get("openTimestamp") or 0), *TxnID.parse(str(meta.get("txnId") or key))))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return [[most, least] for _, most, least in sorted(ids)]

@@ -1,0 +1,225 @@
+"""The operator's second trial (issue 21 §6): one test per item, each failing without its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+# -- 5: a mistyped --engine-dir ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["coordinator-stats"],
+        ["downgrade", "check"],
+        ["get-txn-tc-batch-log-stat"],
+        ["engine", "dump"],
+        ["engine", "verify"],
+        ["engine", "metrics"],
+        ["engine", "config", "list"],
+        ["engine", "reload"],
+    ],
+    ids=" ".join,
+)
+def test_a_mistyped_engine_dir_is_one_error_and_creates_nothing(cli, tmp_path, command):
+    typo = tmp_path / "typo"
+    result = cli([*command, "--engine-dir", typo])
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no "target: ... (new: created ...)" before the error
+    assert lines[0].startswith(f"error: no engine in {typo} (--engine-dir)")
+    assert f"`pulsar-txn engine init --engine-dir {typo}`" in lines[0]
+    assert result.stdout == ""
+    assert not typo.exists()
+
+
+# -- 4: a closed stdout (`... | head -1`) -----------------------------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+CLI = [sys.executable, "-m", "pulsar_txn_cli"]
+
+
+@pytest.fixture(scope="module")
+def dumped_engine(tmp_path_factory):
+    """An engine with enough entries that its dump is larger than a pipe's buffer, and the dump."""
+    root = tmp_path_factory.mktemp("closed-stdout")
+    engine = root / "engine"
+    made = subprocess.run([*CLI, "engine", "simulate", "-n", "400", "--engine-dir", engine], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    dump = root / "dump.jsonl"
+    with open(dump, "wb") as out:
+        assert subprocess.run([*CLI, "engine", "dump", "--engine-dir", engine], stdout=out).returncode == 0
+    assert dump.stat().st_size > 256 * 1024
+    return engine, dump
+
+
+def _closed_stdout_commands(engine, dump):
+    return {
+        "engine dump": ["engine", "dump", "--engine-dir", engine],
+        "engine dump json": ["engine", "dump", "--engine-dir", engine, "-o", "json"],
+        "decode": ["decode", dump],
+        "decode jsonl": ["decode", dump, "-o", "jsonl"],
+        "decode json": ["decode", dump, "-o", "json"],
+        "nack plan": ["nack", "plan", "--rate", "1000", "--delay", "60"],
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["engine dump", "engine dump json", "decode", "decode jsonl", "decode json", "nack plan"]
+)
+def test_a_reader_that_stops_early_is_not_an_error(dumped_engine, name):
+    """The reader closes the pipe before reading anything: quiet, exit 0 (docs/output.md)."""
+    argv = [*CLI, *map(str, _closed_stdout_commands(*dumped_engine)[name])]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=100)
+    assert code == 0, err
+    lines = [x for x in err.splitlines() if not x.startswith(("engine: ", "target: "))]
+    assert lines == [], err
+
+
+@pytest.mark.parametrize("name", ["engine dump", "decode jsonl", "nack plan"])
+def test_head_in_a_pipefail_script(dumped_engine, name):
+    import shlex
+
+    argv = [*CLI, *map(str, _closed_stdout_commands(*dumped_engine)[name])]
+    script = f"set -o pipefail; {shlex.join(argv)} -q | head -1"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and len(done.stdout.splitlines()) == 1
+
+
+# -- 1: downgrade check --wait --interval 0 --------------------------------------------------------
+
+
+@pytest.mark.parametrize("interval", ["0", "0.5"])
+def test_wait_refuses_an_interval_under_a_second(cli, tmp_path, interval):
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    started = __import__("time").monotonic()
+    result = cli(["downgrade", "check", "--wait", "--interval", interval, "--timeout", "3", "--engine-dir", engine])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: --interval {float(interval):g} is too short: checks are at least 1 s apart "
+        "(each asks every coordinator and subscription)"
+    )
+    assert __import__("time").monotonic() - started < 2  # refused before any check
+
+
+# -- 2: Ctrl-C during `downgrade check --admin-url` -------------------------------------------------
+
+KEPT = (
+    "interrupted (Ctrl-C) before the command began: nothing was done",
+    "interrupted (Ctrl-C) while connecting to the target: no check ran, no checkpoint was touched",
+    "interrupted (Ctrl-C): the checkpoint ",
+    "interrupted (Ctrl-C): no checkpoint was written yet",
+)
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp_path):
+    """Real SIGINTs at many moments of a check of an engine served over HTTP (the admin calls run in
+    a thread pool): never a traceback, exactly one `interrupted` line naming what was kept, exit 130."""
+    import random
+    import signal
+    import time
+
+    from pulsar_txn_cli.admin import server
+
+    engine = tmp_path / "engine"
+    made = subprocess.run(
+        [*CLI, "engine", "simulate", "-n", "200", "--topics", "12", "--subscriptions", "40", "--engine-dir", engine],
+        capture_output=True,
+    )
+    assert made.returncode == 0, made.stderr
+    checkpoint = tmp_path / "cp.json"
+    seen = set()
+    rng = random.Random(21)
+    with server.start(str(engine)) as served:
+        argv = [*CLI, "downgrade", "check", "--admin-url", served.url, "--checkpoint", str(checkpoint), "--wait"]
+        for attempt in range(10):
+            proc = subprocess.Popen(
+                [*argv, "--interval", "1"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
+            # half the tries while Python starts, half once the target answered
+            if attempt % 2:
+                line = proc.stderr.readline().decode()
+                assert line.startswith("target: "), line
+                time.sleep(rng.uniform(0.0, 1.5))
+            else:
+                time.sleep(rng.uniform(0.05, 0.6))
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+            err = err.decode()
+            assert proc.returncode == 130, (proc.returncode, err)
+            assert "Traceback" not in err and "Exception ignored" not in err, err
+            said = [x for x in err.splitlines() if "interrupted" in x]
+            assert len(said) == 1, err
+            assert said[0].startswith(KEPT), said
+            seen.add(next(k for k in KEPT if said[0].startswith(k)))
+    assert KEPT[2] in seen, seen  # at least one Ctrl-C landed in the middle of the checks
+
+
+# -- 9: state prune of an identity nobody knows ----------------------------------------------------
+
+
+def test_pruning_an_unknown_identity_is_one_error_naming_the_known_ones(cli, tmp_path):
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--engine-dir", engine]).exit_code == 0  # a record
+    known = cli(["state", "list", "-o", "json"]).json()[0]["identity"]
+    result = cli(["state", "prune", "nosuch-identity"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: no record of 'nosuch-identity' on this machine; known: {known!r} (`pulsar-txn state list` shows them)"
+    )
+    assert len(cli(["state", "list", "-o", "json"]).json()) == 1  # nothing was forgotten
+    assert cli(["state", "prune", known]).exit_code == 0
+
+
+# -- 10: decode of an input with nothing decodable ---------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["table", "json", "jsonl"])
+@pytest.mark.parametrize("case", ["text file", "bad hex"])
+def test_nothing_decodable_is_an_error_with_nothing_on_stdout(cli, tmp_path, case, output):
+    if case == "text file":
+        text = tmp_path / "text.txt"
+        text.write_text("hello, this is not a dump\n")
+        args = ["decode", text]
+    else:
+        args = ["decode", "--log", "tc", "--hex", "zz"]
+    result = cli([*args, "-o", output])
+    assert result.exit_code == 3, result.stderr
+    assert result.stdout == ""  # no "(none)" and no [] shown as a result (docs/output.md)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# -- 12: a sanity bound on the coordinators, and a listing that stays fast --------------------------
+
+
+@pytest.mark.timeout(240)
+def test_scaling_is_bounded_and_the_listing_stays_fast(cli, tmp_path):
+    import time
+
+    engine = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    refused = cli(["scale-transactionCoordinators", "-r", "100000", "--yes", "--engine-dir", engine])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr.strip().startswith("error: --replicas 100000 is more than 1024, pulsar-txn's bound")
+    assert cli(["coordinators-list", "--engine-dir", engine, "-o", "json"]).json()[-1]["id"] == 3  # unchanged
+    assert cli(["scale-transactionCoordinators", "-r", "1024", "--yes", "--engine-dir", engine]).exit_code == 0
+    started = time.monotonic()
+    listed = cli(["coordinators-list", "--engine-dir", engine, "-o", "json"])
+    elapsed = time.monotonic() - started
+    assert listed.exit_code == 0 and len(listed.json()) == 1024
+    assert elapsed < 60, f"listing 1024 coordinators took {elapsed:.1f} s"
