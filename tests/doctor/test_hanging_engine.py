@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pulsar_txn_cli.engine.broker import Engine
+from tests import sigint
 from tests.conftest import isolate
 from tests.doctor.helpers import TOPIC0, advance, doctor
 
@@ -147,7 +148,7 @@ def test_interrupted_simulate_leaves_a_hanging_transaction(cli, tmp_path):
     directory = tmp_path / "engine"
     assert cli(["engine", "init", "--engine-dir", directory]).exit_code == 0
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen(
+    proc = sigint.popen(
         [sys.executable, "-m", "pulsar_txn_cli", "engine", "simulate", "--engine-dir", str(directory),
          "-n", "2000000", "--txn-timeout-ms", "3600000", "--ack-log", str(tmp_path / "acks")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
