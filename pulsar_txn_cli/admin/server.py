@@ -153,6 +153,7 @@ def _uvicorn_server(app: EngineApp, *, debug=None, warn=None, main_thread: bool)
         lifespan="off",
         log_config=None,
         access_log=False,
+        proxy_headers=False,  # no proxy in front: the client is the socket's peer
         server_header=False,
         date_header=True,
         timeout_keep_alive=30,
