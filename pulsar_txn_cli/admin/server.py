@@ -27,6 +27,7 @@ from pulsar_txn_cli.errors import UsageError
 
 SERVER_NAME = b"pulsar-txn-engine"
 MAX_BODY = 64 * 1024 * 1024  # a workload's options or a config value: far below this
+TOO_LARGE = object()
 
 
 class EngineApp:
@@ -51,7 +52,10 @@ class EngineApp:
         raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
         query = scope.get("query_string") or b""
         target = f"{raw_path}?{query.decode('latin-1')}" if query else raw_path
-        status, headers, data = self._answer(method, target, body)
+        if body is TOO_LARGE:
+            status, headers, data = encode_answer((413, {"reason": f"the request body is over {MAX_BODY:,} bytes"}))
+        else:
+            status, headers, data = self._answer(method, target, body)
         if self.delay:
             await asyncio.sleep(self.delay)
         head = [(b"server", SERVER_NAME), (b"content-length", str(len(data)).encode())]
@@ -83,7 +87,8 @@ class EngineApp:
         return encode_answer(answer)
 
 
-async def _read_body(receive) -> bytes | None:
+async def _read_body(receive):
+    """The request's body; None if the client left first; TOO_LARGE past MAX_BODY."""
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -92,7 +97,7 @@ async def _read_body(receive) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY:
-            return None
+            return TOO_LARGE
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
@@ -117,7 +122,6 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
     return sock
 
 

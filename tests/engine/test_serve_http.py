@@ -212,3 +212,27 @@ def test_64_concurrent_clients_get_every_answer(tmp_path):
         assert served.app.served >= 64 * 40
     assert got["errors"] == []
     assert got["answered"] == 64 * 40
+
+
+@pytest.mark.timeout(60)
+def test_a_body_over_the_limit_is_413_and_the_server_goes_on(tmp_path, monkeypatch):
+    from bench.bench_serve import load
+    from pulsar_txn_cli.admin import server
+
+    monkeypatch.setattr(server, "MAX_BODY", 64)
+    directory = _engine(tmp_path)
+    with server.start(str(directory)) as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+            body = b"{" + b" " * 200 + b"}"
+            sock.sendall(
+                b"POST /pulsar-txn/v1/engine/simulate HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+        assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {"reason": "the request body is over 64 bytes"}
+        status = asyncio.run(load(served.port, 1, 1, 30))
+        assert status["answered"] == 1 and status["errors"] == []
