@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation
+from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation
+from pulsar_txn_cli.protocol import BATCH_KEYS, tc_assign_partition
 from pulsar_txn_cli.names import Position
 
 # Likely causes of an item that holds the downgrade back (the "cause" field of the JSON).
@@ -35,7 +36,7 @@ def set_command(key: str, want: bool) -> str:
 def reload_command(obs: LogObservation) -> str:
     """Reopening the store is what makes a configuration change effective (facts §4)."""
     if obs.kind == COORDINATOR:
-        return f"pulsar-admin topics unload {TC_ASSIGN_TOPIC}-partition-{obs.coordinator_id}"
+        return f"pulsar-admin topics unload {tc_assign_partition(obs.coordinator_id)}"
     return f"pulsar-admin topics unload {obs.topic}"
 
 
