@@ -25,7 +25,7 @@ def _opts(argv):
 
 def _admin_for(url=None, engine_dir=None):
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.cli.env import TargetFlags
+    from pulsar_txn_cli.admin.target_settings import TargetFlags
 
     return connect(TargetFlags(admin_url=url, engine_dir=engine_dir), environ={})
 

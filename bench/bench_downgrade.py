@@ -41,7 +41,7 @@ def build(directory: Path, coordinators: int, subscriptions: int) -> None:
 
 def timed_check(url: str, concurrency: int, checkpoint: Path) -> tuple[float, object]:
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.cli.env import TargetFlags
+    from pulsar_txn_cli.admin.target_settings import TargetFlags
     from pulsar_txn_cli.downgrade import runner
 
     admin = connect(TargetFlags(admin_url=url))

@@ -12,7 +12,7 @@ Then each figure is the best of N (default 10) fresh interpreters run with `pyth
   the CLI      the cumulative import time of pulsar_txn_cli.cli.app (what every command pays);
   + MODULE     after the CLI is imported, what importing MODULE adds (the codec with the protobuf
                runtime, httpx, pyspark.sql); the commands that need them import them themselves.
-tests/test_cli_core.py checks that none of them is loaded by the CLI's import.
+tests/cli/test_cli_core.py checks that none of them is loaded by the CLI's import.
 """
 
 from __future__ import annotations

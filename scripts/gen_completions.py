@@ -3,7 +3,7 @@
 Usage: .venv/bin/python scripts/gen_completions.py [OUT_DIR]   (default: completions/)
 
 The scripts are the ones `pulsar-txn completion SHELL` prints (pulsar_txn_cli/completion.py).
-tests/test_completions.py fails when the checked-in files differ from what this script writes.
+tests/cli/test_completions.py fails when the checked-in files differ from what this script writes.
 """
 
 import sys

@@ -31,9 +31,8 @@ NS = "persistent://public/default"
 NOT_USED = {
     "brokers_leaderBroker.json": "the tool never asks for the leader broker",
     "transactionInBufferStats.json": "the captured transaction had ended on the real broker while the engine's replica keeps it in its "
-    "buffer; the shapes of both answers are checked in tests/buffer/test_shapes.py, the command against "
+    "buffer; the shapes of both answers are checked in tests/engine/buffer/test_shapes.py, the command against "
     "a live broker in tests/integration/test_cli_real_broker.py",
-    "coordinators.json": "the tool lists coordinators from the TC-assign partitions and lookups, not /coordinators",
     "error_404_unknown_path.json": "Jersey's own 404 for a path that does not exist; the tool calls only real paths",
     "error_405_wrong_method_coordinatorStats.json": "the tool never uses a wrong method",
     "error_500_coordinatorStats_tc_not_loaded.json": "a real coordinator is not loaded between start/unload and the next transactional client; "

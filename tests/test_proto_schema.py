@@ -1,4 +1,4 @@
-"""The project's .proto files: equal to Pulsar's schema (fact sheet §1), generated modules not stale."""
+"""The project's .proto files: equal to Pulsar's schema (apache/pulsar's PulsarTransactionMetadata.proto and TransactionPendingAck.proto), generated modules not stale."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ GEN = ROOT / "pulsar_txn_cli" / "codec" / "gen"
 
 O, R, REP = "optional", "required", "repeated"
 
-# (number, label, type, name) transcribed from reference/pulsar-facts.md §1.1 and §1.2.
+# (number, label, type, name) transcribed from apache/pulsar's pulsar-transaction/coordinator/src/main/proto/
+# PulsarTransactionMetadata.proto and pulsar-broker/src/main/proto/TransactionPendingAck.proto.
 SCHEMA = {
     "pulsar.proto.TransactionMetadataEntry": [
         (1, O, "pulsar.proto.TransactionMetadataEntry.TransactionMetadataOp", "metadata_op"),

@@ -277,19 +277,37 @@ class PulsarAdmin:
     # --- compositions used by several commands ------------------------------------------------
 
     def coordinators(self) -> list[dict]:
-        """Pulsar's TransactionCoordinatorInfo list ({id, brokerServiceUrl}) plus the owner's web URL."""
+        """Pulsar's TransactionCoordinatorInfo list ({id, brokerServiceUrl}) plus the owner's web URL.
+
+        GET .../coordinators (Pulsar 3.0 and later, what `pulsar-admin transactions coordinators-list`
+        calls) and one lookup per owning broker for its web URL; a broker without it (2.10, 2.11: 404)
+        is asked coordinator by coordinator through the TC-assign partitions' lookups."""
+        try:
+            listed = self.get(f"{TXN}/coordinators")
+        except ConnectionFailed as exc:
+            if exc.status not in (404, 405):
+                raise
+            return [self._coordinator_by_lookup(tc_id) for tc_id in range(self.tc_partitions())]
+        web: dict = {}
         result = []
-        for tc_id in range(self.tc_partitions()):
-            data = self.lookup(tc_assign_partition(tc_id)) or {}
-            web = data.get("httpUrlTls") if str(self.target.url or "").startswith("https") else None
-            result.append(
-                {
-                    "id": tc_id,
-                    "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
-                    "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls"),
-                }
-            )
+        for info in sorted(listed or [], key=lambda c: c.get("id", 0)):
+            owner = info.get("brokerServiceUrl")
+            if owner is None:  # Pulsar fills it from the lookup's plain brokerUrl: a TLS-only owner has none
+                result.append(self._coordinator_by_lookup(info["id"]))
+                continue
+            if owner not in web:
+                web[owner] = self._coordinator_by_lookup(info["id"])["webServiceUrl"]
+            result.append({"id": info["id"], "brokerServiceUrl": owner, "webServiceUrl": web[owner]})
         return result
+
+    def _coordinator_by_lookup(self, tc_id: int) -> dict:
+        data = self.lookup(tc_assign_partition(tc_id)) or {}
+        web = data.get("httpUrlTls") if str(self.target.url or "").startswith("https") else None
+        return {
+            "id": tc_id,
+            "brokerServiceUrl": data.get("brokerUrl") or data.get("brokerUrlTls"),
+            "webServiceUrl": web or data.get("httpUrl") or data.get("httpUrlTls"),
+        }
 
     def broker_web_urls(self) -> list[str]:
         """Every active broker's web service URL in the target's own cluster, with the admin URL's scheme.
@@ -299,6 +317,12 @@ class PulsarAdmin:
         scheme = "https" if str(self.target.url or "").startswith("https") else "http"
         urls = [a if "://" in a else f"{scheme}://{a}" for a in self.brokers(self.own_cluster())]
         return sorted(set(urls))
+
+
+def broker_at(url: str, brokers: int) -> str | None:
+    """Where to ask one broker of BROKERS: its own URL, or None (through the admin URL) when it is the only
+    one, since a served engine or a proxy may advertise an address this machine cannot reach."""
+    return None if brokers == 1 else url
 
 
 def _at(broker_url: str | None, path: str) -> str:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from pulsar_txn_cli.atomic_write import write_atomically
+from pulsar_txn_cli.output.units import iso_seconds
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
@@ -52,10 +53,34 @@ def load_changes(identity: str) -> dict:
 
 
 def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
-    """Atomically (atomic_write.py), so a crash never leaves half a file."""
-    if seen_as:
-        doc = {**doc, "seenAs": sorted(set(doc.get("seenAs") or ()) | {seen_as})}
-    write_atomically(changes_path(identity), json.dumps({**doc, "target": identity}, indent=2, sort_keys=True))
+    """Atomically (atomic_write.py), so a crash never leaves half a file; merged under a lock with what is
+    on disk now, so two runs sharing a state directory (one switching each log) never lose each other's record."""
+    path = changes_path(identity)
+    with _locked(path):
+        on_disk = load_changes(identity)
+        seen = set(on_disk.get("seenAs") or ()) | set(doc.get("seenAs") or ()) | ({seen_as} if seen_as else set())
+        merged = {**doc, "changes": {**on_disk["changes"], **doc["changes"]}, "target": identity}
+        if seen:
+            merged["seenAs"] = sorted(seen)
+        write_atomically(path, json.dumps(merged, indent=2, sort_keys=True))
+
+
+class _locked:
+    """An exclusive lock on `.<name>.lock` beside path (fcntl.flock; released when the file closes)."""
+
+    def __init__(self, path: Path):
+        self.lock = path.parent / f".{path.name}.lock"
+
+    def __enter__(self):
+        import fcntl
+
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.lock, "a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
 
 
 def listing() -> list[dict]:
@@ -76,7 +101,7 @@ def listing() -> list[dict]:
                     "kind": kind,
                     "detail": _detail(kind, doc),
                     "seenAs": doc.get("seenAs") or [],
-                    "updatedAt": _iso(mtime),
+                    "updatedAt": iso_seconds(int(mtime) * 1000),
                     "file": str(path),
                     "_mtime": mtime,
                 }
@@ -119,7 +144,3 @@ def _detail(kind: str, doc: dict) -> str:
         )
     count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
     return f"{count} last-batched ledger record(s)"
-
-
-def _iso(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -44,20 +44,42 @@ TLS_PLUGINS = (
 )
 BASIC_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationBasic", "AuthenticationBasic", "basic")
 
-SETTINGS = (
-    "admin_url",
-    "engine_dir",
-    "auth_plugin",
-    "auth_params",
-    "token",
-    "token_file",
-    "tls_trust_cert_path",
-    "tls_allow_insecure",
-    "tls_enable_hostname_verification",
-    "tls_cert_file",
-    "tls_key_file",
-    "request_timeout",
-)
+
+def _flag(option: str, help: str):
+    return field(default=None, metadata={"option": option, "help": help})
+
+
+@dataclass
+class TargetFlags:
+    """The target flags, declared once: each field is one command-line option exactly as given (None =
+    not given), with its option name and help text, from which cli/common.py makes the options."""
+
+    admin_url: str | None = _flag("--admin-url", "Pulsar admin URL (webServiceUrl), e.g. http://broker:8080.")
+    engine_dir: str | None = _flag("--engine-dir", "Embedded engine directory (default: the user data directory).")
+    context: str | None = _flag("--context", "A pulsarctl context from ~/.config/pulsar/config.")
+    auth_plugin: str | None = _flag(
+        "--auth-plugin",
+        "Authentication plugin class, as in client.conf (token, basic, TLS, OAuth2 client credentials).",
+    )
+    auth_params: str | None = _flag(
+        "--auth-params",
+        "Authentication parameters, e.g. token:XXX, file:///path or OAuth2's JSON (issuerUrl, privateKey, audience).",
+    )
+    token: str | None = _flag("--token", "Bearer token (prefer --token-file).")
+    token_file: str | None = _flag("--token-file", "File that holds the bearer token.")
+    tls_trust_cert_path: str | None = _flag("--tls-trust-cert-path", "CA bundle that signs the broker's certificate.")
+    tls_allow_insecure: bool | None = _flag("--tls-allow-insecure", "Accept any broker certificate (unsafe).")
+    tls_enable_hostname_verification: bool | None = _flag(
+        "--tls-enable-hostname-verification/--no-tls-enable-hostname-verification",
+        "Check the certificate's host name (default on).",
+    )
+    tls_cert_file: str | None = _flag("--tls-cert-file", "Client certificate for mutual TLS.")
+    tls_key_file: str | None = _flag("--tls-key-file", "Client key for mutual TLS.")
+    request_timeout: float | None = _flag("--request-timeout", "Seconds to wait for each HTTP request (default 30).")
+
+
+# What a layer (flags, environment, context, client.conf) may set: every flag but the context's name.
+SETTINGS = tuple(f.name for f in fields(TargetFlags) if f.name != "context")
 
 
 @dataclass
@@ -156,6 +178,32 @@ def default_engine_dir() -> str:
     import platformdirs
 
     return str(Path(platformdirs.user_data_dir("pulsar-txn")) / "engine")
+
+
+def engine_directory(flags, environ: dict | None = None) -> Path:
+    """The engine an `engine` command acts on: --engine-dir, else $PULSAR_TXN_ENGINE_DIR, else the user
+    data directory. Never a context's or client.conf's target: those name clusters."""
+    environ = os.environ if environ is None else environ
+    if getattr(flags, "admin_url", None):
+        raise UsageError(
+            "engine commands act on the embedded engine; --admin-url does not apply to them "
+            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+        )
+    flag = getattr(flags, "engine_dir", None)
+    if not flag:
+        # The environment points the other commands at a cluster: acting on the default engine
+        # instead, silently, is the surprise an operator does not expect.
+        for name in (ENV_ADMIN_URL, ENV_CONTEXT):
+            if environ.get(name):
+                raise UsageError(
+                    f"engine commands act on an embedded engine, but {name} names a cluster "
+                    f"({environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}"
+                )
+    value = flag or environ.get(ENV_ENGINE_DIR)
+    directory = Path(value).expanduser() if value else Path(default_engine_dir())
+    if directory.is_file():
+        raise UsageError(f"engine directory {directory} is a file; give a directory")
+    return directory
 
 
 def _auth(s: dict, cert, key):

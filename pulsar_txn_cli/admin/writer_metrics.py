@@ -1,6 +1,6 @@
 """PIP-160's buffered-writer metrics, from a broker's Prometheus /metrics text.
 
-Shipped names (facts §2.7): `<prefix>_bufferedwriter_*` with prefixes `pulsar_txn_tc` and
+Shipped names (Pulsar's TxnLogBufferedWriterMetricsStats): `<prefix>_bufferedwriter_*` with prefixes `pulsar_txn_tc` and
 `pulsar_txn_pending_ack_store`, one writer-metrics instance per broker (label `broker`).
 The delay histogram's buckets are {1, 5, 10} *seconds* while delays are milliseconds, so
 every sub-second delay lands in le="1"; the exact mean still follows from _sum / _count.

@@ -1,4 +1,5 @@
-"""PIP-160's four promised commands, made real over the dynamic broker settings (facts §5).
+"""PIP-160's four promised commands, made real over the dynamic broker settings (PIP-160 proposed
+them; Pulsar never shipped them, its admin/v3/Transactions.java has no such endpoint).
 
 set-txn-tc-batch-log / set-txn-pending-ack-batch-log update the dynamic setting and, with
 --reload, reopen the stores; get-txn-tc-batch-log-stat / get-txn-pending-ack-batch-log-stat judge
@@ -15,6 +16,7 @@ from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import parse_bool
+from pulsar_txn_cli.output.units import iso_millis, parse_time_ms
 
 
 def register(app: typer.Typer) -> None:
@@ -130,10 +132,10 @@ def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str
 
     env = current()
     admin = env.admin()
-    result = batchlog.declare_change(admin, log, enabled, parse_time(changed_at, "--changed-at"))
+    result = batchlog.declare_change(admin, log, enabled, parse_time_ms(changed_at, "--changed-at"))
     result["clock"] = clock = admin.clock()[1]  # TIME is compared with the stores' open times, on that clock
     env.info(
-        f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {batchlog.iso(result['at'])} "
+        f"recorded: {log.key} became {str(enabled).lower()} on {result['identity']} at {iso_millis(result['at'])} "
         f"({clock}; nothing was changed on the target)"
     )
     emit(
@@ -148,30 +150,12 @@ def _set_or_declare(log, enabled: bool, reload: bool, yes: bool, changed_at: str
                         ("at", f"changed at ({clock})"),
                         ("identity", "identity"),
                     ],
-                    [{**result, "at": batchlog.iso(result["at"])}],
+                    [{**result, "at": iso_millis(result["at"])}],
                 )
             ],
         ),
         env,
     )
-
-
-def parse_time(text: str, option: str) -> int:
-    """Epoch milliseconds from epoch ms digits or an ISO 8601 time (UTC unless it says otherwise)."""
-    from datetime import datetime, timezone
-
-    value = text.strip()
-    if value.isdigit():
-        return int(value)
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
 
 
 def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> None:
@@ -201,7 +185,16 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
     reloaded = None
     if reload:
-        stores = batchlog.settle(admin, log, stores)
+        now = f"{log.key} is now {str(enabled).lower()} on {target}"
+        try:
+            stores = batchlog.settle(admin, log, stores)
+        except ConnectionFailed as exc:  # the setting changed; no store was reopened: say both, in one sentence
+            raise ConnectionFailed(
+                f"{now}, but the reload stopped before it unloaded anything (0 of {len(topics)} topic(s) unloaded, "
+                f"every {log.store} store still runs with its previous value): {exc}; rerun the same command "
+                "once the broker answers",
+                status=exc.status,
+            ) from exc
         opening = {s["topic"] for s in stores if batchlog.opening(s)}
         if opening:
             env.warn(
@@ -237,7 +230,9 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int) -> No
     failed = [r for r in reloaded or [] if not r["unloaded"]]
     if failed:
         raise ConnectionFailed(
-            f"{len(failed)} of {len(reloaded)} topic(s) on {target} could not be unloaded; the first: {failed[0]['error']}"
+            f"{log.key} is now {str(enabled).lower()} on {target}; {len(reloaded) - len(failed)} of {len(reloaded)} "
+            f"topic(s) were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
+            f"previous value until reopened; the first: {failed[0]['error']}); rerun the same command to reload them"
         )
 
 
@@ -249,7 +244,7 @@ def _stat(log, *, concurrency: int) -> None:
     admin = env.admin()
     data = batchlog.batch_log_stat(admin, log, concurrency=concurrency)
     detail = data[log.detail_key]
-    rows = [{**d, "opened": batchlog.iso(d.get("recoverStartTime"))} for d in detail]
+    rows = [{**d, "opened": iso_millis(d.get("recoverStartTime"))} for d in detail]
     key_columns = (
         [("coordinatorId", "coordinator"), ("broker", "broker")]
         if log.kind == "tc"

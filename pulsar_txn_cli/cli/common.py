@@ -7,6 +7,7 @@ and `pulsar-txn X -o json` both work without every command redeclaring them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -15,6 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pulsar_txn_cli.admin.target_settings import TargetFlags
 from pulsar_txn_cli.cli import env as env_module
 
 OUTPUT_PANEL = "Output options"
@@ -50,73 +52,21 @@ OUTPUT_OPTIONS = [
     ),
 ]
 
-TARGET_OPTIONS = [
-    (
-        "admin_url",
-        Optional[str],
-        _opt("--admin-url", help="Pulsar admin URL (webServiceUrl), e.g. http://broker:8080.", panel=TARGET_PANEL),
-    ),
-    (
-        "engine_dir",
-        Optional[str],
-        _opt("--engine-dir", help="Embedded engine directory (default: the user data directory).", panel=TARGET_PANEL),
-    ),
-    (
-        "context",
-        Optional[str],
-        _opt("--context", help="A pulsarctl context from ~/.config/pulsar/config.", panel=TARGET_PANEL),
-    ),
-    (
-        "auth_plugin",
-        Optional[str],
-        _opt(
-            "--auth-plugin",
-            help="Authentication plugin class, as in client.conf (token, basic, TLS, OAuth2 client credentials).",
-            panel=TARGET_PANEL,
-        ),
-    ),
-    (
-        "auth_params",
-        Optional[str],
-        _opt(
-            "--auth-params",
-            help="Authentication parameters, e.g. token:XXX, file:///path or OAuth2's JSON (issuerUrl, privateKey, audience).",
-            panel=TARGET_PANEL,
-        ),
-    ),
-    ("token", Optional[str], _opt("--token", help="Bearer token (prefer --token-file).", panel=TARGET_PANEL)),
-    ("token_file", Optional[str], _opt("--token-file", help="File that holds the bearer token.", panel=TARGET_PANEL)),
-    (
-        "tls_trust_cert_path",
-        Optional[str],
-        _opt("--tls-trust-cert-path", help="CA bundle that signs the broker's certificate.", panel=TARGET_PANEL),
-    ),
-    (
-        "tls_allow_insecure",
-        Optional[bool],
-        _opt("--tls-allow-insecure", help="Accept any broker certificate (unsafe).", panel=TARGET_PANEL),
-    ),
-    (
-        "tls_enable_hostname_verification",
-        Optional[bool],
-        _opt(
-            "--tls-enable-hostname-verification/--no-tls-enable-hostname-verification",
-            help="Check the certificate's host name (default on).",
-            panel=TARGET_PANEL,
-        ),
-    ),
-    (
-        "tls_cert_file",
-        Optional[str],
-        _opt("--tls-cert-file", help="Client certificate for mutual TLS.", panel=TARGET_PANEL),
-    ),
-    ("tls_key_file", Optional[str], _opt("--tls-key-file", help="Client key for mutual TLS.", panel=TARGET_PANEL)),
-    (
-        "request_timeout",
-        Optional[float],
-        _opt("--request-timeout", help="Seconds to wait for each HTTP request (default 30).", panel=TARGET_PANEL),
-    ),
-]
+
+def _target_options() -> list:
+    """The target options, made of TargetFlags (admin/target_settings.py), where they are declared."""
+    hints = typing.get_type_hints(TargetFlags)
+    return [
+        (
+            f.name,
+            Optional[next(t for t in typing.get_args(hints[f.name]) if t is not type(None))],
+            _opt(f.metadata["option"], help=f.metadata["help"], panel=TARGET_PANEL),
+        )
+        for f in dataclasses.fields(TargetFlags)
+    ]
+
+
+TARGET_OPTIONS = _target_options()
 
 OUTPUT_NAMES = [name for name, _, _ in OUTPUT_OPTIONS]
 TARGET_NAMES = [name for name, _, _ in TARGET_OPTIONS]

@@ -34,30 +34,10 @@ def register(root: typer.Typer) -> None:
 
 
 def _dir():
-    from pulsar_txn_cli.engine.broker import resolve_dir
-
-    import os
-
-    from pulsar_txn_cli.admin.target_settings import ENV_ADMIN_URL, ENV_CONTEXT
+    from pulsar_txn_cli.admin.target_settings import engine_directory
 
     env = current()
-    if env.target.admin_url:
-        raise UsageError(
-            "engine commands act on the embedded engine; --admin-url does not apply to them "
-            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
-        )
-    if not env.target.engine_dir:
-        # The environment points the other commands at a cluster: acting on the default engine
-        # instead, silently, is the surprise an operator does not expect.
-        for name in (ENV_ADMIN_URL, ENV_CONTEXT):
-            if os.environ.get(name):
-                raise UsageError(
-                    f"engine commands act on an embedded engine, but {name} names a cluster "
-                    f"({os.environ[name]}); pass --engine-dir DIR to choose the engine, or unset {name}"
-                )
-    directory = resolve_dir(env.target.engine_dir)
-    if directory.is_file():
-        raise UsageError(f"engine directory {directory} is a file; give a directory")
+    directory = engine_directory(env.target)
     env.info(f"engine: {directory}")
     return directory
 

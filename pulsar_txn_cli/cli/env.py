@@ -11,24 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-
-@dataclass
-class TargetFlags:
-    """Connection flags exactly as given on the command line (None = not given)."""
-
-    admin_url: str | None = None
-    engine_dir: str | None = None
-    context: str | None = None
-    auth_plugin: str | None = None
-    auth_params: str | None = None
-    token: str | None = None
-    token_file: str | None = None
-    tls_trust_cert_path: str | None = None
-    tls_allow_insecure: bool | None = None
-    tls_enable_hostname_verification: bool | None = None
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
-    request_timeout: float | None = None
+from pulsar_txn_cli.admin.target_settings import TargetFlags
 
 
 @dataclass

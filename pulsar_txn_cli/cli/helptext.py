@@ -4,7 +4,7 @@ Typer's rich help puts an option's names, its negative form, a type and the help
 columns of one boxed table: at 80 columns it cuts long option names short
 (`--tls-trust-cert-pa…`), squeezes the help into a narrow column and shows `<bool>` on every
 flag. Click's layout wraps the help text under the names and never cuts a name; the sections
-keep the panels (Options, Output options, Target options). tests/test_help_texts.py checks every
+keep the panels (Options, Output options, Target options). tests/cli/test_help_texts.py checks every
 command's help at 80 columns.
 """
 

@@ -73,23 +73,17 @@ def stuck_readers(
 
 
 def _row(partition: dict) -> dict:
-    from pulsar_txn_cli.output.units import duration
+    from pulsar_txn_cli.output.units import duration, spaced_seconds
 
     holders = partition.get("holders", [])
     since = partition.get("heldSince")
     age = holders[0]["openForMs"] if holders else None
     return {
         **partition,
-        "heldSince": f"{_iso(since)} ({duration(age)} ago)"
+        "heldSince": f"{spaced_seconds(since)} ({duration(age)} ago)"
         if since
         else ("-" if partition.get("cause") != "open transactions" else "unknown"),
         "holders": " ".join(h["txnId"] for h in holders)
         or {"recovering": "(buffer recovering)", "open transactions": "?"}.get(partition.get("cause"), "-"),
         "entriesBehind": partition.get("entriesBehind", partition.get("error", "")),
     }
-
-
-def _iso(ms: int) -> str:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")

@@ -6,7 +6,6 @@ tables pick the fields an operator reads first.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Optional
 
 import typer
@@ -15,6 +14,7 @@ from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.names import TxnID
+from pulsar_txn_cli.output.units import parse_duration_ms
 
 
 def register(app: typer.Typer) -> None:
@@ -337,9 +337,6 @@ def subscriptions(
 
 # --- parsing ---------------------------------------------------------------------------------------
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w|y)?$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
-
 
 def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple[int, int]:
     """(most, least) from `(most,least)` or from -m/-l (exactly one of the two forms)."""
@@ -350,14 +347,6 @@ def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple
     if most is None or least is None:
         raise UsageError("give the transaction id as (most,least), or both -m/--most-sig-bits and -l/--least-sig-bits")
     return most, least
-
-
-def parse_duration_ms(text: str) -> int:
-    """Pulsar's relative times (1s, 10s, 1m, 5h, 3d; a bare number is seconds), in milliseconds."""
-    match = _DURATION.match(text.strip().lower())
-    if not match:
-        raise UsageError(f"--time {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
-    return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
 
 
 # --- rendering ----------------------------------------------------------------------------------------
@@ -410,22 +399,20 @@ def _emit(data, columns, *, rows=None, records=None, lines=None) -> None:
 
 def _timed(rows, keys=("recoverStartTime", "recoverEndTime")):
     """Rows with millisecond timestamps shown as UTC times (tables only)."""
-    from pulsar_txn_cli.admin.batchlog import iso
+    from pulsar_txn_cli.output.units import iso_millis
 
-    return [{**row, **{k: iso(row.get(k)) for k in keys if k in row}} for row in rows]
+    return [{**row, **{k: iso_millis(row.get(k)) for k in keys if k in row}} for row in rows]
 
 
 def _txn_row(meta: dict) -> dict:
-    from pulsar_txn_cli.admin.batchlog import iso
-
-    from pulsar_txn_cli.output.units import duration
+    from pulsar_txn_cli.output.units import duration, iso_millis
 
     # timeoutAt is the transaction's timeout, a duration in ms, despite its name (a real broker's
     # answer: docs/real-broker-findings.md); shown as one, never as a date in 1970.
     timeout = meta.get("timeoutAt")
     return {
         **meta,
-        "openTimestamp": iso(meta.get("openTimestamp")),
+        "openTimestamp": iso_millis(meta.get("openTimestamp")),
         "timeoutAt": None if timeout is None else duration(timeout),
         "producedPartitions": sorted(meta.get("producedPartitions") or {}),
         "ackedPartitions": sorted(

@@ -1,6 +1,7 @@
-"""Where batching is effective, per store, through the admin layer's own judgement (admin/batchlog.py).
+"""Where batching is effective, per store, through the admin layer's own judgement (admin/batchlog/).
 
-Pulsar reports no per-store batching state (facts §5); admin/batchlog.judge() combines the
+Pulsar reports no per-store batching state (PIP-160's stat commands never
+shipped); admin/batchlog/judgement.py combines the
 configured value, the change recorded when pulsar-txn set it, and each store's open time. This
 module only feeds it what the check already observed, so no extra admin call is made.
 """
@@ -11,7 +12,6 @@ from dataclasses import replace
 
 from pulsar_txn_cli.admin import features
 from pulsar_txn_cli.downgrade.observations import LogObservation
-from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.protocol import (
     BATCH_KEYS,
     PENDING_ACK_BATCH_KEY,
@@ -23,26 +23,23 @@ from pulsar_txn_cli.protocol import (
 
 class Judge:
     def __init__(self, identity: str, dynamic_config, brokers):
-        from pulsar_txn_cli.admin import batchlog, remembered
+        from pulsar_txn_cli.admin import remembered
+        from pulsar_txn_cli.admin.batchlog.config import configured_value, dynamic_value
 
-        self._batchlog = batchlog
         changes = remembered.load_changes(identity)["changes"]
         self._settings = {}
         for key in BATCH_KEYS:
-            dynamic = parse_bool((dynamic_config or {}).get(key))
-            runtimes = {features.batch_flag(b.runtime, key, b.version) for b in brokers if b.runtime is not None}
-            runtimes.discard(None)
-            configured = dynamic if dynamic is not None else (runtimes.pop() if len(runtimes) == 1 else None)
-            self._settings[key] = (configured, dynamic, changes.get(key))
+            dynamic = dynamic_value(dynamic_config, key)
+            runtimes = [features.batch_flag(b.runtime, key, b.version) for b in brokers if b.runtime is not None]
+            self._settings[key] = (configured_value(dynamic, runtimes), dynamic, changes.get(key))
         # Every broker predates PIP-160: no store can batch, whatever was recorded before.
         self._release = features.all_predate_batched_logs([b.version for b in brokers])
 
     def _judge(self, log: LogObservation, key: str, store: dict, store_key: str) -> LogObservation:
+        from pulsar_txn_cli.admin.batchlog.judgement import effective
+
         configured, dynamic, change = self._settings[key]
-        if self._release:
-            state, reason = False, features.no_batched_logs(self._release, key)
-        else:
-            state, reason = self._batchlog.judge(store, configured, dynamic, change, store_key)
+        state, reason = effective(store, key, configured, dynamic, change, store_key, self._release)
         ongoing = store.get("ongoingTxnSize")
         opened = store.get("state")
         return replace(

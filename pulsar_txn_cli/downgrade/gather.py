@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 
+from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -21,13 +21,10 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.output.units import iso_seconds
 from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
 
 DEFAULT_CONCURRENCY = 16
-
-
-def iso_seconds(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -90,9 +87,10 @@ def gather(
                 progress.advance()
             return value
 
-        only = len(urls or ()) == 1  # one broker: ask through the admin URL (it may advertise an unreachable address)
+        count = len(urls or ())
         broker_futures = [
-            pool.submit(lambda u: tick(_broker(admin, u, only, versions, counter)), u) for u in urls or ()
+            pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions, counter)), u)
+            for u in urls or ()
         ]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
@@ -177,11 +175,12 @@ class _CountingAdmin:
         return counted
 
 
-def _broker(admin, url: str, only: bool, versions: bool, counter: Counter) -> BrokerObservation:
-    runtime, error = _attempt(counter, admin.runtime_config, None if only else url)
+def _broker(admin, url: str, at: str | None, versions: bool, counter: Counter) -> BrokerObservation:
+    """One broker, asked at AT (admin/client.broker_at: None is through the admin URL)."""
+    runtime, error = _attempt(counter, admin.runtime_config, at)
     version = None
     if versions:
-        path = f"{BROKERS}/version" if only else url.rstrip("/") + f"{BROKERS}/version"
+        path = (at.rstrip("/") if at else "") + f"{BROKERS}/version"
         text, version_error = _attempt(counter, lambda: admin.call("GET", path, text=True))
         version = text.strip().strip('"') if isinstance(text, str) and text.strip() else None
         error = error or version_error

@@ -94,7 +94,8 @@ SHOWN = 5  # per-item lines shown before "and N more" (a cluster may have thousa
 
 
 def check_effective(obs: Observations, findings: Findings, *, want: bool) -> None:
-    """The setting counts only once each store was reopened with it (facts §4)."""
+    """The setting counts only once each store was reopened with it (TransactionMetadataStoreService and
+    MLPendingAckStoreProvider read it when a store opens)."""
     unknown, wrong, opening = [], [], []
     for log in obs.logs:
         if log.error and log.effective_batching is None:

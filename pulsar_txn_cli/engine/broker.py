@@ -9,7 +9,6 @@ on and every store reopens when it is next loaded).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pulsar_txn_cli.engine.buffer.service import BufferService
@@ -39,21 +38,8 @@ from pulsar_txn_cli.names import (
 )
 from pulsar_txn_cli.protocol import COORDINATOR_ENABLED_KEY, PENDING_ACK_SUFFIX, TC_ASSIGN
 
-ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
 DEFAULT_COORDINATORS = 4
 DEFAULT_CLUSTER = "standalone"
-
-
-def default_dir() -> Path:
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("pulsar-txn")) / "engine"
-
-
-def resolve_dir(flag: str | None = None) -> Path:
-    """--engine-dir, else $PULSAR_TXN_ENGINE_DIR, else the user data directory."""
-    value = flag or os.environ.get(ENV_DIR)
-    return Path(value).expanduser() if value else default_dir()
 
 
 def new_engine_id() -> str:

@@ -114,10 +114,10 @@ class Coordinator:
                     maxRecords=cfg["transactionLogBatchedWriteMaxRecords"],
                     maxSize=cfg["transactionLogBatchedWriteMaxSize"],
                     maxDelayMs=cfg["transactionLogBatchedWriteMaxDelayInMillis"],
-                    # MLTransactionLogImpl forces batch-index deletion on while batching (facts §3.1).
+                    # MLTransactionLogImpl forces batch-index deletion on while batching (MLTransactionLogImpl's constructor).
                     batchIndexDeletion=batch or bool(cfg[BATCH_INDEX_KEY]),
                     recoverStartTime=engine.clock.now_ms,
-                    endedUndeletable=[],  # a reopened TC replays them as open again (facts §3.3)
+                    endedUndeletable=[],  # a reopened TC replays them as open again (the batch-index deletion stall)
                 )
                 self._open_cursor()
                 self._replay()
@@ -145,7 +145,7 @@ class Coordinator:
         self.txns = {}
         self._timeouts = []
         self.replayed_records = 0
-        # Ended transactions whose records could not be deleted (§3.3): a running broker has
+        # Ended transactions whose records could not be deleted (the batch-index deletion stall, docs/real-broker-findings.md): a running broker has
         # forgotten them, so attaching to it must not bring them back; only a reopen does.
         self._ended = set(self.ml.owner.get("endedUndeletable") or ())
         cursor = self.cursor

@@ -1,11 +1,11 @@
 """Managed ledgers on SQLite: ledgers, entries, cursors, rollover and trimming.
 
-Generic on purpose (any name, entries are bytes): the TC logs and pending-ack stores use it
-now, the transaction buffer will later. Behaviour follows ManagedLedgerImpl where it matters
+Generic on purpose (any name, entries are bytes): the TC logs, the pending-ack stores and the
+transaction buffer (engine/buffer/ledgers.py) use it. Behaviour follows ManagedLedgerImpl where it matters
 to transaction logs: global increasing ledger ids, a new ledger on every (re)open (an empty
 previous ledger is dropped), rollover by entries / size / age, ledgers wholly behind the
 slowest cursor trimmed (retention 0), batch-index deletes ignored on a cursor without
-batch-index deletion (facts §3.3).
+batch-index deletion (ManagedCursorImpl.asyncDelete; docs/real-broker-findings.md, the batch-index deletion stall).
 """
 
 from __future__ import annotations
@@ -306,7 +306,8 @@ class ManagedLedger:
             self.cursors[name] = cursor
         if not batch_index_deletion and cursor.batch_deleted:
             # ManagedCursorImpl recovers deleted batch indexes only when batch-index deletion is
-            # on; without it they are forgotten and those records replay again (facts §3.3, [I]).
+            # on; without it they are forgotten and those records replay again (inferred from
+            # ManagedCursorImpl; docs/real-broker-findings.md, the batch-index deletion stall).
             cursor.forgotten_batch_indexes += len(cursor.batch_deleted)
             cursor.batch_deleted = {}
         cursor.batch_index_deletion = batch_index_deletion

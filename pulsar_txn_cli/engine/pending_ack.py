@@ -128,7 +128,7 @@ class PendingAckStore:
                     maxSize=cfg["transactionPendingAckBatchedWriteMaxSize"],
                     maxDelayMs=cfg["transactionPendingAckBatchedWriteMaxDelayInMillis"],
                     indexMinLag=cfg["transactionPendingAckLogIndexMinLag"],
-                    # The provider never enables batch-index deletion for this ledger (facts §3.2).
+                    # The provider never enables batch-index deletion for this ledger (MLPendingAckStoreProvider).
                     batchIndexDeletion=bool(cfg[BATCH_INDEX_KEY]),
                     recoverStartTime=engine.clock.now_ms,
                 )

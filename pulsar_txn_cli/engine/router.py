@@ -161,6 +161,13 @@ def _pending_ack(engine, tenant, ns, topic, sub, *, missing_sub_status: int = 40
 # ---------------------------------------------------------------- /admin/v3/transactions
 
 
+@route("GET", TXN + "/coordinators", txn=True)
+def list_coordinators(engine, query, body):
+    """TransactionCoordinatorInfo of each coordinator: its id and its owner's broker service URL."""
+    owner = _lookup_data(engine)["brokerUrl"]
+    return 200, [{"id": tc_id, "brokerServiceUrl": owner} for tc_id in range(engine.coordinator_count)]
+
+
 @route("GET", TXN + "/coordinatorStats", txn=True)
 def coordinator_stats(engine, query, body):
     if "coordinatorId" in query and query["coordinatorId"] != "":
@@ -224,8 +231,12 @@ def position_stats(engine, query, body, tenant, ns, topic, sub, ledger, entry):
 
 def _buffer(engine, tenant, ns, topic):
     """The topic's transaction buffer; a topic the engine knows but never wrote to gets an empty
-    one (a broker loads such a topic), others raise TopicNotFound."""
+    one (a broker loads such a topic), others raise TopicNotFound, a partitioned topic's name 404."""
     full = _topic(tenant, ns, topic)
+    if engine.partition_count(full):
+        # a partitioned topic's own name has no buffer (only its partitions do): a real 4.0.7 broker
+        # answers 404 to Pulsar's Java client (tests/integration/test_java_admin.py)
+        raise HttpError(404, f"Topic not found {full}")
     known = _topic_exists(engine, full)
     return engine.buffers.buffer(full, create=known and engine.buffers.writable)
 

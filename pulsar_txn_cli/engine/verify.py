@@ -4,7 +4,7 @@ Read-only. For every managed ledger: the ledgers and entries agree, the cursor i
 log, individually deleted entries and deleted batch indexes point at real entries, nothing
 that could be trimmed is left, every entry decodes. For the TC logs: every live transaction
 starts with its NEW record, no record of a transaction that ended is still live (except where
-a batch-index delete was ignored, facts §3.3: reported as a warning), max_local_txn_id covers
+a batch-index delete was ignored, see docs/real-broker-findings.md, the batch-index deletion stall: reported as a warning), max_local_txn_id covers
 every id. With an acknowledgement log (simulate --ack-log): every acknowledged transaction whose
 end was never requested is still live.
 """
@@ -135,7 +135,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
                 continue
             if state is None:
                 # A record whose NEW was deleted: only legitimate when its transaction ended and
-                # a batch-index delete of that entry was ignored (§3.3), or replay will delete it.
+                # a batch-index delete of that entry was ignored (the batch-index deletion stall), or replay will delete it.
                 stuck += 1
                 continue
             if r.metadata_op == UPDATE and r.new_status in FINAL:
@@ -152,7 +152,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
             f"{ml.name}: batch-index deletion is off on this log, so {cursor.ignored_deletes} delete(s) inside batched "
             f"entries were ignored and {cursor.forgotten_batch_indexes} partly deleted entr(y/ies) lost their deleted "
             "indexes; records of ended transactions stay in the log (blocking trimming) and replay as open "
-            "transactions (facts §3.3). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining."
+            "transactions (docs/real-broker-findings.md, the batch-index deletion stall). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining."
         )
     prop = int(ml.properties.get("max_local_txn_id", -1))
     if max_id > prop:

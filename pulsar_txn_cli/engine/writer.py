@@ -1,4 +1,5 @@
-"""TxnLogBufferedWriter, as Pulsar implements it (facts §2), on the engine's store and clock.
+"""TxnLogBufferedWriter, as Pulsar implements it (pulsar-transaction/coordinator,
+org.apache.pulsar.transaction.coordinator.impl), on the engine's store and clock.
 
 - Batching is effective only when enabled and maxRecords > 1.
 - A record of at least maxSize bytes flushes the buffer (trigger "large data", only when the

@@ -1,6 +1,27 @@
-"""Numbers as operators read them in tables (JSON keeps Pulsar's raw numbers)."""
+"""Times and durations, the one place they are written and read: as operators read them in tables,
+messages and records (JSON keeps Pulsar's raw epoch milliseconds), and as they type them.
+
+A leaf (docs/architecture.md's layers): the library below the CLI formats times through it too.
+Every time is UTC. Each format keeps the text its callers have always shown:
+- iso_millis:     2026-05-01T10:00:00.123Z  Pulsar's own text (protocol.timestamp_text); "-" when unknown
+- iso_seconds:    2026-05-01T10:00:00Z      a record's moment (a check's taken_at, a state file's mtime)
+- spaced_seconds: 2026-05-01 10:00:00Z      a table cell next to a duration (stuck-readers)
+- spaced_utc:     2026-05-01 10:00:00 UTC   a report's generation time (analyze --html)
+"""
 
 from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.protocol import timestamp_text
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w|y)?$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
+
+
+# ---------------------------------------------------------------- durations
 
 
 def duration(ms: int | float | None) -> str:
@@ -16,3 +37,54 @@ def duration(ms: int | float | None) -> str:
             rest = s % size // sub_size
             return f"{s // size}{unit}{rest}{sub_unit}" if rest else f"{s // size}{unit}"
     return f"{s}s"
+
+
+def parse_duration_ms(text: str, option: str = "--time") -> int:
+    """Pulsar's relative times (1s, 10s, 1m, 5h, 3d; a bare number is seconds), in milliseconds."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise UsageError(f"{option} {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
+    return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
+
+
+# ---------------------------------------------------------------- moments
+
+
+def parse_time_ms(text: str, option: str) -> int:
+    """Epoch milliseconds from epoch ms digits or an ISO 8601 time (UTC unless it says otherwise)."""
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def iso_millis(ms: int | None) -> str:
+    """2026-05-01T10:00:00.123Z (Pulsar's text), or "-" for no time (None or 0)."""
+    return timestamp_text(ms) if ms else "-"
+
+
+def iso_seconds(ms: int) -> str:
+    """2026-05-01T10:00:00Z."""
+    return _utc(ms).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spaced_seconds(ms: int) -> str:
+    """2026-05-01 10:00:00Z."""
+    return _utc(ms).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def spaced_utc(moment: datetime | None = None) -> str:
+    """2026-05-01 10:00:00 UTC, of MOMENT (an aware datetime) or now."""
+    return (moment or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _utc(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 from html import escape
+
+from pulsar_txn_cli.output.units import spaced_utc
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em 2em;color:#222;max-width:80em}
@@ -90,7 +92,7 @@ def context_of(paths, *, engine: str, now: datetime | None = None) -> dict:
         "target": ", ".join(t for t in dict.fromkeys(targets) if t)
         or "not recorded (dump files; `collect` records the cluster)",
         "engine": engine,
-        "generated": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "generated": spaced_utc(now),
     }
 
 

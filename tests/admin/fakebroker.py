@@ -3,7 +3,8 @@
 It exists because a real broker is not available in the fast suite (the integration suite has
 one) and it lets the tests script situations a real broker reaches only slowly: an unload that
 reopens a store, a dynamic setting changed elsewhere, ambiguous pending-ack names. Its shapes
-follow pulsar-facts.md §6-7. It is a stand-in, not the engine: the both-backends tests use the engine.
+follow Pulsar's admin REST (admin/v3/Transactions.java, admin/v2)
+and the captured real answers in tests/fixtures/real/rest/. It is a stand-in, not the engine: the both-backends tests use the engine.
 """
 
 from __future__ import annotations

@@ -197,9 +197,9 @@ def test_reload_waits_for_a_replaying_pending_ack_store(run, broker):
 
 
 def test_reload_leaves_a_store_that_never_gets_ready_alone(run, broker, monkeypatch):
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.admin.batchlog import changes
 
-    monkeypatch.setattr(batchlog, "SETTLE_SECONDS", 1.0)
+    monkeypatch.setattr(changes, "SETTLE_SECONDS", 1.0)
     _replaying(broker, ["Initializing"] * 1000)
     result = run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y", "-o", "json")
     assert result.exit_code == 4, result.stderr
@@ -233,3 +233,22 @@ def test_change_made_elsewhere_is_unknown(run, broker):
 def test_set_usage_errors(run, args, message):
     result = run(*args)
     assert result.exit_code == 2 and message in result.stderr
+
+
+def test_a_reload_that_fails_half_way_says_what_it_left_behind(run, broker, monkeypatch):
+    unload = broker.unload
+
+    def refuse_the_second(tenant, ns, local):
+        if local.endswith("partition-1"):
+            return 503, {}, {"reason": "the broker is going down"}
+        return unload(tenant, ns, local)
+
+    monkeypatch.setattr(broker, "unload", refuse_the_second)
+    result = run("set-txn-tc-batch-log", "--enable", "--reload", "-y", "-o", "json")
+    assert result.exit_code == 4, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith("error: transactionLogBatchedWriteEnabled is now true on "), errors[0]
+    assert "1 of 2 topic(s) were unloaded and 1 could not be" in errors[0]
+    assert "still run with the previous value until reopened" in errors[0]
+    assert [r["unloaded"] for r in result.json()["reload"]] == [True, False]

@@ -3,7 +3,7 @@
 import pytest
 
 from pulsar_txn_cli.admin.target_settings import parse_properties, resolve
-from pulsar_txn_cli.cli.env import TargetFlags
+from pulsar_txn_cli.admin.target_settings import TargetFlags
 from pulsar_txn_cli.errors import UsageError
 
 PULSARCTL = """\

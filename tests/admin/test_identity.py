@@ -88,7 +88,7 @@ def test_an_old_engine_record_never_reaches_a_new_engine_even_without_reset(cli,
 
 
 def test_declaring_a_change_made_with_another_tool(cli, served):
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli.output.units import iso_millis
 
     # Another tool (pulsar-admin's REST call) turns batching on; nothing recorded it.
     import urllib.request
@@ -110,7 +110,7 @@ def test_declaring_a_change_made_with_another_tool(cli, served):
                 "set-txn-tc-batch-log",
                 "--enable",
                 "--changed-at",
-                batchlog.iso(opened + 1),
+                iso_millis(opened + 1),
                 "--admin-url",
                 served,
                 "-o",

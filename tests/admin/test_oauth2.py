@@ -11,7 +11,7 @@ import pytest
 from pulsar_txn_cli.admin.target_settings import resolve
 from pulsar_txn_cli.admin.oauth2 import OAuth2Params, TokenSource
 from pulsar_txn_cli.admin.http_client import RestTransport
-from pulsar_txn_cli.cli.env import TargetFlags
+from pulsar_txn_cli.admin.target_settings import TargetFlags
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from tests.admin.fakebroker import FakeBroker
 from tests.admin.oauth2standin import OAuth2StandIn

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sigint
 from tests.collect.fleet import URI, args, calls, ledgers_of
 from tests.conftest import simulate_into
 
@@ -63,7 +64,7 @@ def test_ctrl_c_keeps_the_completed_ledgers_and_the_next_run_finishes(fleet):
     out = fleet["tmp"] / "out"
     env = dict(os.environ, STANDIN_SLEEP="0.4")
     cmd = [sys.executable, "-m", "pulsar_txn_cli", *args(fleet, out, "--concurrency", "1")]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = sigint.popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     done = out / "_collect" / "done.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not done.exists() or len(done.read_text().splitlines()) < 2):

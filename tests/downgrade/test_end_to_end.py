@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sigint
 from tests.conftest import isolate
 
 from pulsar_txn_cli.engine.broker import Engine
@@ -374,7 +375,7 @@ def test_interrupted_wait_leaves_the_checkpoint_intact(cli, tmp_path):
     switch(cli, b, True)
     b.workload()
     switch(cli, b, False)
-    proc = subprocess.Popen(
+    proc = sigint.popen(
         [
             sys.executable,
             "-m",
@@ -427,7 +428,7 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
     assert again.exit_code == 2 and "already holds an engine" in again.stderr
 
 
-# -- facts §3.3 on the engine ---------------------------------------------------------------------
+# -- the batch-index deletion stall on the engine ------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -503,7 +504,7 @@ def test_wait_gives_up_at_the_timeout_with_wait(cli, tmp_path):
 def test_wait_polls_until_safe(cli, tmp_path):
     """runner.wait with a real engine: between polls (instead of sleeping) the workload goes on."""
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.cli.env import TargetFlags
+    from pulsar_txn_cli.admin.target_settings import TargetFlags
     from pulsar_txn_cli.downgrade import runner
 
     b = Backend("engine", tmp_path)

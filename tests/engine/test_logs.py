@@ -1,4 +1,5 @@
-"""Managed ledgers, coordinators and pending-ack stores on a real engine (facts §3, §9)."""
+"""Managed ledgers, coordinators and pending-ack stores on a real engine (MLTransactionLogImpl, MLPendingAckStore and
+Pulsar's tests of them)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_tc_log_main_process(engine_factory, write_batch, read_batch):
     engine.reload(coordinator=0)
     replayed = _snapshot(engine.tc(0))
     if write_batch and not read_batch:
-        # Facts §3.3: without batch-index deletion the deletes inside the old batched entries were
+        # The batch-index deletion stall (docs/real-broker-findings.md): without batch-index deletion the deletes inside the old batched entries were
         # ignored, so the committed transactions' NEW records replay: they come back OPEN.
         assert set(replayed) == set(txns) and all(replayed[t][0] == "OPEN" for t in txns[:20])
         assert engine.tc(0).cursor.ignored_deletes > 0
@@ -74,7 +75,7 @@ def test_tc_log_main_process(engine_factory, write_batch, read_batch):
         assert replayed == after
     report = verify(engine)
     assert report["ok"], report["problems"]
-    assert any("§3.3" in w for w in report["warnings"]) is (write_batch and not read_batch)
+    assert any("batch-index deletion stall" in w for w in report["warnings"]) is (write_batch and not read_batch)
 
 
 def test_committed_records_are_deleted_per_batch_index(engine_factory):
@@ -95,7 +96,7 @@ def test_committed_records_are_deleted_per_batch_index(engine_factory):
 
 
 def test_disabling_batching_makes_old_batch_index_deletes_no_ops(engine_factory):
-    """Facts §3.3: after a reload without batching, deletes inside old batched entries are ignored."""
+    """The batch-index deletion stall: after a reload without batching, deletes inside old batched entries are ignored."""
     engine = engine_factory(transactionLogBatchedWriteEnabled="true")
     txns = _new(engine, n=3)
     batched_ledger = engine.tc(0).ml.current
@@ -116,7 +117,7 @@ def test_disabling_batching_makes_old_batch_index_deletes_no_ops(engine_factory)
 
 
 def test_a_running_broker_forgets_ended_transactions_whose_records_stay(engine_factory):
-    """§3.3 between CLI invocations: attaching is not a restart, so transactions ended while their
+    """The batch-index deletion stall between CLI invocations: attaching is not a restart, so transactions ended while their
     NEW records could not be deleted stay gone; only a reopen replays them as open again."""
     from pulsar_txn_cli.engine.broker import Engine
 

@@ -1,4 +1,5 @@
-"""The engine's REST router: Pulsar's paths, JSON shapes and error codes (facts §6, §7)."""
+"""The engine's REST router: Pulsar's paths, JSON shapes and error codes (Pulsar's
+admin/v3/Transactions.java and admin/v2 resources)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sigint
 from tests.conftest import isolate
 
 from pulsar_txn_cli.engine.broker import Engine
@@ -69,7 +70,7 @@ def test_while_served_a_command_says_it_waits_then_points_to_the_server(cli, tmp
     Engine.init(directory, coordinators=1).close()
     if not (BIN / "pulsar-txn").exists():
         pytest.fail("the pulsar-txn console script is not installed next to this Python: ./dev setup installs it")
-    serving = subprocess.Popen(
+    serving = sigint.popen(
         [str(BIN / "pulsar-txn"), "engine", "serve", "--port", "0", "--engine-dir", str(directory)],
         stderr=subprocess.PIPE,
         text=True,

@@ -1,4 +1,4 @@
-"""TxnLogBufferedWriterTest, mirrored (facts §9)."""
+"""TxnLogBufferedWriterTest, mirrored (Pulsar's pulsar-transaction/coordinator tests)."""
 
 from __future__ import annotations
 

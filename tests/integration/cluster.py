@@ -141,7 +141,7 @@ class Broker:
 
     def conf(self) -> dict[str, Any]:
         c = self.cluster
-        zk = f"127.0.0.1:{c.zk_port}"
+        zk = f"127.0.0.1:{c.broker_zk_port or c.zk_port}"  # a proxy's port when the link is under test
         conf: dict[str, Any] = {
             "clusterName": c.name,
             "metadataStoreUrl": f"zk:{zk}",
@@ -254,6 +254,7 @@ class PulsarCluster:
         self.base = Path(base_dir or tempfile.mkdtemp(prefix=f"pulsar-txn-cluster-{name}-"))
         self.base.mkdir(parents=True, exist_ok=True)
         self.zk_port, self.bookie_port = free_port(), free_port()
+        self.broker_zk_port: int | None = None  # where the brokers reach ZooKeeper, if not zk_port (a proxy)
         self.zookeeper = Proc("zookeeper", self.base)
         self.bookie = Proc("bookie", self.base)
         self.brokers = [Broker(self, i) for i in range(brokers)]
@@ -264,6 +265,7 @@ class PulsarCluster:
     def start(self, timeout: float = READY_TIMEOUT) -> None:
         t0 = time.monotonic()
         deadline = t0 + timeout
+        harness.STARTED.append(self.name)
         try:
             self._start_zookeeper(deadline)
             self.timings["zookeeper"] = time.monotonic() - t0
@@ -457,6 +459,18 @@ class PulsarCluster:
             time.sleep(0.5)
         raise BrokerStartError(f"the bookie did not register\n{self.bookie.tail()}")
 
+    def restart_bookie(self, timeout: float = READY_TIMEOUT, down: float = 0) -> None:
+        """The bookie killed (SIGKILL), `down` seconds without it, then started on its data until registered."""
+        self.bookie.kill(signal.SIGKILL)
+        time.sleep(down)
+        self._start_bookie(time.monotonic() + timeout)
+
+    def restart_zookeeper(self, timeout: float = READY_TIMEOUT, down: float = 0) -> None:
+        """ZooKeeper killed (SIGKILL), `down` seconds without it, then started on its data until it answers."""
+        self.zookeeper.kill(signal.SIGKILL)
+        time.sleep(down)
+        self._start_zookeeper(time.monotonic() + timeout)
+
     # ----------------------------------------------------------------- brokers
 
     def broker(self, index: int) -> Broker:
@@ -597,10 +611,9 @@ class PulsarCluster:
             # Seen on 4.0.7 (docs/real-broker-findings.md): right after an unload a subscribe can hang
             # for good when the topic was unloaded while its pending-ack store was still initialising.
             # Not what the tests check: unload the workload's topics once more and run it again.
-            print(
-                f"\ncluster harness: a subscribe timed out; unloading the '{kw.get('prefix')}' topics and "
-                "running the workload once more",
-                file=sys.stderr,
+            harness.note_retry(
+                f"cluster workload rerun after unloading the '{kw.get('prefix')}' topics",
+                harness._first_line_with(exc, "TimeoutException"),
             )
             self.unload_prefix(str(kw.get("prefix", "txn")))
             return self.start_workload(**kw).finish(timeout=timeout)
@@ -711,6 +724,10 @@ def start_cluster(classpath: str | None = None, attempts: int = 2, log=print, **
         except Exception as e:  # noqa: BLE001 - retried once, then reported
             errors.append(f"attempt {attempt + 1}: {e}\n{cluster.logs(3000)}")
             cluster.cleanup()
+            if attempt + 1 < attempts:
+                harness.note_retry(
+                    "cluster started again on fresh ports", str(e).splitlines()[0] if str(e) else repr(e)
+                )
     raise BrokerStartError("\n\n".join(errors))
 
 

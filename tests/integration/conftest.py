@@ -44,6 +44,7 @@ def pulsar_cluster():
 
 
 SESSION_CLUSTERS: list = []
+_LOADED = __import__("time").monotonic()  # about when the session began (conftest loads at collection)
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +63,9 @@ _SESSION_BROKER_SUSPECT = []
 @pytest.fixture(autouse=True)
 def _restart_session_broker_after_a_failure(request):
     if _SESSION_BROKER_SUSPECT and "pulsar_broker" in request.fixturenames:
+        failed = _SESSION_BROKER_SUSPECT[-1]
         _SESSION_BROKER_SUSPECT.clear()
+        harness.note_retry("session broker restarted on its data before the next test", f"{failed} failed")
         broker = request.getfixturevalue("pulsar_broker")
         broker.restart()
         broker.wait_coordinators_ready()
@@ -91,10 +94,22 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md."""
-    matrix = getattr(sys.modules.get("test_versions"), "MATRIX", None)
+    """The harness's retries (each with its cause), then the version matrix (test_versions.py)."""
+    if harness.RETRIES or harness.STARTED:
+        terminalreporter.write_sep("-", f"harness retries: {len(harness.RETRIES)}")
+        for n, retry in enumerate(harness.RETRIES, 1):
+            terminalreporter.write_line(f"{n}. {retry['what']} (cause: {retry['cause']})")
+    _matrix_summary(terminalreporter)
+
+
+def _matrix_summary(terminalreporter):
+    """The version matrix's outcomes (test_versions.py), as the table in docs/compatibility.md, and
+    the run's results for scripts/gen_compatibility.py."""
+    module = sys.modules.get("test_versions")
+    matrix = getattr(module, "MATRIX", None)
     if not matrix:
         return
+    _write_compatibility_results(terminalreporter, module.LINES, matrix)
     versions = list(matrix)
     commands = list(dict.fromkeys(c for row in matrix.values() for c in row))
     terminalreporter.write_sep("-", "pulsar-txn against each Pulsar line (last outcome per command)")
@@ -104,3 +119,26 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"| `{command}` | " + " | ".join(matrix[v].get(command, "-") for v in versions) + " |"
         )
+
+
+def _write_compatibility_results(terminalreporter, lines: list[str], matrix: dict) -> None:
+    import json
+    import time
+
+    def count(kind: str) -> int:
+        return len({r.nodeid for r in terminalreporter.stats.get(kind, []) if "test_versions.py" in r.nodeid})
+
+    results = {
+        "lines": lines,
+        "matrix": {line: matrix[line] for line in lines if line in matrix},
+        "tests": {"passed": count("passed"), "failed": count("failed") + count("error")},
+        "seconds": round(time.monotonic() - _LOADED, 1),
+        "when": time.strftime("%Y-%m-%d", time.gmtime()),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+    }
+    out = Path(
+        os.environ.get("PULSAR_TXN_COMPAT_OUT") or Path(__file__).parent / "versions/target/compatibility-run.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    terminalreporter.write_line(f"results written to {out}: python scripts/gen_compatibility.py {out}")

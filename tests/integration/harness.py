@@ -144,6 +144,22 @@ def build_module(log=print) -> str:
 # BookKeeper's error for an operation the bookie did not answer in time (BKException code -23).
 BOOKIE_TIMEOUT = "Bookie operation timeout"
 
+# Every retry the harness makes of Pulsar's own flakiness (a workload rerun, a broker or cluster start
+# retried), with its cause: logged when it happens and counted in the run's summary (conftest.py), so
+# the flakiness is visible instead of absorbed.
+RETRIES: list[dict[str, str]] = []
+STARTED: list[str] = []  # every broker and cluster start of the session (the summary shows 0 retries too)
+
+
+def note_retry(what: str, cause: str) -> None:
+    cause = " ".join(str(cause).split())[:300]
+    RETRIES.append({"what": what, "cause": cause})
+    print(f"\nharness retry #{len(RETRIES)}: {what} (cause: {cause})", file=sys.stderr)
+
+
+def _first_line_with(text: str, needle: str) -> str:
+    return next((line for line in str(text).splitlines() if needle in line), needle)
+
 
 class BrokerStartError(RuntimeError):
     pass
@@ -293,6 +309,7 @@ class PulsarBroker:
             cmd.append("--wipe-data")
         env = dict(os.environ, PULSAR_STANDALONE_USE_ZOOKEEPER="1")
         self.starts += 1
+        STARTED.append(self.name)
         with open(self.log_path, "a") as out:
             out.write(f"\n===== harness start #{self.starts}: {' '.join(cmd[-16:])}\n")
             out.flush()
@@ -579,9 +596,7 @@ class PulsarBroker:
             # Seen once on this VM: the standalone's bookie stopped answering for about a minute
             # (ledger creation and adds timed out, the rest of the broker kept logging). Not what
             # any test checks: run the workload once more when the coordinators answer again.
-            print(
-                f"\nharness: the bookie timed out under {self.name}'s workload; running it once more", file=sys.stderr
-            )
+            note_retry(f"{self.name}'s workload run once more", _first_line_with(exc, BOOKIE_TIMEOUT))
             self.wait_coordinators_ready()
             return self.start_workload(**kw).finish(timeout=timeout)
 
@@ -684,6 +699,8 @@ def start_broker(
         except Exception as e:  # noqa: BLE001 - retried once, then reported
             errors.append(f"attempt {attempt + 1}: {e}")
             broker.cleanup()
+            if attempt + 1 < attempts:
+                note_retry(f"broker {name} started again on fresh ports", str(e).splitlines()[0] if str(e) else repr(e))
     raise BrokerStartError("\n\n".join(errors))
 
 

@@ -4,6 +4,7 @@
 #   - a JDK 17 with the JDK-8351933 ForkJoinPool fix (>= 17.0.17) and Maven, from Debian packages
 #   - the pinned Pulsar classpath in ~/.m2 plus the harness workload jar (mvn package of the module)
 #   - the OAuth2 server of the `secured` OAuth2 tests (mock-oauth2-server's classpath, oauth2server/)
+#   - Toxiproxy for the `faults` tests (go install of a pinned release into toxiproxy/bin/)
 # Exit status is non-zero if something needed could not be installed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -91,6 +92,21 @@ else
   o2_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$O2/pom.xml" generate-resources)
   "${o2_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading mock-oauth2-server from Maven Central"; "${o2_cmd[@]}"; }
   say "mock-oauth2-server classpath: $(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars"
+fi
+# Toxiproxy, the fault-injecting TCP proxy of the `faults` tests (toxiproxy.py), built from the Go module proxy
+TOXIPROXY_VERSION=v2.9.0
+TOXI="$HERE/toxiproxy/bin/toxiproxy-server"
+TOXI_STAMP="$HERE/toxiproxy/version"  # go install stamps no version into the binary (-version says "git")
+if [ -x "$TOXI" ] && [ "$(cat "$TOXI_STAMP" 2>/dev/null)" = "$TOXIPROXY_VERSION" ]; then
+  say "Toxiproxy $TOXIPROXY_VERSION ok: $TOXI"
+elif command -v go >/dev/null 2>&1; then
+  start=$(date +%s)
+  GOBIN="$HERE/toxiproxy/bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+  mv -f "$HERE/toxiproxy/bin/server" "$TOXI"
+  echo "$TOXIPROXY_VERSION" > "$TOXI_STAMP"
+  say "Toxiproxy $TOXIPROXY_VERSION built in $(( $(date +%s) - start ))s: $TOXI"
+else
+  say "cannot build Toxiproxy: no Go toolchain (the faults tests will fail without $TOXI)"; exit 1
 fi
 # The other Pulsar lines of the version matrix and the real downgrade (versions.py fetches Maven 3.9.9)
 start=$(date +%s)

@@ -1,8 +1,9 @@
-"""Smoke tests proving the real-broker harness works, plus the facts §3.3 downgrade experiment.
+"""Smoke tests proving the real-broker harness works, plus the batch-index deletion stall
+experiment (docs/real-broker-findings.md).
 
 Entries are checked with plain Python byte checks here (the project's decoder is not used). The
 experiment switches batching with `pulsar-txn set-txn-*-batch-log` and walks `pulsar-txn downgrade
-check` from WAIT to SAFE (or to the §3.3 stall) on its own brokers.
+check` from WAIT to SAFE (or to the batch-index deletion stall) on its own brokers.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def test_scale_to_two_coordinators(pulsar_broker):
     assert st == 406, (st, body)  # scale-down refused
 
 
-# ----------------------------------------------------------------------------- facts §3.3
+# ----------------------------------------------------------------------------- the batch-index deletion stall
 
 
 EXPERIMENT_CONF = {
@@ -273,7 +274,7 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     -> more workload across several rollovers -> are the batched TC-log ledgers trimmed?
 
     Folded in: the downgrade walk of `pulsar-txn downgrade check` on the same broker (WAIT right after
-    the switch; then SAFE, or a WAIT naming the batch-index deletion stall of facts §3.3)."""
+    the switch; then SAFE, or a WAIT naming the batch-index deletion stall)."""
     obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
     switch_batching(b, tool, True)
     run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=8, hold=4, prefix="dg")
@@ -386,7 +387,7 @@ def resurrect_walk(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: d
     obs["after_resurrected_walk"] = walk_to_safe(b, tool, checkpoint, rounds=6)
 
 
-# The tool's remedy for the §3.3 stall: batch-index acknowledgements on.
+# The tool's remedy for the batch-index deletion stall: batch-index acknowledgements on.
 REMEDY_CONF = {"acknowledgmentAtBatchIndexLevelEnabled": "true"}
 
 
@@ -480,7 +481,7 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             assert (final["verdict"], final["exit"]) == ("SAFE", 0), obs["walk"]
             assert tc_item["clear"] and tc_item["oldestLedgerId"] > tc_item["lastBatchedLedgerId"], tc_item
         else:
-            # facts §3.3: never trimmed; the tool keeps saying WAIT and names the cause (while a
+            # the batch-index deletion stall: never trimmed; the tool keeps saying WAIT and names the cause (while a
             # transaction the switch resurrected is open, that open transaction, and the same remedy)
             assert (final["verdict"], final["exit"]) == ("WAIT", 5), final
             cause = "open-transaction" if obs["resurrected_at_switch"] else "batch-index-deletion"

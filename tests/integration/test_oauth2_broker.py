@@ -164,11 +164,22 @@ def test_a_wrong_secret_is_one_sentence(tool, broker, server, outputs):
     assert fetched(debug) == 2 and "fetching a new one and retrying once" in debug.stderr  # one retry, not more
 
 
-def test_a_token_expiring_mid_run_is_fetched_again(broker, server, tmp_path, outputs):
-    """The exporter observes the broker every 2 s for longer than a token lives: the tokens are
-    renewed before they expire, no request is refused, and the target stays up."""
+LIFETIMES = 3.3  # the long runs below outlive this many tokens
+
+
+def _metric(text: str, name: str) -> float | None:
+    found = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M)
+    return float(found.group(1)) if found else None
+
+
+@pytest.mark.timeout(600)
+def test_tokens_expiring_again_and_again_under_the_exporter(broker, server, tmp_path, outputs):
+    """The exporter observes the broker every 2 s for more than three token lifetimes, scraped every
+    second: each token is renewed before it expires, no request is refused, no observation fails and
+    no scrape finds the target down (no gap in the metrics)."""
     log = tmp_path / "exporter.log"
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PULSARCONFIG": "/nonexistent"}
+    scrapes: list[str] = []
     with log.open("w+") as sink:
         proc = subprocess.Popen(
             [
@@ -198,20 +209,76 @@ def test_a_token_expiring_mid_run_is_fetched_again(broker, server, tmp_path, out
                 assert proc.poll() is None, log.read_text()[-3000:]
                 time.sleep(0.5)
             url = re.search(r"on (http://\S+)/metrics", log.read_text()).group(1)
-            time.sleep(TOKEN_LIFETIME * 1.6)
-            with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
-                metrics = answer.read().decode()
+            while (
+                _metric(scrapes[-1] if scrapes else "", "pulsar_txn_exporter_up") != 1 and time.monotonic() < deadline
+            ):
+                with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+                    scrapes = [answer.read().decode()]
+                time.sleep(0.5)
+            end = time.monotonic() + TOKEN_LIFETIME * LIFETIMES
+            while time.monotonic() < end and len(scrapes) < 500:
+                with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+                    scrapes.append(answer.read().decode())
+                time.sleep(1)
         finally:
             proc.terminate()
             proc.wait(15)
     text = log.read_text()
     state = [p for p in (tmp_path / "state").rglob("*") if p.is_file()]
     assert state, "the exporter recorded no checkpoint"
-    outputs.extend([text, metrics, *(p.read_text(errors="replace") for p in state)])
-    assert re.search(r"^pulsar_txn_exporter_up(\{[^}]*\})? 1\.0$", metrics, re.M), metrics[-2000:]
+    outputs.extend([text, *scrapes[-2:], *(p.read_text(errors="replace") for p in state)])
+    assert len(scrapes) >= TOKEN_LIFETIME * LIFETIMES * 0.7, len(scrapes)
+    gaps = [i for i, t in enumerate(scrapes) if _metric(t, "pulsar_txn_exporter_up") != 1]
+    assert not gaps, scrapes[gaps[0]][-2000:] if gaps else ""
+    assert all(_metric(t, "pulsar_txn_exporter_observation_failures_total") == 0 for t in scrapes), scrapes[-1][-2000:]
+    observed = [_metric(t, "pulsar_txn_exporter_observations_total") for t in scrapes]
+    assert observed[-1] - observed[0] >= TOKEN_LIFETIME * LIFETIMES / 2 * 0.6, observed  # it kept observing
     tokens = len(re.findall(r"OAuth2: token \d+ for client", text))
-    assert tokens >= 2, text[-3000:]  # renewed at least once while running
+    assert tokens >= 3, text[-3000:]  # renewed again and again while running
     assert "< 401" not in text and "HTTP 401" not in text  # renewed before the broker would refuse it
+
+
+@pytest.mark.timeout(600)
+def test_tokens_expiring_again_and_again_during_a_long_wait(broker, server, tmp_path, outputs):
+    """`downgrade check --wait` for more than three token lifetimes: no check fails, no 401, the tokens
+    are renewed, and the run ends with the verdict it would have had (WAIT after --timeout: the logs'
+    current ledgers do not roll on their own here)."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PULSARCONFIG": "/nonexistent"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_txn_cli",
+            "downgrade",
+            "check",
+            "--wait",
+            "--interval",
+            "3",
+            "--timeout",
+            str(int(TOKEN_LIFETIME * LIFETIMES)),
+            "-o",
+            "json",
+            "--admin-url",
+            broker.admin_url,
+            "--auth-plugin",
+            OAUTH2_PLUGIN,
+            "--auth-params",
+            server.auth_params(),
+            "--debug",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TOKEN_LIFETIME * LIFETIMES + 240,
+    )
+    outputs.append(done.stdout + done.stderr)
+    assert done.returncode in (0, 5), done.stderr[-4000:]
+    assert json.loads(done.stdout)["verdict"] in ("SAFE", "WAIT")
+    assert not re.search(r"check \d+ failed", done.stderr), done.stderr[-4000:]  # "warning: check N failed: ..."
+    checks = re.findall(r"^(?!debug:).*\bcheck (\d+)", done.stderr, re.M)
+    assert checks and int(checks[-1]) >= TOKEN_LIFETIME * LIFETIMES / 3 * 0.5, checks[-5:]
+    assert len(re.findall(r"OAuth2: token \d+ for client", done.stderr)) >= 3, done.stderr[-3000:]
+    assert "< 401" not in done.stderr and "HTTP 401" not in done.stderr
 
 
 def test_no_secret_or_token_anywhere(tool, broker, server, outputs):

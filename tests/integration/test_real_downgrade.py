@@ -54,6 +54,24 @@ def roll(cluster, version: str) -> float:
     return time.monotonic() - t0
 
 
+PRODUCED = {"dg": 0}  # messages the "dg" workloads produced that a reader must see: plain ones and committed ones
+
+
+def produce(cluster, **kw) -> list[dict]:
+    """A transactional workload on the "dg" topics; counts what a reader must find there afterwards."""
+    lines = cluster.run_workload(prefix="dg", **kw)
+    committed = [op for r in lines if r.get("outcome") == "committed" for op in r["ops"] if op["op"] == "produce"]
+    PRODUCED["dg"] += lines[-1]["seeded"] + len(committed)
+    return lines
+
+
+def broker_versions(cluster) -> list[str]:
+    """What each broker says it runs (GET /admin/v2/brokers/version, asked of each broker itself)."""
+    answers = [b.rest("GET", "/admin/v2/brokers/version") for b in cluster.brokers]
+    assert all(status == 200 for status, _ in answers), answers
+    return [str(body).strip().strip('"') for _, body in answers]
+
+
 def readable(cluster, name: str) -> int:
     """Messages a new non-transactional subscription reads on the workload's topics."""
     return cluster.run_workload(count=name, prefix="dg")[-1]["received"]
@@ -87,7 +105,7 @@ def test_upgrade_completes_and_batches(cluster, tool):
     for log in LOGS:
         tool.run(f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes")
     cluster.wait_coordinators_ready()
-    lines = cluster.run_workload(seed=1, txns=30, aborts=8, ops=3, parallel=8, prefix="dg")
+    lines = produce(cluster, seed=1, txns=30, aborts=8, ops=3, parallel=8)
     OBSERVED["committedBeforeDowngrade"] = len(harness.txn_ids(lines, "committed"))
     stat = tool.json("get-txn-tc-batch-log-stat")
     assert [c["effective"] for c in stat["coordinators"]] == [True] * 4, stat["coordinators"]
@@ -103,6 +121,7 @@ def test_downgrade_before_safe_breaks_the_old_brokers(cluster, tool):
     assert verdict["verdict"] == "BLOCKED"  # batching is still on
     readable_before = readable(cluster, "before-early-rollback")
     OBSERVED["readableBefore"] = readable_before
+    assert readable_before == PRODUCED["dg"] > 0, (readable_before, PRODUCED)
     OBSERVED["earlyRollbackSeconds"] = round(roll(cluster, OLD), 1)
     deadline = time.monotonic() + 90
     states = coordinator_states(cluster)
@@ -141,7 +160,7 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
     t0, rounds, verdict = time.monotonic(), 0, None
     while time.monotonic() - t0 < 300:
         rounds += 1
-        cluster.run_workload(seed=100 + rounds, txns=12, aborts=2, ops=3, parallel=4, prefix="dg")
+        produce(cluster, seed=100 + rounds, txns=12, aborts=2, ops=3, parallel=4)
         verdict = tool.json("downgrade", "check", expect=(0, 5, 6))
         if verdict["verdict"] == "SAFE":
             break
@@ -155,7 +174,10 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
     OBSERVED["rollbackSeconds"] = round(roll(cluster, OLD), 1)
     cluster.wait_coordinators_ready()
     assert list(coordinator_states(cluster).values()) == ["Ready"] * 4
-    assert readable(cluster, "after-rollback") == readable_before
+    readable_after = readable(cluster, "after-rollback")
+    OBSERVED["produced"], OBSERVED["readableAfterRollback"] = PRODUCED["dg"], readable_after
+    # Every message produced (plain, or in a committed transaction) and none other, on the 2.10.5 brokers.
+    assert readable_after == readable_before == PRODUCED["dg"] > 0, OBSERVED
     # New transactions through the rolled-back coordinators, on topics of their own: once in five runs
     # the commits on the topics the 2.11 brokers had served timed out on 2.10.5 right after the
     # rollback, and so did their unload (docs/real-broker-findings.md); those topics' messages are
@@ -163,4 +185,6 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
     after = cluster.run_workload(seed=999, txns=6, aborts=1, ops=2, parallel=2, prefix="after")
     assert len(harness.txn_ids(after, "committed")) == 5
     OBSERVED["readableAfterSafeRollback"] = readable_before
+    OBSERVED["brokerVersionsAtTheEnd"] = broker_versions(cluster)
+    assert OBSERVED["brokerVersionsAtTheEnd"] == [OLD] * len(cluster.brokers)
     print("\nreal downgrade, done right:", OBSERVED)

@@ -1,4 +1,5 @@
-"""The broker settings the transaction buffer reads (pulsar-facts §8; none is dynamic)."""
+"""The broker settings the transaction buffer reads (Pulsar's ServiceConfiguration,
+PIP-178; none is dynamic)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Transaction-buffer snapshots: the AVRO POJOs of Pulsar as dataclasses, and where they are kept.
 
-Field names are Pulsar's (pulsar-facts §1.3), so the JSON the engine stores reads like the
+Field names are Pulsar's (PIP-178's snapshot classes in
+org.apache.pulsar.broker.transaction.buffer.metadata), so the JSON the engine stores reads like the
 broker's objects. Each snapshot is one entry of a namespace system topic, stored as JSON
 `{"key": ..., "schema": ..., "value": {...} | null}` (a real broker writes AVRO; the key is the
 message key that topic compaction and the broker's table view use; a null value deletes the key).

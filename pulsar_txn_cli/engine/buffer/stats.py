@@ -1,4 +1,5 @@
-"""The transaction buffer's admin answers, in Pulsar's JSON shapes (pulsar-facts §6)."""
+"""The transaction buffer's admin answers, in Pulsar's JSON shapes (Pulsar's TransactionBufferStats and
+TransactionBufferInternalStats in pulsar-client-admin-api)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * <p>Output: one JSON object per line on stdout. Lines with "event":"txn" describe
  * one transaction: {"event":"txn","most":M,"least":L,"outcome":"committed|aborted|open",
  * "ops":[{"op":"produce","topic":T,"msgId":"l:e:p"},{"op":"ack","topic":T,"sub":S,"msgId":...}]}.
- * A final {"event":"done",...} line summarises the run.
+ * A final {"event":"done",...} line summarises the run ("seeded": the plain messages it produced).
  */
 public final class TxnWorkload {
 
@@ -317,7 +317,8 @@ public final class TxnWorkload {
                 tj.append(tj.length() == 0 ? "" : ",").append('"').append(t).append('"');
             }
             System.out.println("{\"event\":\"done\",\"committed\":" + committed + ",\"aborted\":" + aborted
-                    + ",\"heldThenFinished\":" + open + ",\"topics\":[" + tj + "],\"subscriptions\":[\"sub-a\",\"subb\"]}");
+                    + ",\"heldThenFinished\":" + open + ",\"seeded\":" + (seedMsgs * topics.length)
+                    + ",\"topics\":[" + tj + "],\"subscriptions\":[\"sub-a\",\"subb\"]}");
             System.out.flush();
             for (Consumer<byte[]> c : consumers) {
                 c.close();

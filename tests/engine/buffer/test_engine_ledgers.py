@@ -8,7 +8,7 @@ from pulsar_txn_cli.names import Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.engine.ledger import AddFailed
 
-from tests.buffer.engine_helpers import TOPIC, EngineParts
+from tests.engine.buffer.engine_helpers import TOPIC, EngineParts
 
 T1, T2, T3 = TxnID(0, 1), TxnID(0, 2), TxnID(1, 3)
 SEGMENT_OF_2 = len(TOPIC) + 8 + 6

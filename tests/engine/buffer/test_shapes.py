@@ -15,9 +15,9 @@ from pulsar_txn_cli.engine.broker import Engine
 from pulsar_txn_cli.engine import router
 from pulsar_txn_cli.engine.router import handle
 
-from tests.buffer.engine_helpers import TOPIC
+from tests.engine.buffer.engine_helpers import TOPIC
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "rest"
 STATS_KEYS = {
     "state",
     "maxReadPosition",

@@ -11,7 +11,7 @@ from pulsar_txn_cli.names import Position
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore, segment_key
 from pulsar_txn_cli.errors import EngineError
 
-from tests.buffer.helpers import TOPIC, World, state, txn, visible
+from tests.engine.buffer.helpers import TOPIC, World, state, txn, visible
 
 SEGMENT_OF_2 = len(TOPIC) + 8 + 6  # room for two aborted ids per segment (Pulsar's formula)
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import isolate
 
-from tests.buffer.test_stuck_readers_engine import held  # noqa: F401 - the fixture: held for 90 s of engine time
-from tests.buffer.test_stuck_readers_http import OPEN_AT, broker  # noqa: F401 - a broker stand-in
+from tests.engine.buffer.test_stuck_readers_engine import held  # noqa: F401 - the fixture: held for 90 s of engine time
+from tests.engine.buffer.test_stuck_readers_http import OPEN_AT, broker  # noqa: F401 - a broker stand-in
 
 
 @pytest.fixture(autouse=True)

@@ -16,21 +16,15 @@ import pytest
 
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps
+from tests import sigint
 from tests.codec.samples import TC_ML, tc_lifecycle
 
 CLI = [sys.executable, "-m", "pulsar_txn_cli"]
 
 
 def _start(args, **kw):
-    # SIGINT back to its default in the child: a test runner in the background may ignore it,
-    # and Python then installs no KeyboardInterrupt handler at all.
-    return subprocess.Popen(
-        [*CLI, *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        **kw,
-    )
+    # SIGINT at its default in the child (tests/sigint.py): a runner in the background may ignore it.
+    return sigint.popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
 def _interrupt(proc) -> tuple[int, str, str]:

@@ -133,7 +133,7 @@ def test_holders_from_a_real_brokers_slow_transactions():
 
     from pulsar_txn_cli.stuck_readers import holders_by_partition
 
-    captured = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "rest" / "slowTransactions_1000ms.json"
+    captured = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "rest" / "slowTransactions_1000ms.json"
     if not captured.exists():
         pytest.fail(f"{captured} is missing: the committed fixtures are incomplete")
     body = json.loads(captured.read_text())["body"]

@@ -6,7 +6,7 @@ import pytest
 
 from pulsar_txn_cli.errors import EngineError
 
-from tests.buffer.helpers import World, state, txn, visible
+from tests.engine.buffer.helpers import World, state, txn, visible
 
 
 def test_dispatch_skips_aborted_messages_and_markers():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.names import Position
 
-from tests.buffer.helpers import World, txn, visible
+from tests.engine.buffer.helpers import World, txn, visible
 
 
 def test_no_transactions_follows_last_position():
