@@ -109,6 +109,18 @@ class PulsarAdmin:
                 ) from None
             raise
 
+    def engine_advance(self, duration_ms: int) -> dict:
+        """Let time pass on a served engine (engine/router.py); a broker has no such endpoint."""
+        try:
+            return self.call("POST", f"{ENGINE_API}/advance", body={"durationMs": duration_ms})
+        except ConnectionFailed as exc:
+            if exc.status in (404, 405):
+                raise UsageError(
+                    f"{self.target.describe()} is not an engine served by `pulsar-txn engine serve` (it has no "
+                    f"{ENGINE_API}/advance): only the embedded engine's time can be moved"
+                ) from None
+            raise
+
     # --- plumbing ---------------------------------------------------------------------------
 
     def call(self, method: str, path: str, params: dict | None = None, body=None, *, text: bool = False):
@@ -237,6 +249,11 @@ class PulsarAdmin:
 
     def topic_subscriptions(self, topic: str) -> list[str]:
         return self.get(f"{PERSISTENT}/{TopicName(topic).rest}/subscriptions")
+
+    def delete_topic(self, topic: str, force: bool = False):
+        return self.call(
+            "DELETE", f"/admin/v2/persistent/{TopicName(topic).rest}", {"force": "true"} if force else None
+        )
 
     def unload_topic(self, topic: str):
         return self.call("PUT", f"{PERSISTENT}/{TopicName(topic).rest}/unload")

@@ -1,10 +1,12 @@
 """What pulsar-txn remembers about each target, on this machine, keyed by the target's identity.
 
-Two kinds of record live in the user state directory, one file per identity (admin/identity.py):
+Three kinds of record live in the user state directory, one file per identity (admin/identity.py):
 - `targets/<hash>.json`: the batch-log changes this tool made or an operator declared
   (admin/batchlog.py), with the moment and the stores' open times;
-- `downgrade/<slug>-<hash>.json`: the downgrade checkpoint (downgrade/checkpoint.py).
-Both name their identity inside, so listing and pruning need no connection to the target.
+- `downgrade/<slug>-<hash>.json`: the downgrade checkpoint (downgrade/checkpoint.py);
+- `aborts/<slug>-<hash>.jsonl`: the audit of `abort-hanging`, one JSON line per transaction it
+  aborted or tried to (when, by whom, why, the result), only ever appended to.
+All name their identity inside, so listing and pruning need no connection to the target.
 Why on this machine and not in the cluster: see docs/identity.md.
 """
 
@@ -21,6 +23,7 @@ from pulsar_txn_cli.output.units import iso_seconds
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
+ABORTS = "abort audit"
 
 
 def state_dir() -> Path:
@@ -36,9 +39,40 @@ def changes_path(identity: str) -> Path:
 
 def checkpoint_path(identity: str) -> Path:
     """<state dir>/downgrade/<readable slug>-<hash>.json."""
-    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", identity).strip("_")[-60:] or "target"
     digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-    return state_dir() / "downgrade" / f"{slug}-{digest}.json"
+    return state_dir() / "downgrade" / f"{_slug(identity)}-{digest}.json"
+
+
+def _slug(identity: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", identity).strip("_")[-60:] or "target"
+
+
+def aborts_path(identity: str) -> Path:
+    """<state dir>/aborts/<readable slug>-<hash>.jsonl."""
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return state_dir() / "aborts" / f"{_slug(identity)}-{digest}.jsonl"
+
+
+def append_aborts(identity: str, records: list[dict]) -> Path:
+    """Append one line per record (flushed and fsynced): an audit is never rewritten, only extended."""
+    import os
+
+    path = aborts_path(identity)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps({**record, "target": identity}, sort_keys=True) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    return path
+
+
+def load_aborts(identity: str) -> list[dict]:
+    try:
+        lines = aborts_path(identity).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def load_changes(identity: str) -> dict:
@@ -86,10 +120,10 @@ class _locked:
 def listing() -> list[dict]:
     """Every record file: {identity, kind, detail, updatedAt, file}, oldest identity first."""
     rows = []
-    for kind, folder in ((CHANGES, "targets"), (CHECKPOINT, "downgrade")):
-        for path in sorted((state_dir() / folder).glob("*.json")):
+    for kind, folder in ((CHANGES, "targets"), (CHECKPOINT, "downgrade"), (ABORTS, "aborts")):
+        for path in sorted((state_dir() / folder).glob("*.jsonl" if kind == ABORTS else "*.json")):
             try:
-                doc = json.loads(path.read_text())
+                doc = _audit_doc(path) if kind == ABORTS else json.loads(path.read_text())
                 mtime = path.stat().st_mtime
             except (OSError, ValueError):
                 continue  # not ours, or half gone: nothing to list
@@ -127,6 +161,11 @@ def prune(
     return gone
 
 
+def _audit_doc(path: Path) -> dict:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {"target": lines[0].get("target") if lines else None, "records": lines}
+
+
 def public(row: dict) -> dict:
     return {k: v for k, v in row.items() if not k.startswith("_")}
 
@@ -142,5 +181,9 @@ def _detail(kind: str, doc: dict) -> str:
             )
             or "none"
         )
+    if kind == ABORTS:
+        records = doc.get("records") or []
+        done = sum(1 for r in records if r.get("aborted"))
+        return f"{done} transaction(s) aborted by abort-hanging, {len(records) - done} failed"
     count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
     return f"{count} last-batched ledger record(s)"

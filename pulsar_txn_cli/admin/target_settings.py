@@ -187,7 +187,7 @@ def engine_directory(flags, environ: dict | None = None) -> Path:
     if getattr(flags, "admin_url", None):
         raise UsageError(
             "engine commands act on the embedded engine; --admin-url does not apply to them "
-            "(only `engine simulate` takes the URL of an `engine serve`, to add a workload to it)"
+            "(only `engine simulate` and `engine advance` take the URL of an `engine serve`)"
         )
     flag = getattr(flags, "engine_dir", None)
     if not flag:

@@ -8,6 +8,7 @@ import typer
 
 from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command
+from pulsar_txn_cli.fault_names import FAULTS
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
 
@@ -282,10 +283,22 @@ def simulate(
             show_default=False,
         ),
     ] = None,
+    fault: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fault",
+            metavar="NAME",
+            show_default=False,
+            help="After the workload, make the engine sick this way (for `pulsar-txn doctor`): "
+            + "; ".join(f"{name}: {text}" for name, text in FAULTS.items())
+            + ".",
+        ),
+    ] = None,
 ) -> None:
     """Run a seeded, reproducible transactional workload on the engine's clock.
 
-    With --admin-url of an `engine serve`, the server runs it, as a broker takes load while it runs."""
+    With --admin-url of an `engine serve`, the server runs it, as a broker takes load while it runs.
+    With --fault, the engine is then left sick in that way (docs/doctor.md)."""
     from pulsar_txn_cli.engine.simulate import SimOptions
     from pulsar_txn_cli.engine.simulate import simulate as run
 
@@ -302,14 +315,34 @@ def simulate(
         ack_log=ack_log,
     )
     opts.check()
+    if fault is not None and fault not in FAULTS:
+        raise UsageError(f"--fault {fault!r} is not one of {', '.join(FAULTS)}")
     env = current()
     if env.target.admin_url:
+        if fault:
+            raise UsageError("--fault makes the engine at --engine-dir sick; it cannot be sent to an `engine serve`")
         result = _simulate_served(env, opts)
     else:
         with _open() as engine:
             with env.progress(transactions, "transactions") as bar:
                 result = run(engine, opts, progress=lambda done: done % 100 == 0 and bar.update(completed=done))
-    _emit(result, tables=[_kv_table(_simulate_rows(result))])
+            if fault:
+                result["fault"] = _inject(engine, fault, opts)
+    rows = _simulate_rows(result)
+    if fault:
+        rows["fault"] = ", ".join(f"{k}={v}" for k, v in result["fault"].items())
+    _emit(result, tables=[_kv_table(rows)])
+
+
+def _inject(engine, fault: str, opts) -> dict:
+    from pulsar_txn_cli.engine.faults import inject
+    from pulsar_txn_cli.engine.simulate import partition_names
+
+    partitions = partition_names(opts)
+    subscription = (partitions[0], "sim-sub-0")
+    done = inject(engine, fault, partitions[0], subscription, opts.txn_timeout_ms)
+    engine.checkpoint()
+    return done
 
 
 def _simulate_served(env, opts) -> dict:
@@ -352,6 +385,49 @@ def _simulate_rows(result: dict) -> dict:
     }
 
 
+# ---------------------------------------------------------------- advance
+
+
+@command(app, "advance", target=SERVED_ENGINE_TARGET)
+def advance(
+    duration: Annotated[
+        str, typer.Argument(help="How long to let pass: 500ms, 90s, 10m, 1h, 2d (a bare number is seconds).")
+    ],
+) -> None:
+    """Let time pass on the engine: timeouts, rollovers, trims and snapshots, with no client traffic.
+
+    Moves the engine's clock forward by DURATION and runs what a broker does on its own meanwhile:
+    transactions whose timeout passed are aborted, transaction-log ledgers roll over once they reach
+    managedLedgerMaxLedgerRolloverTimeMinutes, ledgers wholly behind the slowest cursor are trimmed,
+    and transaction buffers take their timed snapshots. With --admin-url of an `engine serve`, the
+    served engine's time moves."""
+    from pulsar_txn_cli.output.units import parse_duration_ms
+    from pulsar_txn_cli.engine.advance import advance as run
+
+    duration_ms = parse_duration_ms(duration, "DURATION")
+    env = current()
+    if env.target.admin_url:
+        result = env.admin().engine_advance(duration_ms)
+    else:
+        with _open() as engine:
+            result = run(engine, duration_ms)
+    _emit(result, tables=[_kv_table(_advance_rows(result))])
+
+
+def _advance_rows(result: dict) -> dict:
+    from pulsar_txn_cli.output.units import duration
+
+    return {
+        "from": result["from"],
+        "to": result["to"],
+        "advanced": duration(result["advancedMs"]),
+        "transactions timed out": result["transactionsTimedOut"],
+        "ledgers rolled": result["ledgersRolled"],
+        "ledgers trimmed": result["ledgersTrimmed"],
+        "buffer snapshots taken": result["snapshotsTaken"],
+    }
+
+
 # ---------------------------------------------------------------- verify / dump / metrics
 
 
@@ -363,10 +439,26 @@ def verify(
             "--ack-log", help="Also check an acknowledgement log written by `simulate --ack-log`.", show_default=False
         ),
     ] = None,
+    oracle: Annotated[
+        bool,
+        typer.Option(
+            "--downgrade-oracle",
+            help="Report what the engine's storage says about a downgrade below PIP-160 (a property of the "
+            "model, not of a real cluster): batchedReachable, progressWithoutOperator, ledgers.",
+        ),
+    ] = False,
 ) -> None:
-    """Replay every log and check the invariants; exit 0 only when all hold (else 3)."""
+    """Replay every log and check the invariants; exit 0 only when all hold (else 3).
+
+    With --downgrade-oracle, the model's own answer to a downgrade below PIP-160 instead: whether an
+    entry with the batch magic is still stored in a transaction log, and whether traffic and time alone
+    (on a copy of the engine, no operator action) make any of those ledgers go away."""
     from pulsar_txn_cli.engine.verify import verify as run
 
+    if oracle:
+        if acked:
+            raise UsageError("--downgrade-oracle and --ack-log check different things: give one of them")
+        return _oracle()
     with _open(readonly=True, auto_init=False) as engine:
         report = run(engine, acked)
     env = current()
@@ -395,6 +487,48 @@ def verify(
     )
     if not report["ok"]:
         raise Verdict("", ExitCode.DATA)
+
+
+def _oracle() -> None:
+    from pulsar_txn_cli.engine.oracle import downgrade_oracle
+    from pulsar_txn_cli.output import Table
+
+    with _open(readonly=True, auto_init=False) as engine:
+        answer = downgrade_oracle(engine)
+    rows = [
+        {
+            "managedLedger": log["managedLedger"],
+            "kind": log["kind"],
+            "ledgers": " ".join(map(str, log["ledgerIds"])),
+            "batched": " ".join(map(str, log["batchedLedgerIds"])) or "-",
+            "toReplay": log["toReplay"],
+        }
+        for log in answer["ledgers"]
+    ]
+    yes = lambda flag: "yes" if flag else "no"  # noqa: E731
+    _emit(
+        answer,
+        tables=[
+            Table(
+                [
+                    ("managedLedger", "MANAGED LEDGER"),
+                    ("kind", "LOG"),
+                    ("ledgers", "LEDGERS"),
+                    ("batched", "WITH BATCHED ENTRIES"),
+                    ("toReplay", "TO REPLAY"),
+                ],
+                rows,
+            )
+        ],
+        lines=[
+            f"batched entries reachable: {yes(answer['batchedReachable'])}",
+            f"progress without an operator: {yes(answer['progressWithoutOperator'])} "
+            f"(clears without an operator: {yes(answer['clearsWithoutOperator'])}; "
+            f"{answer['future']['transactions']} transactions over {answer['future']['horizonMs'] // 1000} s "
+            f"x {answer['future']['rounds']} rounds on a copy)",
+            "a property of the engine's model, not of a real cluster",
+        ],
+    )
 
 
 @command(app, "dump", target=ENGINE_TARGET)

@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
     state = typer.Typer(
         cls=helptext.Group,
         help="What pulsar-txn remembers on this machine (batch-log changes, downgrade "
-        "checkpoints), keyed by each cluster's or engine's identity.",
+        "checkpoints, the audit of abort-hanging), keyed by each cluster's or engine's identity.",
         no_args_is_help=True,
     )
     command(state, "list")(list_records)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pulsar_txn_cli.engine import faults
 from pulsar_txn_cli.engine.buffer.service import BufferService
 from pulsar_txn_cli.engine.clock import Clock
 from pulsar_txn_cli.engine.broker_config import Config
@@ -165,7 +166,12 @@ class Engine:
         """Every topic's transaction buffer; made on first use, with the boot epoch of that moment."""
         if self._buffers is None:
             self._buffers = BufferService(
-                self.store, self.clock, self.config.setting, writable=not self.readonly, boot=self.boot
+                self.store,
+                self.clock,
+                self.config.setting,
+                writable=not self.readonly,
+                boot=self.boot,
+                on_load=lambda buffer: faults.apply_to_buffer(self.store, buffer),
             )
         return self._buffers
 
@@ -195,6 +201,7 @@ class Engine:
         if tc is None:
             tc = Coordinator(self, tc_id)
             self._open(tc, self._needs_reopen(tc.ml))
+            _stuck(tc, faults.coordinator_fault(self.store, tc_id))
             self.coordinators[tc_id] = tc
         return tc
 
@@ -229,6 +236,7 @@ class Engine:
             if not store.ml.exists and not create:
                 return None
             self._open(store, self._needs_reopen(store.ml))
+            _stuck(store, faults.pending_ack_fault(self.store, topic, sub))
             self.pending_acks[key] = store
         return store
 
@@ -364,6 +372,7 @@ class Engine:
         # reopened store from one that kept running, even when the clock has not moved since.
         self.clock.advance_ms(1)
         targets = []
+        self._clear_faults(coordinator, topic)
         if coordinator is None and topic is None:
             self.boot += 1
             with self.store.tx():
@@ -397,6 +406,23 @@ class Engine:
         self.checkpoint()
         return reopened
 
+    def _clear_faults(self, coordinator: int | None, topic: str | None) -> None:
+        """A reload loads afresh what it reaches: the faults kept in memory go (engine/faults.py)."""
+        if coordinator is None and topic is None:
+            if faults.load(self.store):
+                with self.store.tx():
+                    self.store.set_meta(faults.META_KEY, "{}")
+                self._buffers = None  # a restart loads every buffer afresh
+            return
+        if coordinator is not None:
+            faults.clear_coordinator(self.store, coordinator)
+        if topic is not None:
+            names = self.topic_and_partitions(topic)
+            faults.clear_topic(self.store, names)
+            for name in names:
+                if self._buffers is not None:
+                    self._buffers.buffers.pop(name, None)
+
     def _pa_exists(self, topic: str, sub: str) -> bool:
         return (
             self.store.db.execute(
@@ -418,3 +444,10 @@ class Engine:
 
     def tc_log_names(self) -> list[str]:
         return [tc_log_name(i) for i in range(self.coordinator_count)]
+
+
+def _stuck(store, fault: dict | None) -> None:
+    """A store whose recovery does not finish (engine/faults.py): Initializing since the fault began."""
+    if fault:
+        store.state = "Initializing"
+        store.recovering_since = fault["since"]

@@ -98,6 +98,7 @@ class Coordinator:
         self._timeouts: list = []
         self.replayed_records = 0
         self.orphans_deleted = 0
+        self.recovering_since: int | None = None  # a recovery that does not finish (engine/faults.py)
 
     # ---------------------------------------------------------------- open / replay
 
@@ -353,8 +354,8 @@ class Coordinator:
             "leastSigBits": max(self.sequence, 0) if self.sequence >= 0 else 0,
             "lowWaterMark": self.low_water_mark(),
             "ongoingTxnSize": len(self.txns),
-            "recoverStartTime": o.get("recoverStartTime", 0),
-            "recoverEndTime": o.get("recoverEndTime", 0),
+            "recoverStartTime": self.recovering_since or o.get("recoverStartTime", 0),
+            "recoverEndTime": 0 if self.recovering_since else o.get("recoverEndTime", 0),
         }
 
     def low_water_mark(self) -> int:

@@ -110,6 +110,7 @@ class PendingAckStore:
         self._backoff = LogIndexLagBackoff(500)
         self._max_lag = 500
         self._pending: list = []
+        self.recovering_since: int | None = None  # a recovery that does not finish (engine/faults.py)
 
     # ---------------------------------------------------------------- open / replay
 
@@ -253,8 +254,8 @@ class PendingAckStore:
         out = {
             "state": self.state,
             "ongoingTxnSize": len(self.acks),
-            "recoverStartTime": self.ml.owner.get("recoverStartTime", 0),
-            "recoverEndTime": self.ml.owner.get("recoverEndTime", 0),
+            "recoverStartTime": self.recovering_since or self.ml.owner.get("recoverStartTime", 0),
+            "recoverEndTime": 0 if self.recovering_since else self.ml.owner.get("recoverEndTime", 0),
         }
         if low_water_marks:
             out["lowWaterMarks"] = {}

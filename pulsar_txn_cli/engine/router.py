@@ -380,6 +380,19 @@ def topic_internal_stats(engine, query, body, tenant, ns, topic):
     return 200, stats
 
 
+@route("DELETE", PERSISTENT + "/{tenant}/{ns}/{topic}")
+def delete_topic(engine, query, body, tenant, ns, topic):
+    """Only a pending-ack log can be deleted on the engine (what `clean-pending-ack` does)."""
+    full = _topic(tenant, ns, topic)
+    if not full.endswith(PENDING_ACK_SUFFIX):
+        raise HttpError(412, f"the engine deletes only pending-ack topics, not {full}")
+    ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(full))
+    if not ml.exists:
+        raise HttpError(404, "Topic not found")
+    ml.delete()
+    return 204, None
+
+
 @route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
@@ -514,7 +527,9 @@ ENGINE_VERSION = __version__
 # ---------------------------------------------------------------- the engine's own endpoints
 # (protocol.py): GET .../clock, the engine's virtual time, so a client of `engine serve` shows times on
 # the engine's clock; POST .../simulate, a seeded workload run by the served engine, as a broker takes
-# load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase).
+# load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase);
+# POST .../advance, time passing on the served engine with its background work (`engine advance
+# --admin-url`; the body is {"durationMs": N}).
 
 
 @route("GET", ENGINE_API + "/clock")
@@ -550,3 +565,15 @@ def simulate(engine, query, body):
     except UsageError as exc:
         raise HttpError(400, str(exc)) from None
     return 200, run(engine, options)
+
+
+@route("POST", ENGINE_API + "/advance")
+def advance(engine, query, body):
+    from pulsar_txn_cli.engine.advance import advance as run
+
+    if not isinstance(body, dict) or set(body) != {"durationMs"}:
+        raise HttpError(400, 'the body must be {"durationMs": N}, the time to let pass in milliseconds')
+    try:
+        return 200, run(engine, body["durationMs"])
+    except UsageError as exc:
+        raise HttpError(400, str(exc)) from None

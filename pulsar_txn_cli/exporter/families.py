@@ -133,8 +133,39 @@ def held_readers(reports: dict[str, dict]) -> list:
     return [checked, behind, age, holders]
 
 
+def doctor(report) -> list:
+    """The doctor's findings by check and severity (every pair, 0 when none), which checks ran, and the
+    oldest hanging transaction's age."""
+    from pulsar_txn_cli.doctor.findings import CHECKS, ERROR, WARNING
+
+    findings = GaugeMetricFamily(
+        "pulsar_txn_doctor_findings",
+        "What `pulsar-txn doctor` finds, by check and severity (error: needs an operator).",
+        labels=["check", "severity"],
+    )
+    counts = {}
+    for finding in report.findings:
+        counts[(finding.check, finding.severity)] = counts.get((finding.check, finding.severity), 0) + 1
+    for check in CHECKS:
+        for severity in (ERROR, WARNING):
+            findings.add_metric([check, severity], counts.get((check, severity), 0))
+    ran = GaugeMetricFamily(
+        "pulsar_txn_doctor_check_ran", "1 when the check could run on this target, 0 when not.", labels=["check"]
+    )
+    for run in report.checks:
+        ran.add_metric([run.check], 1 if run.ran else 0)
+    oldest = GaugeMetricFamily(
+        "pulsar_txn_hanging_transaction_oldest_seconds",
+        "Age of the oldest hanging transaction (open past its timeout or half of it); 0 when none.",
+        value=report.oldest_hanging_ms() / 1000,
+    )
+    return [findings, ran, oldest]
+
+
 def of(snapshot, last_success: float | None) -> list:
     families = health(snapshot, last_success)
     if snapshot.ok:
         families += downgrade(snapshot.verdict) + held_readers(snapshot.held_readers)
+        if snapshot.doctor is not None:
+            families += doctor(snapshot.doctor)
     return families

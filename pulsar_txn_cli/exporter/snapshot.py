@@ -1,4 +1,4 @@
-"""One observation of the target for the exporter: a downgrade check and the held readers.
+"""One observation of the target for the exporter: a downgrade check, the held readers and the doctor.
 
 It is `downgrade check` (same checkpoint, same records) plus `stuck-readers` over the chosen
 namespaces, taken with a fresh admin connection each time so an engine's lock is held only
@@ -21,6 +21,7 @@ class Snapshot:
     duration: float
     verdict: object | None = None  # downgrade.verdict.DowngradeVerdict
     held_readers: dict[str, dict] = field(default_factory=dict)  # namespace -> find_stuck_readers()
+    doctor: object | None = None  # doctor.run.Report of the whole cluster
     error: str | None = None
 
     @property
@@ -34,6 +35,8 @@ def take(
     """Observe once. Any failure makes the whole snapshot failed: a partial one could show a
     verdict without the logs behind it."""
     from pulsar_txn_cli.admin.redact import redact
+    from pulsar_txn_cli.doctor import run as doctor_run
+    from pulsar_txn_cli.doctor.read import Scope
     from pulsar_txn_cli.downgrade import runner
     from pulsar_txn_cli.errors import PulsarTxnError
     from pulsar_txn_cli.stuck_readers import find_stuck_readers
@@ -49,7 +52,8 @@ def take(
             ns: find_stuck_readers(admin, namespace=ns, now_ms=now_ms)
             for ns in (namespaces if namespaces is not None else user_namespaces(admin))
         }
-        return Snapshot(admin.target.describe(), started, clock() - started, result.verdict, held)
+        report = doctor_run.run(admin, Scope(), concurrency=concurrency, downgrade_state=False)
+        return Snapshot(admin.target.describe(), started, clock() - started, result.verdict, held, report)
     except Exception as exc:  # noqa: BLE001 - a long-running exporter reports any failure as up=0 and goes on
         target = admin.target.describe() if admin is not None else "?"
         error = str(exc) if isinstance(exc, PulsarTxnError) else redact(f"unexpected {type(exc).__name__}: {exc}")

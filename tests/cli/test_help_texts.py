@@ -77,8 +77,9 @@ def test_engine_commands_list_no_cluster_options(cli, path, command):
     text = _help(cli, path).partition("Target options:")[2]
     assert "--engine-dir" in text
     offered = [name for name in CLUSTER_OPTIONS if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
-    # `engine simulate` can send its workload to an `engine serve`: the URL and the request timeout only.
-    assert offered == (["--admin-url", "--request-timeout"] if path == ("engine", "simulate") else [])
+    # `engine simulate` and `engine advance` can act on an `engine serve`: the URL and the request timeout only.
+    served = path in (("engine", "simulate"), ("engine", "advance"))
+    assert offered == (["--admin-url", "--request-timeout"] if served else [])
 
 
 CHOICES = {

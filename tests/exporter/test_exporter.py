@@ -93,3 +93,29 @@ def test_a_bad_namespace_is_a_usage_error(cli, monkeypatch, tmp_path):
     result = cli(["exporter", "--once", "-n", "public", "--engine-dir", tmp_path / "engine"])
     assert result.exit_code == 2
     assert "'public' is not tenant/namespace" in result.stderr
+
+
+def test_the_doctor_findings_and_the_oldest_hanging_transaction(cli, engine_dir):
+    """The doctor's findings by check and severity, which checks ran, the oldest hanging transaction's age."""
+    found = samples(cli(["exporter", "--once", "--engine-dir", engine_dir]).stdout)
+    report = cli(["doctor", "--engine-dir", engine_dir, "-o", "json"]).json()
+    for finding in report["findings"]:
+        if finding["check"] == "downgrade":
+            continue  # the exporter leaves it to its own downgrade series
+        matching = [
+            f for f in report["findings"] if (f["check"], f["severity"]) == (finding["check"], finding["severity"])
+        ]
+        assert value(found, "pulsar_txn_doctor_findings", check=finding["check"], severity=finding["severity"]) == len(
+            matching
+        )
+    # the held partition's transaction (open 90 s, timeout 1 h) is not hanging yet: no finding, age 0
+    assert value(found, "pulsar_txn_hanging_transaction_oldest_seconds") == 0
+    assert value(found, "pulsar_txn_doctor_findings", check="hanging-transaction", severity="error") == 0
+    assert value(found, "pulsar_txn_doctor_check_ran", check="held-readers") == 1
+    assert value(found, "pulsar_txn_doctor_check_ran", check="downgrade") == 0
+    advanced = cli(["engine", "advance", "40m", "--engine-dir", engine_dir])
+    assert advanced.exit_code == 0, advanced.stderr
+    found = samples(cli(["exporter", "--once", "--engine-dir", engine_dir]).stdout)
+    assert value(found, "pulsar_txn_doctor_findings", check="hanging-transaction", severity="error") == 1
+    assert value(found, "pulsar_txn_doctor_findings", check="held-readers", severity="error") == 1
+    assert value(found, "pulsar_txn_hanging_transaction_oldest_seconds") == pytest.approx(90 + 40 * 60, abs=1)

@@ -80,6 +80,7 @@ class TransactionBuffer:
         self.recover_start_time = 0
         self.recover_end_time = 0
         self.recovery_note: str | None = None
+        self.first_snapshot_fails = False  # engine/faults.py's buffer-no-snapshot (Pulsar 4.0.7's race)
 
     # -- recovery -----------------------------------------------------------------------------
 
@@ -248,6 +249,11 @@ class TransactionBuffer:
     def _first_snapshot(self) -> None:
         """NoSnapshot -> Ready: the first transactional write waits for a first snapshot."""
         if self.state == NO_SNAPSHOT:
+            if self.first_snapshot_fails:
+                raise EngineError(
+                    f"the transaction buffer of {self.topic} could not take its first snapshot; "
+                    "it refuses transactional messages"
+                )
             if self.writable:
                 self.take_snapshot()
             self.state = READY

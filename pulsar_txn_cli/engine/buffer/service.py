@@ -31,7 +31,7 @@ class TopicNotFound(EngineError):
 
 
 class BufferService:
-    def __init__(self, store, clock, settings=None, *, writable: bool = True, boot: int | None = None):
+    def __init__(self, store, clock, settings=None, *, writable: bool = True, boot: int | None = None, on_load=None):
         """settings(name, default) -> value: the engine's broker configuration.
 
         writable=False (a read-only engine): loading a buffer writes nothing.
@@ -40,6 +40,7 @@ class BufferService:
         """
         self.writable = writable
         self.boot = boot
+        self.on_load = on_load  # called with each buffer after its recovery (the engine's faults)
         self._unrecorded: dict[str, BufferConfig] = {}  # loaded before their ledger existed
         self.store = store
         self.clock = clock
@@ -89,6 +90,8 @@ class BufferService:
             writable=self.writable,
         )
         buffer.recover()
+        if self.on_load is not None:
+            self.on_load(buffer)
         self.buffers[topic] = buffer
         return buffer
 

@@ -40,7 +40,9 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * <p>Output: one JSON object per line on stdout. Lines with "event":"txn" describe
  * one transaction: {"event":"txn","most":M,"least":L,"outcome":"committed|aborted|open",
  * "ops":[{"op":"produce","topic":T,"msgId":"l:e:p"},{"op":"ack","topic":T,"sub":S,"msgId":...}]}.
- * A final {"event":"done",...} line summarises the run ("seeded": the plain messages it produced).
+ * A final {"event":"done",...} line summarises the run ("seeded": the plain messages it produced). With --dump
+ * SUB, a new subscription SUB reads every topic from the earliest message and prints each message a reader gets
+ * ({"event":"msg","topic":T,"value":V}).
  */
 public final class TxnWorkload {
 
@@ -89,6 +91,29 @@ public final class TxnWorkload {
 
         String ns = "persistent://public/default/";
         String[] topics = {ns + prefix + "-orders", ns + prefix + "plain", ns + prefix + "-part"};
+
+        if (a.containsKey("dump")) {
+            // --dump SUB: read every topic from the earliest message on a new, non-transactional
+            // subscription SUB and print each message a reader gets: {"event":"msg","topic":T,"value":V}
+            // (T is the partition for a partitioned topic), then a done line.
+            try (PulsarClient client = clientBuilder(a).serviceUrl(serviceUrl)
+                    .operationTimeout(60, TimeUnit.SECONDS).build()) {
+                long total = 0;
+                for (String t : topics) {
+                    try (Consumer<byte[]> c = client.newConsumer().topic(t).subscriptionName(a.get("dump"))
+                            .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
+                        Message<byte[]> m;
+                        while ((m = c.receive(3, TimeUnit.SECONDS)) != null) {
+                            total++;
+                            System.out.println("{\"event\":\"msg\",\"topic\":\"" + m.getTopicName() + "\",\"value\":\""
+                                    + new String(m.getValue(), StandardCharsets.UTF_8) + "\"}");
+                        }
+                    }
+                }
+                System.out.println("{\"event\":\"done\",\"received\":" + total + "}");
+            }
+            System.exit(0);
+        }
 
         if (a.containsKey("count")) {
             // --count SUB: read every topic from the earliest message on a new, non-transactional
@@ -239,9 +264,11 @@ public final class TxnWorkload {
                             for (int k = 0; k < opsF; k++) {
                                 int ti = r.nextInt(topics.length);
                                 if (r.nextBoolean()) {
+                                    String value = "txn-" + seed + "-" + n + "-" + k;
                                     MessageId mid = sendInTxn(producers.get(ti), alone, ti, txn,
-                                            ("txn-" + seed + "-" + n + "-" + k).getBytes(StandardCharsets.UTF_8));
-                                    ops.add("{\"op\":\"produce\",\"topic\":\"" + topics[ti] + "\",\"msgId\":\"" + mid + "\"}");
+                                            value.getBytes(StandardCharsets.UTF_8));
+                                    ops.add("{\"op\":\"produce\",\"topic\":\"" + topics[ti] + "\",\"msgId\":\"" + mid
+                                            + "\",\"value\":\"" + value + "\"}");
                                 } else {
                                     int s = r.nextInt(SUBS.length);
                                     Consumer<byte[]> c = consumers.get(ti * 2 + s);

@@ -1,0 +1,194 @@
+"""`pulsar-txn find-hanging` and `abort-hanging` (kafka-transactions.sh's names, KIP-664): hanging
+transactions across every coordinator, and their bulk abort, filtered, dry run first, audited."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Optional
+
+import typer
+
+from pulsar_txn_cli.cli.common import command, confirm
+from pulsar_txn_cli.cli.doctor import OlderThanOpt, parse_older_than
+from pulsar_txn_cli.cli.env import current
+from pulsar_txn_cli.errors import ExitCode, PulsarTxnError, UsageError
+
+TopicOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "-t", "--topic", help="Only transactions that produced to or acknowledged on this topic.", show_default=False
+    ),
+]
+CoordinatorOpt = Annotated[
+    Optional[int],
+    typer.Option("-c", "--coordinator-id", help="Only this coordinator's transactions.", show_default=False),
+]
+StateOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--state",
+        metavar="STATE",
+        show_default=False,
+        help="Only OPEN, COMMITTING or ABORTING (repeatable; default: all).",
+    ),
+]
+
+COLUMNS = [
+    ("txnId", "TXN ID"),
+    ("status", "STATE"),
+    ("ownerBroker", "OWNER"),
+    ("age", "AGE"),
+    ("timeout", "TIMEOUT"),
+    ("producedPartitions", "PARTITIONS"),
+    ("readersHeld", "READERS HELD"),
+]
+
+
+class AbortFailed(PulsarTxnError):
+    exit_code = ExitCode.CONNECTION
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "find-hanging", target=True)(find_hanging)
+    command(app, "abort-hanging", target=True)(abort_hanging)
+
+
+def _find(env, older_than, topic, coordinator_id, state):
+    from pulsar_txn_cli.doctor.hanging import find
+
+    bound = parse_older_than(older_than)
+    admin = env.admin()
+    with env.progress(None, "reading open transactions"):
+        found = find(admin, older_than_ms=bound, topic=topic, coordinator_id=coordinator_id, states=state)
+    found.update(target=admin.target.describe(), olderThanMs=bound)
+    return admin, found
+
+
+def _rows(transactions: list[dict]) -> list[dict]:
+    from pulsar_txn_cli.output.units import duration
+
+    return [
+        {
+            **t,
+            "age": duration(t["ageMs"]) + (" (past timeout)" if t["pastTimeout"] else ""),
+            "timeout": duration(t["timeoutMs"]),
+            "readersHeld": " ".join(f"{h['topic']} ({h['entriesBehind']} behind)" for h in t["readersHeld"]) or "-",
+        }
+        for t in transactions
+    ]
+
+
+def find_hanging(
+    older_than: OlderThanOpt = None,
+    topic: TopicOpt = None,
+    coordinator_id: CoordinatorOpt = None,
+    state: StateOpt = None,
+) -> None:
+    """List hanging transactions: open past their timeout, or longer than --older-than, across every coordinator.
+
+    Each comes with its partitions, the broker that owns its coordinator, its age and timeout, and the
+    readers it holds (partitions whose maxReadPosition stops before its first message), oldest first.
+    """
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    env = current()
+    _, found = _find(env, older_than, topic, coordinator_id, state)
+    txns = found["transactions"]
+    bound = "half its timeout" if found["olderThanMs"] is None else f"{older_than}"
+    lines = [f"{len(txns)} hanging transaction(s) on {found['target']} (open longer than {bound}, or past the timeout)"]
+    emit(Result(data=found, records=txns, tables=[Table(COLUMNS, _rows(txns))] if txns else [], lines=lines), env)
+
+
+def abort_hanging(
+    older_than: OlderThanOpt = None,
+    topic: TopicOpt = None,
+    coordinator_id: CoordinatorOpt = None,
+    state: StateOpt = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Abort them (without it: a dry run).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask for confirmation.")] = False,
+    reason: Annotated[
+        Optional[str], typer.Option("--reason", help="Why, for the audit record.", show_default=False)
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=32, help="Aborts in flight at once.")] = 4,
+) -> None:
+    """Abort hanging transactions in bulk (PIP-325's endpoint, Pulsar 3.2+): a dry run unless --execute.
+
+    The dry run prints exactly the transactions --execute would abort. Each abort prints one result
+    line; every attempt is appended to an audit record (when, by whom, why, the result) kept per
+    cluster where `pulsar-txn state list` shows it.
+    """
+    from pulsar_txn_cli.doctor.hanging import abort, check_abort_supported
+    from pulsar_txn_cli.output import Result, Table, emit
+
+    if yes and not execute:
+        raise UsageError("--yes only applies with --execute (without it, abort-hanging is a dry run)")
+    env = current()
+    admin, found = _find(env, older_than, topic, coordinator_id, state)
+    txns = found["transactions"]
+    table = [Table(COLUMNS, _rows(txns))] if txns else []
+    if not txns:
+        env.info(f"no hanging transaction on {found['target']} matches; nothing to abort")
+        emit(Result(data={**found, "dryRun": not execute, "results": []}, records=[], tables=[]), env)
+        return
+    check_abort_supported(found["versions"])
+    if not execute:
+        lines = [f"dry run: would abort {len(txns)} transaction(s) on {found['target']}; add --execute to abort them"]
+        emit(Result(data={**found, "dryRun": True, "results": []}, records=txns, tables=table, lines=lines), env)
+        return
+    if not yes:
+        listed = ", ".join(t["txnId"] for t in txns[:5]) + (f" and {len(txns) - 5} more" if len(txns) > 5 else "")
+        confirm(f"Abort {len(txns)} transaction(s) ({listed}) on {found['target']}?")
+    results = _abort(env, admin, txns, found, older_than, reason, concurrency, abort)
+    data = {**found, "dryRun": False, "results": results}
+    emit(
+        Result(
+            data=data,
+            records=results,
+            tables=[Table([("txnId", "TXN ID"), ("aborted", "ABORTED"), ("error", "ERROR")], results)],
+        ),
+        env,
+    )
+    failed = [r for r in results if not r["aborted"]]
+    if failed:
+        raise AbortFailed(
+            f"{len(failed)} of {len(results)} abort(s) failed; the first: {failed[0]['txnId']}: {failed[0]['error']}"
+        )
+
+
+def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> list[dict]:
+    """Abort, printing and auditing each result as it comes (a Ctrl-C keeps the lines already written)."""
+    import datetime as dt
+    import getpass
+    import socket
+
+    from pulsar_txn_cli.admin import remembered
+
+    identity = admin.identity()
+    by = f"{getpass.getuser()}@{socket.gethostname()}"
+    why = reason or f"abort-hanging: open longer than {older_than or 'half its timeout'} or past its timeout"
+    meta = {t["txnId"]: t for t in txns}
+    lock = threading.Lock()
+
+    def on_result(result):
+        txn = meta[result["txnId"]]
+        record = {
+            **result,
+            "at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "by": by,
+            "why": why,
+            "ageMs": txn["ageMs"],
+            "producedPartitions": txn["producedPartitions"],
+            "ackedSubscriptions": txn["ackedSubscriptions"],
+            "via": found["target"],
+        }
+        with lock:
+            path = remembered.append_aborts(identity, [record])
+            env.info(
+                f"{'aborted' if result['aborted'] else 'FAILED'} {result['txnId']}"
+                + (f": {result['error']}" if result["error"] else "")
+            )
+        found["audit"] = str(path)
+
+    results = abort(admin, [t["txnId"] for t in txns], concurrency=concurrency, on_result=on_result)
+    env.info(f"audit: {found.get('audit')} (`pulsar-txn state list` shows it)")
+    return results

@@ -1,0 +1,164 @@
+"""Checks on the stores a topic needs for transactions: buffer-not-ready, pending-ack-not-ready,
+leaked-pending-ack. Pure judgements over a Reading (read.py)."""
+
+from __future__ import annotations
+
+from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
+from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, _dur, partition_state, rest
+from pulsar_txn_cli.protocol import PERSISTENT, TXN
+from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition
+
+# A store that recovers for longer than this needs a look (a topic load normally takes seconds).
+RECOVERY_GRACE_MS = 60_000
+PA_STATS = f"GET {TXN}/pendingAckStats/{{}}/{{}}"
+PA_INTERNAL = f"GET {TXN}/pendingAckInternalStats/{{}}/{{}}"
+
+
+def recovering_for(stats: dict, now_ms: int) -> int | None:
+    start, end = stats.get("recoverStartTime") or 0, stats.get("recoverEndTime") or 0
+    if not start or (end and end >= start):
+        return None
+    return max(now_ms - start, 0)
+
+
+def _severity(stats: dict, now_ms: int) -> str:
+    took = recovering_for(stats, now_ms)
+    return WARNING if took is not None and took < RECOVERY_GRACE_MS else ERROR
+
+
+def buffer_not_ready(reading) -> list[Finding]:
+    holders = holders_by_partition(reading.open_txns)
+    out = []
+    for partition, entry in sorted(reading.partitions.items()):
+        stats = entry.get("stats") or {}
+        if entry.get("error") or "state" not in stats:
+            continue
+        view = partition_state(entry)
+        state = view["state"]
+        values = dict(
+            state=state,
+            recoverStartTime=stats.get("recoverStartTime"),
+            recoverEndTime=stats.get("recoverEndTime"),
+            recoveringForMs=recovering_for(stats, reading.now_ms),
+            lastSnapshotTimestamps=stats.get("lastSnapshotTimestamps"),
+            ongoingTxnSize=stats.get("ongoingTxnSize"),
+            replayEntries=view["entriesBehind"],
+        )
+        fix = [f"pulsar-txn unload -t {partition} --yes"]
+        if state not in READY_STATES:
+            out.append(
+                Finding(
+                    "buffer-not-ready",
+                    _severity(stats, reading.now_ms),
+                    partition,
+                    f"the transaction buffer is {state}"
+                    + (f", recovering for {_dur(values['recoveringForMs'])}" if values["recoveringForMs"] else "")
+                    + f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
+                    " entries after maxReadPosition",
+                    [evidence(BUFFER.format(rest(partition)), **values)],
+                    fix,
+                    "an unload makes the owning broker recover the buffer again; if it does not reach Ready, its log "
+                    "says why (apache/pulsar#15249, #18833)",
+                )
+            )
+            continue
+        writers = [h["txnId"] for h in holders.get(partition, [])]
+        if state == "NoSnapshot" and writers and not stats.get("ongoingTxnSize"):
+            out.append(
+                Finding(
+                    "buffer-not-ready",
+                    ERROR,
+                    partition,
+                    f"the transaction buffer is still NoSnapshot though {len(writers)} open transaction(s) registered "
+                    "this partition and none of their messages is in the buffer: its first snapshot was not taken, "
+                    "and the topic refuses transactional messages (apache/pulsar#24945, Pulsar 4.0.7)",
+                    [
+                        evidence(BUFFER.format(rest(partition)), **values),
+                        evidence(SLOW, transactionsProducingHere=writers),
+                    ],
+                    fix,
+                    "unload the partition so the buffer loads again and takes its first snapshot; Pulsar 4.0.8 "
+                    "reworked the first snapshot",
+                    writers,
+                )
+            )
+    return out
+
+
+def pending_ack_not_ready(reading) -> list[Finding]:
+    out = []
+    for sub in reading.subscriptions:
+        if sub.get("status") == "orphan":
+            continue
+        topic, name = sub["topic"], sub["subscription"]
+        stats, internal = sub.get("stats") or {}, sub.get("internal") or {}
+        state = stats.get("state")
+        if state == "Ready":
+            continue
+        if not stats and not sub.get("error"):
+            continue
+        values = dict(
+            state=state,
+            error=sub.get("error") if not stats else None,
+            recoverStartTime=stats.get("recoverStartTime"),
+            recoverEndTime=stats.get("recoverEndTime"),
+            recoveringForMs=recovering_for(stats, reading.now_ms),
+        )
+        out.append(
+            Finding(
+                "pending-ack-not-ready",
+                _severity(stats, reading.now_ms) if stats else WARNING,
+                f"{topic} / {name}",
+                f"the pending-ack store is {state or 'not answering'}: transactional acknowledgements on this "
+                f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
+                f"({internal.get('totalSize', '?')} bytes)",
+                [
+                    evidence(PA_STATS.format(rest(topic), name), **values),
+                    evidence(
+                        PA_INTERNAL.format(rest(topic), name),
+                        numberOfEntries=internal.get("numberOfEntries"),
+                        totalSize=internal.get("totalSize"),
+                        ledgers=len(internal.get("ledgers") or []),
+                    ),
+                ],
+                [f"pulsar-txn unload -t {topic} --yes"],
+                "an unload reopens the subscription's pending-ack store, which replays its log "
+                "(apache/pulsar#21274, #16240)",
+            )
+        )
+    return out
+
+
+def leaked_pending_ack(reading) -> list[Finding]:
+    out = []
+    for sub in reading.subscriptions:
+        if sub.get("status") != "orphan":
+            continue
+        name = sub["pendingAckTopic"]
+        internal = sub.get("internal") or {}
+        out.append(
+            Finding(
+                "leaked-pending-ack",
+                ERROR,
+                name,
+                f"a pending-ack log whose subscription is gone: it keeps {len(internal.get('ledgers') or [])} "
+                f"ledger(s), {internal.get('numberOfEntries', '?')} entries, {internal.get('totalSize', '?')} bytes, "
+                "and can block deleting its namespace (apache/pulsar#11000, #19719)",
+                [
+                    evidence(
+                        INTERNAL.format(rest(name)),
+                        numberOfEntries=internal.get("numberOfEntries"),
+                        totalSize=internal.get("totalSize"),
+                        ledgers=[ledger.get("ledgerId") for ledger in internal.get("ledgers") or []],
+                        error=sub.get("error"),
+                    ),
+                    evidence(
+                        f"GET {PERSISTENT}/{rest(sub.get('topic') or '')}/subscriptions",
+                        subscription=sub.get("subscription"),
+                        exists=False,
+                    ),
+                ],
+                [f"pulsar-txn clean-pending-ack {name} --yes"],
+            )
+        )
+    return out
