@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pulsar_txn_cli.engine.broker import Engine
+from tests import sigint
 from tests.conftest import isolate
 
 BIN = Path(sys.executable).parent
@@ -33,10 +34,6 @@ def isolated(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
 
 
-def _sigint_default():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a test run may inherit SIGINT ignored
-
-
 class Served:
     """`pulsar-txn engine serve --port 0` in its own process, its stderr collected in a file."""
 
@@ -45,12 +42,11 @@ class Served:
             pytest.fail("the pulsar-txn console script is not installed next to this Python: ./dev setup installs it")
         self.log = tmp_path / "serve.stderr"
         self.err = self.log.open("w")
-        self.proc = subprocess.Popen(
+        self.proc = sigint.popen(  # SIGINT at its default: a test run may inherit it ignored
             [str(BIN / "pulsar-txn"), "engine", "serve", "--port", "0", "--engine-dir", str(directory), *extra],
             stdout=subprocess.DEVNULL,
             stderr=self.err,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=_sigint_default,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
