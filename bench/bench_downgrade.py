@@ -89,8 +89,11 @@ class served_engine:
         import sys
 
         code = (
-            "import sys; from pulsar_txn_cli.admin import server; "
-            "server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))"
+            "import sys; from pulsar_txn_cli.admin import server\n"
+            "try:\n"
+            "    server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))\n"
+            "except KeyboardInterrupt:\n"
+            "    pass  # stopped with Ctrl-C, as the bench stops it"
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code, str(self.directory), str(self.latency_ms)],

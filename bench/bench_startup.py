@@ -1,8 +1,14 @@
-"""Start-up: what importing the CLI costs, and what the heavy modules it keeps out of `--help` would add.
+"""Start-up: `pulsar-txn --help`'s wall time, what importing the CLI costs, and what the heavy modules
+it keeps out of `--help` would add.
 
     .venv/bin/python -m bench startup [--runs=N]
 
-Each figure is the best of N (default 10) fresh interpreters run with `python -X importtime`:
+First `pulsar-txn --help` as a real process (the console script next to this Python), wall time,
+best and median of N runs, and its CPU time (target: <= 150 ms wall on a quiet host), beside the
+floor of the same interpreter doing nothing (`python -c pass`, site and the editable install's
+finder included). Every run has the bytecode cache, as an installed package does
+(PYTHONDONTWRITEBYTECODE is dropped from the runs' environment).
+Then each figure is the best of N (default 10) fresh interpreters run with `python -X importtime`:
   the CLI      the cumulative import time of pulsar_txn_cli.cli.app (what every command pays);
   + MODULE     after the CLI is imported, what importing MODULE adds (the codec with the protobuf
                runtime, httpx, pyspark.sql); the commands that need them import them themselves.
@@ -12,6 +18,7 @@ tests/cli/test_cli_core.py checks that none of them is loaded by the CLI's impor
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -37,17 +44,54 @@ def import_ms(before: str, module: str, runs: int) -> float:
     code = f"import sys; {before + '; ' if before else ''}print({MARK!r}, file=sys.stderr, flush=True); import {module}"
     best = float("inf")
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=ENV)
         if done.returncode:
             raise SystemExit(f"import {module} failed: {done.stderr.strip().splitlines()[-1]}")
         best = min(best, _top_level_ms(done.stderr))
     return best
 
 
+# Bytecode cached, as an installed package has it (pip compiles it at install time): without the
+# cache every run compiles the modules again, and PYTHONDONTWRITEBYTECODE=1 in a developer's or CI's
+# environment would keep it from ever being written.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def wall_ms(command: list[str], runs: int) -> tuple[float, float, float]:
+    """(best wall, median wall, best CPU) milliseconds of running command, output discarded. The CPU
+    time (user + system, from the kernel) is what the process itself spent: on a loaded machine it
+    is near what the wall time would be on a quiet one."""
+    import resource
+    import statistics
+    import time
+
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=ENV)
+        walls.append((time.perf_counter() - start) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(1000 * (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+    return min(walls), statistics.median(walls), min(cpus)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench startup")
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args(argv)
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "pulsar-txn"
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "pulsar_txn_cli"]
+    wall_ms([*command, "--help"], 1)  # writes the bytecode cache
+    best, median, cpu = wall_ms([*command, "--help"], args.runs)
+    floor_best, floor_median, floor_cpu = wall_ms([sys.executable, "-c", "pass"], args.runs)
+    print(
+        f"pulsar-txn --help: {best:.0f} ms wall (best of {args.runs}; median {median:.0f} ms; "
+        f"CPU {cpu:.0f} ms; target <= 150 ms wall on a quiet host)"
+    )
+    print(f"  floor, python -c pass: {floor_best:.0f} ms wall (median {floor_median:.0f} ms; CPU {floor_cpu:.0f} ms)")
     app = "pulsar_txn_cli.cli.app"
     print(f"import {app}: {import_ms('', app, args.runs):.0f} ms (python -X importtime, best of {args.runs})")
     for label, module in EXTRAS.items():

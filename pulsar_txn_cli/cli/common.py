@@ -103,29 +103,45 @@ def _target_options(target: bool | tuple[str, ...]) -> list:
     return [option for option in TARGET_OPTIONS if option[0] in (target or ())]
 
 
-def with_global_options(fn, *, target: bool | tuple[str, ...]):
-    """Wrap fn so it also accepts the global options, which are applied to the Env first.
-    target: True for every target option, or the names of the ones the command takes."""
-    options = OUTPUT_OPTIONS + _target_options(target)
-    names = [name for name, _, _ in options]
-    hints = typing.get_type_hints(fn, include_extras=True)  # resolve `from __future__` strings
-    signature = inspect.signature(fn)
-    own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+class _WithGlobalOptions:
+    """fn, also accepting the global options, which are applied to the Env first. Its signature (fn's
+    parameters and the options) is worked out when typer first reads it, so commands that are not
+    run cost nothing at start-up (resolving `from __future__` annotations is the expensive part)."""
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        apply({name: kwargs.pop(name, None) for name in names})
+    def __init__(self, fn, options):
+        functools.update_wrapper(self, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        self._fn, self._options = fn, options
+        self._names = [name for name, _, _ in options]
+        self._signature = None
+
+    def __call__(self, *args, **kwargs):
+        apply({name: kwargs.pop(name, None) for name in self._names})
         try:
-            return fn(*args, **kwargs)
+            return self._fn(*args, **kwargs)
         except KeyboardInterrupt as exc:  # typer would make it a silent exit 130
             from pulsar_txn_cli.errors import Interrupted
 
             raise Interrupted(str(exc) or "interrupted (Ctrl-C)") from None
 
-    parameters = [*own, *_parameters(options)]
-    wrapper.__signature__ = signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty)
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper
+    @property
+    def __signature__(self) -> inspect.Signature:
+        if self._signature is None:
+            hints = typing.get_type_hints(self._fn, include_extras=True)  # resolve `from __future__` strings
+            signature = inspect.signature(self._fn)
+            own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+            parameters = [*own, *_parameters(self._options)]
+            self._signature = signature.replace(parameters=parameters, return_annotation=inspect.Signature.empty)
+        return self._signature
+
+    @property
+    def __annotations__(self) -> dict:
+        return {p.name: p.annotation for p in self.__signature__.parameters.values()}
+
+
+def with_global_options(fn, *, target: bool | tuple[str, ...]):
+    """Wrap fn so it also accepts the global options, which are applied to the Env first.
+    target: True for every target option, or the names of the ones the command takes."""
+    return _WithGlobalOptions(fn, OUTPUT_OPTIONS + _target_options(target))
 
 
 def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[str, ...] = False, **kwargs):

@@ -642,4 +642,7 @@ def serve(
     from pulsar_txn_cli.admin.server import serve as run_server
 
     env = current()
-    run_server(_dir(), host, port, latency_ms, env.info)
+    directory = _dir()
+    debug = env.debug_log if env.debug else None
+    url, served = run_server(directory, host, port, latency_ms, env.info, debug=debug, warn=env.warn)
+    env.info(f"stopped serving {url} (SIGTERM) after {served} request(s); the engine in {directory} was closed cleanly")

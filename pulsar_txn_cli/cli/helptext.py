@@ -128,12 +128,16 @@ class Group(TyperGroup):
         _format_options(self, ctx, formatter)
         self.format_commands(ctx, formatter)
 
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # names only: a lazy tree (cli/lazy.py) builds nothing for them
+
     def format_commands(self, ctx, formatter) -> None:
         """Each command with its first sentence, wrapped (click would cut it at about 40 characters)."""
+        summary = getattr(self.commands, "summary", None)  # cli/lazy.py: a list needs no built command
         rows = [
             (name, command.short_help or first_sentence(command.help or ""))
             for name in self.list_commands(ctx)
-            if (command := self.get_command(ctx, name)) is not None and not command.hidden
+            if (command := summary(name) if summary else self.get_command(ctx, name)) is not None and not command.hidden
         ]
         if rows:
             with formatter.section("Commands"):

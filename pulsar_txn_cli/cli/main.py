@@ -37,10 +37,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(argv: list[str]) -> int:
-    from typer.main import get_command
-
     from pulsar_txn_cli.cli import env as env_module
     from pulsar_txn_cli.cli.app import app
+    from pulsar_txn_cli.cli.lazy import root_command
 
     if "_PULSAR_TXN_COMPLETE" in os.environ:  # a shell asks for completions (scripts in completions/)
         os.environ.setdefault("TERMINAL_WIDTH", "10000")  # help texts on one line each (fish reads lines)
@@ -52,7 +51,7 @@ def run(argv: list[str]) -> int:
     notices.listen(env.info)  # what the library says while it waits (e.g. for the engine's lock)
     debug = "--debug" in argv
     try:
-        code = get_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
+        code = root_command(app).main(args=argv, prog_name="pulsar-txn", standalone_mode=False)
         code = code if isinstance(code, int) else ExitCode.OK
         if code == ExitCode.INTERRUPTED:  # Ctrl-C outside a command (typer exits 130 silently)
             _say(env, BEFORE_COMMAND)

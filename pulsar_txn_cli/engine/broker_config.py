@@ -170,6 +170,7 @@ class Config:
 
     def __init__(self, store):
         self.store = store
+        self._values: dict | None = None  # values(), read again after any write through this object
 
     def static(self) -> dict[str, str]:
         return dict(self.store.db.execute("SELECT key, value FROM config").fetchall())
@@ -179,7 +180,13 @@ class Config:
         return dict(self.store.db.execute("SELECT key, value FROM dynamic_config ORDER BY key").fetchall())
 
     def values(self) -> dict[str, object]:
-        """The runtime value of every key (typed)."""
+        """The runtime value of every key (typed). Kept between calls (every request asks whether the
+        coordinator is enabled); writes through this object drop it. A copy: callers may change it."""
+        if self._values is None:
+            self._values = self._read()
+        return dict(self._values)
+
+    def _read(self) -> dict[str, object]:
         out = {name: key.default for name, key in KEYS.items()}
         for layer in (self.static(), self.overrides()):
             for name, text in layer.items():
@@ -220,6 +227,7 @@ class Config:
     def set(self, name: str, text, *, dynamic: bool | None = None) -> str:
         """Set a key: dynamic keys become overrides, others go to broker.conf. Returns the layer."""
         key = self.require(name)
+        self._values = None  # validate against what is stored now
         layer = "dynamic" if (key.dynamic if dynamic is None else dynamic) else "static"
         if layer == "dynamic" and not key.dynamic:
             raise UsageError(f"Can't update non-dynamic configuration {name}")
@@ -229,23 +237,32 @@ class Config:
         except ValueError as exc:
             raise UsageError(f"invalid value for {name}: {exc}") from None
         table = "dynamic_config" if layer == "dynamic" else "config"
-        with self.store.tx():
-            self.store.db.execute(
-                f"INSERT INTO {table}(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (name, to_text(value)),
-            )
+        try:
+            with self.store.tx():
+                self.store.db.execute(
+                    f"INSERT INTO {table}(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (name, to_text(value)),
+                )
+        finally:
+            self._values = None
         return layer
 
     def store_override(self, name: str, text: str) -> None:
         """What POST /admin/v2/brokers/configuration does: store the override as given."""
-        with self.store.tx():
-            self.store.db.execute(
-                "INSERT INTO dynamic_config(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (name, text),
-            )
+        try:
+            with self.store.tx():
+                self.store.db.execute(
+                    "INSERT INTO dynamic_config(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (name, text),
+                )
+        finally:
+            self._values = None
 
     def delete_override(self, name: str) -> bool:
         self.require(name)
-        with self.store.tx():
-            cur = self.store.db.execute("DELETE FROM dynamic_config WHERE key=?", (name,))
+        try:
+            with self.store.tx():
+                cur = self.store.db.execute("DELETE FROM dynamic_config WHERE key=?", (name,))
+        finally:
+            self._values = None
         return cur.rowcount > 0

@@ -110,11 +110,15 @@ def handle(engine, method: str, path: str, query: dict[str, str] | None = None, 
     }
 
 
+_NESTED = (dict, list)
+
+
 def _without_nulls(value):
+    # Scalars are kept without a call: this runs on every answer (a stats map has hundreds of fields).
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _without_nulls(v) if isinstance(v, _NESTED) else v for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
+        return [_without_nulls(v) if isinstance(v, _NESTED) else v for v in value]
     return value
 
 
