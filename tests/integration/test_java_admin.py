@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -272,7 +271,7 @@ def _engine_side(tmp: Path, classpath: str) -> list[dict]:
         assert sim.returncode == 0, sim.stderr
         return _probe(classpath, tmp, url, _args_from_held(held))
     finally:
-        serving.send_signal(signal.SIGINT)
+        serving.terminate()  # SIGTERM stops engine serve cleanly, whatever SIGINT the run inherited
         serving.wait(timeout=30)
 
 
