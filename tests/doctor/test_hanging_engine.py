@@ -153,14 +153,17 @@ def test_interrupted_simulate_leaves_a_hanging_transaction(cli, tmp_path):
          "-n", "2000000", "--txn-timeout-ms", "3600000", "--ack-log", str(tmp_path / "acks")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while (
-        time.monotonic() < deadline
-        and len((tmp_path / "acks").read_text().splitlines() if (tmp_path / "acks").exists() else []) < 200
-    ):
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while (
+            time.monotonic() < deadline
+            and len((tmp_path / "acks").read_text().splitlines() if (tmp_path / "acks").exists() else []) < 200
+        ):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()  # a run that failed never leaves a two-million-transaction workload behind
     assert proc.returncode == 130, err.decode()
     acked = (tmp_path / "acks").read_text().splitlines()
     new = {tuple(line.split()[1:]) for line in acked if line.startswith("new ")}
