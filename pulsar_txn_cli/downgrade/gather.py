@@ -201,7 +201,25 @@ def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) ->
         stats, stats_error = _attempt(counter, admin.coordinator_stats, tc_id)
         if stats_error and not log.error:
             log = replace(log, error=f"coordinator stats: {stats_error}")
-    return log, stats if isinstance(stats, dict) else {}
+    stats = stats if isinstance(stats, dict) else {}
+    ongoing = stats.get("ongoingTxnSize")
+    if isinstance(ongoing, int) and ongoing > 0 and not log.error:
+        log = replace(log, oldest_open_ms=_oldest_open(admin, tc_id, counter))
+    return log, stats
+
+
+def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
+    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over 0 ms);
+    None when it cannot be told: the verdict then does not rest on it."""
+    data, error = _attempt(counter, admin.slow_transactions, 0, tc_id)
+    if error or not isinstance(data, dict):
+        return None
+    stamps = [
+        meta.get("openTimestamp")
+        for meta in data.values()
+        if isinstance(meta, dict) and isinstance(meta.get("openTimestamp"), int)
+    ]
+    return min(stamps) if stamps else None
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:

@@ -47,6 +47,8 @@ class LogObservation:
     ongoing_txns: int | None = None
     error: str | None = None
     store_state: str | None = None  # the store's state ("Ready"; "Initializing" while it opens; None: not loaded)
+    opened_ms: int | None = None  # when the store last (re)opened: its recoverStartTime
+    oldest_open_ms: int | None = None  # a coordinator's oldest open transaction's openTimestamp (None: none or unknown)
 
     @property
     def opening(self) -> bool:

@@ -10,12 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pulsar_txn_cli.downgrade.advice import (
+    CAUSE_BATCH_INDEX,
     CAUSE_ERROR,
+    CAUSE_OPEN_ACROSS,
     CAUSE_INCONSISTENT,
     CAUSE_MISSING,
     CAUSE_NOT_RECORDED,
     cause_text,
     diagnose,
+    stall_fixes,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, COORDINATOR, LogObservation, Observations
@@ -119,6 +122,9 @@ def downgrade_verdict(
     batch_index = _batch_index_deletion(obs)
     coordinators = [_item(log, usable, findings, batch_index) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index) for log in obs.subscriptions]
+    engine = obs.key.startswith("engine ")
+    _stalls(coordinators, findings, engine=engine)
+    _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
     for item in missing:
         (coordinators if item.observation.kind == COORDINATOR else subscriptions).append(item)
@@ -142,6 +148,40 @@ def downgrade_verdict(
         len(new_records),
         obs.key,
     )
+
+
+def _stalls(items: list[ItemVerdict], findings: Findings, *, engine: bool) -> None:
+    """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it."""
+    stalled = [
+        i
+        for i in items
+        if i.cause == CAUSE_OPEN_ACROSS or (i.cause == CAUSE_BATCH_INDEX and i.observation.ongoing_txns == 0)
+    ]
+    for item in stalled:
+        findings.blocked.append(f"{item.observation.label}: {item.reason}")
+    if stalled:
+        for fix in stall_fixes(engine):
+            findings.fix(fix)
+
+
+def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+    """The fixes turn TC batching off: with transactions open and batch-index deletion off, that would
+    create the stall, so the fixes turn batch-index deletion on first (issue #21)."""
+    turning_off = any(
+        "set-txn-tc-batch-log --disable" in f or "transactionLogBatchedWriteEnabled" in f for f in findings.fixes
+    )
+    open_now = [log for log in obs.coordinators if log.ongoing_txns and log.effective_batching is not False]
+    if not turning_off or batch_index is True or not open_now:
+        return
+    labels = ", ".join(log.label for log in open_now[:3]) + (
+        f" and {len(open_now) - 3} more" if len(open_now) > 3 else ""
+    )
+    findings.blocked.append(
+        f"{labels}: transactions are open while acknowledgmentAtBatchIndexLevelEnabled is "
+        f"{'false' if batch_index is False else 'unknown'}; turning TC batching off now would pin the TC log for "
+        "good once they end (the batch-index deletion stall): turn batch-index deletion on first"
+    )
+    findings.fixes[:0] = [f for f in stall_fixes(engine) if f not in findings.fixes]
 
 
 def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | None, bool]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pulsar_txn_cli.downgrade import advice, entry_scan, step1, upgrade, verdict as v
@@ -250,10 +252,55 @@ def test_cause_open_transaction():
     assert "2 open transaction(s)" in item.reason
 
 
-def test_cause_batch_index_caveat_on_a_tc_log_without_batch_index_acks():
-    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=False)])
-    assert item.cause == advice.CAUSE_BATCH_INDEX
-    assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice
+def test_the_batch_index_stall_is_blocked_with_its_fixes():
+    """No open transaction, batch-index deletion off, the cursor pinned in the batched ledger: nothing
+    but an operator clears it (issue #21), so BLOCKED, and --wait stops there."""
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
+    item = result.coordinators[0]
+    assert item.cause == advice.CAUSE_BATCH_INDEX and "only an operator can clear" in item.reason
+    assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice and "facts" not in item.advice
+    assert result.verdict == v.BLOCKED and result.problems[0].startswith("coordinator 0: ")
+    assert "acknowledgmentAtBatchIndexLevelEnabled=true in every broker's broker.conf" in result.fixes[0]
+
+
+def test_the_batch_index_cause_with_open_transactions_unknown_is_not_blocked():
+    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=None), brokers=[broker(batch_index=False)])
+    assert item.cause == advice.CAUSE_BATCH_INDEX  # WAIT: whether transactions are open is not known
+
+
+def test_transactions_open_across_the_switch_without_batch_index_acks_are_blocked():
+    """Opened before the coordinator reopened without batching: once they end, the stall is certain."""
+    log = tc(0, (4,), mark="4:1", lac="4:9", ongoing_txns=2, oldest_open_ms=1_000, opened_ms=5_000)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
+    assert result.verdict == v.BLOCKED
+    assert result.coordinators[0].cause == advice.CAUSE_OPEN_ACROSS
+    # The same transactions opened after the reopen hold no batched record: they only need to end.
+    later = replace(log, oldest_open_ms=6_000)
+    assert v.downgrade_verdict(obs([later], brokers=[broker(batch_index=False)]), checkpoint({0: 4})).verdict == v.WAIT
+    # With batch-index deletion on, their records are deleted when they end.
+    assert v.downgrade_verdict(obs([log], brokers=[broker(batch_index=True)]), checkpoint({0: 4})).verdict == v.WAIT
+
+
+def test_an_engine_gets_the_engines_own_fix_commands():
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
+    result = v.downgrade_verdict(
+        obs([log], brokers=[broker(batch_index=False)], identity="engine 1234"),
+        checkpoint({0: 4}, target="engine 1234"),
+    )
+    assert result.fixes == [
+        "pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true",
+        "pulsar-txn engine reload",
+    ]
+
+
+def test_turning_tc_batching_off_with_open_transactions_turns_batch_index_deletion_on_first():
+    log = tc(0, (4,), effective=True, ongoing_txns=3)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batching=True, batch_index=False)]), None)
+    assert result.verdict == v.BLOCKED
+    assert "turning TC batching off now would pin the TC log" in " ".join(result.problems)
+    assert "acknowledgmentAtBatchIndexLevelEnabled=true" in result.fixes[0]
+    assert any("set-txn-tc-batch-log --disable" in f for f in result.fixes[1:])
 
 
 def test_cause_cursor_stuck_on_a_tc_log_with_batch_index_acks():

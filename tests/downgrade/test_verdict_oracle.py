@@ -1,0 +1,55 @@
+"""The downgrade verdict against the engine's oracle (issue #21): a stateful property test over what
+operators, clients and time do to an engine. Fixed seed; `python -m bench verdict_oracle` runs more."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from tests.conftest import isolate
+from tests.downgrade.oracle_machine import VerdictOracle
+
+FAST = settings(
+    max_examples=12,
+    stateful_step_count=8,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.mark.timeout(600)
+def test_the_verdict_follows_the_oracle(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    run_state_machine_as_test(VerdictOracle, settings=FAST)
+
+
+# -- the shrunk counterexamples, as plain regression tests ------------------------------------------
+
+
+def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
+    """The property test's shrunk counterexample on the code before issue #21: WAIT ("the ledger has not
+    rolled over yet") while the oracle says traffic and time alone never clear the batched ledger.
+
+      1. engine init --coordinators 1; acknowledgmentAtBatchIndexLevelEnabled=False; a 40-transaction workload
+      2. set-txn-tc-batch-log --enable --reload --yes
+      3. set-txn-pending-ack-batch-log --enable --reload --yes
+      4. a client opens 3 transaction(s) (timeout 1h) and acks in them
+      5. set-txn-tc-batch-log --disable --reload --yes
+      6. set-txn-pending-ack-batch-log --disable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED", doc
+        assert doc["coordinators"][0]["cause"] == "open-across-switch"
+        machine.verdicts_follow_the_oracle()  # BLOCKED agrees with the oracle, and the fixes lead to WAIT
+        machine.client_ends("commit")  # the stall itself: still BLOCKED, never WAIT
+        assert machine.check()["verdict"] == "BLOCKED"
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
