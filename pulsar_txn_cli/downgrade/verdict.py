@@ -120,8 +120,9 @@ def downgrade_verdict(
         usable = usable.with_records(new_records)
 
     batch_index = _batch_index_deletion(obs)
-    coordinators = [_item(log, usable, findings, batch_index) for log in obs.coordinators]
-    subscriptions = [_item(log, usable, findings, batch_index) for log in obs.subscriptions]
+    since = obs.unbatched_since_ms if findings.step1_clean else None
+    coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
+    subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
     engine = obs.key.startswith("engine ")
     _stalls(coordinators, findings, engine=engine)
     _switch_would_stall(obs, findings, batch_index, engine=engine)
@@ -211,7 +212,11 @@ def _batch_index_deletion(obs: Observations) -> bool | None:
 
 
 def _item(
-    log: LogObservation, checkpoint: Checkpoint | None, findings: Findings, batch_index: bool | None
+    log: LogObservation,
+    checkpoint: Checkpoint | None,
+    findings: Findings,
+    batch_index: bool | None,
+    unbatched_since: int | None = None,
 ) -> ItemVerdict:
     record = checkpoint.record_for(log.key) if checkpoint is not None else None
     recorded = record.last_batched_ledger_id if record else None
@@ -236,6 +241,17 @@ def _item(
             "retry once the log is loaded (a managed ledger always has a current ledger)",
         )
     oldest, newest = min(log.ledgers), max(log.ledgers)
+    if unbatched_since is not None and len(log.ledgers) == 1 and (log.current_created_ms or -1) >= unbatched_since:
+        # Its only ledger was created after every broker's buffered-writer metrics started, and they
+        # counted no batch: it cannot hold a batched entry (a ledger is written by its creator only).
+        return ItemVerdict(
+            log,
+            oldest,
+            recorded,
+            True,
+            f"its only ledger {oldest} was created after the brokers' buffered-writer metrics started, "
+            "and they have counted no batch: it holds no batched entry",
+        )
     if record is None:
         return ItemVerdict(
             log,

@@ -450,3 +450,22 @@ def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
     result = v.downgrade_verdict(obs([tc(0, None, error=error)]), checkpoint({0: 4}))
     assert result.verdict == v.WAIT
     assert "transactional client connects" in result.coordinators[0].advice
+
+
+# -- a log that never batched (issue #21, item 6) ---------------------------------------------------
+
+
+def test_a_log_whose_only_ledger_postdates_metrics_that_counted_no_batch_is_clear():
+    fresh = tc(0, (4,), mark="4:-1", lac="4:-1", ongoing_txns=0, current_created_ms=2_000)
+    result = v.downgrade_verdict(obs([fresh], unbatched_since_ms=1_000), None)
+    assert result.verdict == v.SAFE and "counted no batch" in result.coordinators[0].reason
+    # Without the metrics' word (a batch was counted, or no `_created` sample), the old rule: WAIT.
+    assert v.downgrade_verdict(obs([fresh]), None).verdict == v.WAIT
+    # A ledger older than the metrics, or a second ledger, may hold batches written before them.
+    older = replace(fresh, current_created_ms=500)
+    assert v.downgrade_verdict(obs([older], unbatched_since_ms=1_000), None).verdict == v.WAIT
+    two = replace(fresh, ledgers=(3, 4))
+    assert v.downgrade_verdict(obs([two], unbatched_since_ms=1_000), None).verdict == v.WAIT
+    # Batching still on somewhere: never clear on this ground.
+    on = v.downgrade_verdict(obs([fresh], brokers=[broker(batching=True)], unbatched_since_ms=1_000), None)
+    assert on.verdict == v.BLOCKED and not on.coordinators[0].clear

@@ -53,3 +53,23 @@ def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
         machine.verdicts_follow_the_oracle()
     finally:
         machine.teardown()
+
+
+def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli, monkeypatch, tmp_path):
+    """Issue #21, item 6: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
+    may contain batched entries", and advice to unload the coordinators. Its buffered-writer metrics say no
+    batch was ever written, and each log's only ledger was created after they started: SAFE, as the
+    oracle says."""
+    from pulsar_txn_cli.engine.broker import Engine
+    from pulsar_txn_cli.engine.oracle import downgrade_oracle
+
+    isolate(monkeypatch, tmp_path)
+    directory = tmp_path / "engine"
+    Engine.init(directory).close()
+    result = cli(["downgrade", "check", "--engine-dir", directory, "--checkpoint", tmp_path / "cp.json", "-o", "json"])
+    assert result.exit_code == 0, result.stdout
+    doc = result.json()
+    assert doc["verdict"] == "SAFE" and all(c["clear"] for c in doc["coordinators"]) and len(doc["coordinators"]) == 4
+    assert "unload" not in result.stdout + result.stderr
+    with Engine.open(directory) as engine:
+        assert downgrade_oracle(engine)["batchedReachable"] is False
