@@ -1,7 +1,7 @@
 """Pulsar's names and ids as text: topics, partitions, managed ledgers, positions, transaction ids,
 and the "true"/"false" of its configuration. One parser each.
 
-A leaf: it imports nothing of the project, so any layer can use it. A name that does not parse
+A leaf: it imports only protocol.py, so any layer can use it. A name that does not parse
 raises InvalidName, which the CLI's error mapping (cli/main.py) reports as a usage error (exit code 2).
 """
 
@@ -11,8 +11,9 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote
 
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
+
 PARTITION_SUFFIX = "-partition-"
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 _PARTITION = re.compile(r"-partition-\d+$")
 _TXN = re.compile(r"^\(?\s*(-?\d+)\s*[,:]\s*(-?\d+)\s*\)?$")
 

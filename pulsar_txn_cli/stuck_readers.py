@@ -11,7 +11,8 @@ just before the first message of the oldest open transaction there (its "head" h
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, Position, TopicName, expand_partitions
+from pulsar_txn_cli.names import Position, TopicName, expand_partitions
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
 
 SYSTEM_PREFIX = "__"
 

@@ -159,7 +159,7 @@ def comparable(name: str, real, ours):
     if how == "subset" and isinstance(real, list):
         return [x for x in real if x in ours] or real[:1], ours
     if how == "engine-id" and isinstance(ours, dict):
-        from pulsar_txn_cli.admin.identity import ENGINE_ID_FIELD
+        from pulsar_txn_cli.protocol import ENGINE_ID_FIELD
 
         assert ours.get(ENGINE_ID_FIELD), "the engine's cluster metadata has no engine id"
         return real, {k: v for k, v in ours.items() if k != ENGINE_ID_FIELD}

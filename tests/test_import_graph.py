@@ -1,4 +1,6 @@
-"""No import circle in the package: the graph of `pulsar_txn_cli` imports, read with ast, has no cycle.
+"""No import circle and no uphill import in the package: the graph of `pulsar_txn_cli` imports, read
+with ast, has no cycle, and every import points to the importer's own floor or a lower one, as the
+layer table of docs/architecture.md draws them (the one list of the floors: this test reads it).
 
 Every import counts, at the top of a module or inside a function (a deferred import still ties
 the two modules together). `from pkg import name` counts as an import of pkg.name when that is a
@@ -9,12 +11,14 @@ Python runs it before them either way.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pulsar_txn_cli
 
 ROOT = Path(pulsar_txn_cli.__file__).parent
 PACKAGE = "pulsar_txn_cli"
+ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
 
 
 def _modules() -> dict[str, Path]:
@@ -83,3 +87,84 @@ def test_the_package_has_no_import_circle():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# ---------------------------------------------------------------- floors
+
+
+def doc_floors(text: str) -> dict[str, int]:
+    """The layer table of docs/architecture.md: {"cli/": 1, "output/units.py": 8, ...} (1 is the top)."""
+    block = re.search(r"<!-- layers: begin -->(.*?)<!-- layers: end -->", text, re.S)
+    assert block, "docs/architecture.md has no layer table (<!-- layers: begin --> ... <!-- layers: end -->)"
+    floors = {}
+    for row in block.group(1).splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].isdigit():
+            continue
+        for entry in re.findall(r"`([^`]+)`", cells[1]):
+            assert entry not in floors, f"{entry} is on two floors of the layer table"
+            floors[entry] = int(cells[0])
+    return floors
+
+
+def entry_of(module: str, floors: dict[str, int]) -> str | None:
+    """The row that places a module: its own file if the table names it, else its top-level package."""
+    parts = module.split(".")[1:]
+    path = ROOT / Path(*parts) if parts else ROOT
+    own = "/".join(parts) + ("/__init__.py" if path.is_dir() else ".py") if parts else "__init__.py"
+    if own in floors:
+        return own
+    top = f"{parts[0]}/" if len(parts) > 1 or path.is_dir() else own
+    return top if top in floors else None
+
+
+def uphill(graph: dict[str, set[str]], floors: dict[str, int]) -> list[str]:
+    """Every import from a lower floor (a higher number) to a higher one, as 'a (floor) -> b (floor)'."""
+    found = []
+    for module in sorted(graph):
+        own = floors[entry_of(module, floors)]
+        for target in sorted(graph[module]):
+            theirs = floors[entry_of(target, floors)]
+            if theirs < own:
+                found.append(f"{module} (floor {own}) -> {target} (floor {theirs})")
+    return found
+
+
+def test_every_module_is_on_a_floor_and_every_floor_names_something():
+    floors = doc_floors(ARCHITECTURE.read_text())
+    graph = import_graph()
+    unplaced = sorted(m for m in graph if entry_of(m, floors) is None)
+    assert not unplaced, "not in docs/architecture.md's layer table: " + ", ".join(unplaced)
+    used = {entry_of(m, floors) for m in graph}
+    stale = sorted(set(floors) - used)
+    assert not stale, "docs/architecture.md's layer table names what does not exist: " + ", ".join(stale)
+
+
+def test_imports_point_down_the_floors():
+    floors = doc_floors(ARCHITECTURE.read_text())
+    assert max(floors.values()) >= 6 and floors["cli/"] == 1  # the table was read
+    found = uphill(import_graph(), floors)
+    assert not found, "uphill import(s), against docs/architecture.md's layers:\n" + "\n".join(found)
+
+
+def test_protocol_imports_nothing_of_the_project():
+    assert import_graph()[f"{PACKAGE}.protocol"] == set()
+
+
+def test_the_floor_check_finds_an_uphill_import():
+    floors = {"cli/": 1, "admin/": 5, "engine/": 6, "names.py": 8}
+    graph = {
+        f"{PACKAGE}.cli.app": {f"{PACKAGE}.admin.client"},
+        f"{PACKAGE}.admin.client": {f"{PACKAGE}.names"},
+        f"{PACKAGE}.engine.router": {f"{PACKAGE}.admin.identity", f"{PACKAGE}.names"},
+        f"{PACKAGE}.names": set(),
+        f"{PACKAGE}.admin.identity": set(),
+    }
+    assert uphill(graph, floors) == [
+        f"{PACKAGE}.engine.router (floor 6) -> {PACKAGE}.admin.identity (floor 5)",
+    ]
+    assert doc_floors("<!-- layers: begin -->\n| 1 | `cli/`, `x.py` | a |\n| 2 | `y/` | b |\n<!-- layers: end -->") == {
+        "cli/": 1,
+        "x.py": 1,
+        "y/": 2,
+    }

@@ -16,9 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pulsar_txn_cli.admin import features, remembered
-from pulsar_txn_cli.admin.client import PENDING_ACK_BATCH_KEY, TC_ASSIGN, TC_BATCH_KEY
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import parse_bool
+from pulsar_txn_cli.protocol import (
+    PENDING_ACK_BATCH_KEY,
+    TC_BATCH_KEY,
+    pending_ack_store_key,
+    tc_assign_partition,
+    tc_store_key,
+    timestamp_text,
+)
 
 
 @dataclass(frozen=True)
@@ -150,8 +157,8 @@ def subscription_stores(admin, concurrency: int = 8, subscriptions: list[dict] |
 def store_key(log: Log, store: dict) -> str:
     """The PIP's key: the coordinator id, or `<topic>-<subscription>` like the pending-ack topic name."""
     if log.kind == "tc":
-        return str(store["coordinatorId"])
-    return f"{store['topic']}-{store['subscription']}"
+        return tc_store_key(store["coordinatorId"])
+    return pending_ack_store_key(store["topic"], store["subscription"])
 
 
 def stores_of(admin, log: Log, concurrency: int = 8) -> list[dict]:
@@ -258,7 +265,7 @@ def _word(value) -> str:
 def reload_targets(log: Log, stores: list[dict]) -> list[str]:
     """The topics to unload so that these stores reopen."""
     if log is TC:
-        return [f"{TC_ASSIGN}-partition-{s['coordinatorId']}" for s in stores]
+        return [tc_assign_partition(s["coordinatorId"]) for s in stores]
     from pulsar_txn_cli.natural import natural_key
 
     return sorted({s["topic"] for s in stores if s.get("topic") and s.get("discovery") != "orphan"}, key=natural_key)
@@ -422,11 +429,7 @@ def _add_metrics(admin, log: Log, brokers: list[dict]) -> None:
 
 
 def iso(ms: int | None) -> str:
-    if not ms:
-        return "-"
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return timestamp_text(ms) if ms else "-"
 
 
 def _short(url: str) -> str:

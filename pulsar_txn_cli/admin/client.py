@@ -15,13 +15,21 @@ import orjson
 from pulsar_txn_cli.admin.http_errors import http_failure
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import TopicName
+from pulsar_txn_cli.protocol import (
+    BROKER_CONFIG,
+    BROKERS,
+    CLUSTERS,
+    ENGINE_API,
+    LOOKUP,
+    METRICS,
+    NAMESPACES,
+    PERSISTENT,
+    TC_ASSIGN_PARTITIONS,
+    TENANTS,
+    TXN,
+    tc_assign_partition,
+)
 
-TXN = "/admin/v3/transactions"
-TC_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
-TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
-PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
-# The embedded engine's own endpoints (engine/router.py), which no Pulsar broker has.
-ENGINE_API = "/pulsar-txn/v1/engine"
 ENGINE_CLOCK, WALL_CLOCK = "engine time", "wall clock"
 
 
@@ -222,63 +230,61 @@ class PulsarAdmin:
     # --- coordinators, lookup, topics ---------------------------------------------------------
 
     def tc_partitions(self) -> int:
-        meta = self.get(
-            "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions", checkAllowAutoCreation=False
-        )
+        meta = self.get(TC_ASSIGN_PARTITIONS, checkAllowAutoCreation=False)
         return int((meta or {}).get("partitions", 0))
 
     def lookup(self, topic: str):
         name = TopicName(topic)
-        return self.get(f"/lookup/v2/topic/persistent/{name.rest}")
+        return self.get(f"{LOOKUP}/{name.rest}")
 
     def tenants(self) -> list[str]:
-        return self.get("/admin/v2/tenants")
+        return self.get(TENANTS)
 
     def namespaces(self, tenant: str) -> list[str]:
-        return self.get(f"/admin/v2/namespaces/{_seg(tenant)}")
+        return self.get(f"{NAMESPACES}/{_seg(tenant)}")
 
     def namespace_topics(self, namespace: str, include_system: bool = True) -> list[str]:
         tenant, _, ns = namespace.partition("/")
-        return self.get(f"/admin/v2/namespaces/{_seg(tenant)}/{_seg(ns)}/topics", includeSystemTopic=include_system)
+        return self.get(f"{NAMESPACES}/{_seg(tenant)}/{_seg(ns)}/topics", includeSystemTopic=include_system)
 
     def topic_subscriptions(self, topic: str) -> list[str]:
-        return self.get(f"/admin/v2/persistent/{TopicName(topic).rest}/subscriptions")
+        return self.get(f"{PERSISTENT}/{TopicName(topic).rest}/subscriptions")
 
     def unload_topic(self, topic: str):
-        return self.call("PUT", f"/admin/v2/persistent/{TopicName(topic).rest}/unload")
+        return self.call("PUT", f"{PERSISTENT}/{TopicName(topic).rest}/unload")
 
     # --- brokers, clusters, config, metrics ----------------------------------------------------
 
     def dynamic_config_names(self) -> list[str]:
-        return self.get("/admin/v2/brokers/configuration")
+        return self.get(BROKER_CONFIG)
 
     def dynamic_config_values(self) -> dict:
-        return self.get("/admin/v2/brokers/configuration/values")
+        return self.get(f"{BROKER_CONFIG}/values")
 
     def update_dynamic_config(self, name: str, value) -> None:
         text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        self.call("POST", f"/admin/v2/brokers/configuration/{_seg(name)}/{_seg(text)}")
+        self.call("POST", f"{BROKER_CONFIG}/{_seg(name)}/{_seg(text)}")
 
     def delete_dynamic_config(self, name: str) -> None:
-        self.call("DELETE", f"/admin/v2/brokers/configuration/{_seg(name)}")
+        self.call("DELETE", f"{BROKER_CONFIG}/{_seg(name)}")
 
     def runtime_config(self, broker_url: str | None = None) -> dict:
-        return self.get(_at(broker_url, "/admin/v2/brokers/configuration/runtime"))
+        return self.get(_at(broker_url, f"{BROKER_CONFIG}/runtime"))
 
     def clusters(self) -> list[str]:
-        return self.get("/admin/v2/clusters")
+        return self.get(CLUSTERS)
 
     def cluster_data(self, cluster: str) -> dict:
-        return self.get(f"/admin/v2/clusters/{_seg(cluster)}")
+        return self.get(f"{CLUSTERS}/{_seg(cluster)}")
 
     def brokers(self, cluster: str) -> list[str]:
-        return self.get(f"/admin/v2/brokers/{_seg(cluster)}")
+        return self.get(f"{BROKERS}/{_seg(cluster)}")
 
     def version(self, broker_url: str | None = None) -> str:
-        return self.call("GET", _at(broker_url, "/admin/v2/brokers/version"), text=True).strip().strip('"')
+        return self.call("GET", _at(broker_url, f"{BROKERS}/version"), text=True).strip().strip('"')
 
     def metrics_text(self, broker_url: str | None = None) -> str:
-        return self.call("GET", _at(broker_url, "/metrics/"), text=True)
+        return self.call("GET", _at(broker_url, f"{METRICS}/"), text=True)
 
     # --- compositions used by several commands ------------------------------------------------
 
@@ -286,7 +292,7 @@ class PulsarAdmin:
         """Pulsar's TransactionCoordinatorInfo list ({id, brokerServiceUrl}) plus the owner's web URL."""
         result = []
         for tc_id in range(self.tc_partitions()):
-            data = self.lookup(f"{TC_ASSIGN}-partition-{tc_id}") or {}
+            data = self.lookup(tc_assign_partition(tc_id)) or {}
             web = data.get("httpUrlTls") if str(self.target.url or "").startswith("https") else None
             result.append(
                 {

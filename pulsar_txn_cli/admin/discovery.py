@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
 from pulsar_txn_cli.natural import natural_key
 
 DEFAULT_CONCURRENCY = 8

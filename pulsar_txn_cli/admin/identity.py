@@ -12,8 +12,7 @@ proxy or another broker of the same cluster all reach the same cluster. So the k
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed
-
-ENGINE_ID_FIELD = "pulsarTxnEngineId"  # the engine's extra ClusterData field (no Pulsar broker has it)
+from pulsar_txn_cli.protocol import ENGINE_ID_FIELD
 
 
 def target_identity(admin) -> str:

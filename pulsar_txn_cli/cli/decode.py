@@ -97,13 +97,21 @@ def decode(
     )
     stream = _primed(stream, report)
     if env.output == "table":
-        emit(Result(data=None, tables=lambda: [decoding.record_table(stream)]), env)
+        emit(Result(data=None, tables=lambda: [_record_table(decoding.record_rows(stream))]), env)
     else:
         from pulsar_txn_cli.codec import entry_to_json
 
         jsons = map(entry_to_json, stream)
         emit(Result(data=None, records=jsons) if env.output == "jsonl" else Result(data=jsons), env)
     _finish(report, strict, env)
+
+
+def _record_table(rows):
+    from pulsar_txn_cli.output import Table
+
+    return Table(
+        [("position", "position"), ("batch", "batch"), ("txn", "txn id"), ("op", "op"), ("summary", "summary")], rows
+    )
 
 
 def _primed(stream, report):

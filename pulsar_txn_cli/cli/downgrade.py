@@ -292,7 +292,7 @@ def upgrade_check(concurrency: ConcurrencyOpt = 16) -> None:
     data["fixes"] = [command(f, env) for f in data["fixes"]]
 
     def tables():
-        from pulsar_txn_cli.downgrade.observations import PENDING_ACK_BATCH_KEY, TC_BATCH_KEY
+        from pulsar_txn_cli.protocol import PENDING_ACK_BATCH_KEY, TC_BATCH_KEY
 
         off = [r for r in data["coordinators"] + data["subscriptions"] if r["effectiveBatching"] is not True]
         return [

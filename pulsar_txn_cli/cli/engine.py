@@ -336,7 +336,7 @@ def _simulate_served(env, opts) -> dict:
     """The workload, run by the `engine serve` at --admin-url (engine/router.py)."""
     from dataclasses import asdict
 
-    from pulsar_txn_cli.engine.router import REMOTE_OPTIONS, camel
+    from pulsar_txn_cli.protocol import REMOTE_OPTIONS, camel
     from pulsar_txn_cli.errors import Interrupted
 
     if opts.ack_log:

@@ -146,12 +146,3 @@ def record_rows(entries) -> Iterator[dict]:
                 "op": codec.op_name(record, entry.log),
                 "summary": codec.summarize(record, entry.log),
             }
-
-
-def record_table(entries):
-    from pulsar_txn_cli.output import Table
-
-    return Table(
-        [("position", "position"), ("batch", "batch"), ("txn", "txn id"), ("op", "op"), ("summary", "summary")],
-        record_rows(entries),
-    )

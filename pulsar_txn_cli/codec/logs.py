@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulsar_txn_cli.codec.gen import PulsarApi_pb2 as api_pb2
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
+from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX, TC_LOG_MARKER
 
 TC_LOG = "tc"
 PENDING_ACK_LOG = "pending-ack"
@@ -20,15 +21,12 @@ BATCH_TYPE = {TC_LOG: tc_pb2.BatchedTransactionMetadataEntry, PENDING_ACK_LOG: p
 BATCH_FIELD = {TC_LOG: "transaction_logs", PENDING_ACK_LOG: "pending_ack_logs"}
 KIND = {TC_LOG: "TC log", PENDING_ACK_LOG: "pending-ack"}
 
-TC_LOG_MARKER = "__transaction_log_"
-PENDING_ACK_MARKER = "__transaction_pending_ack"
-
 
 def log_of_managed_ledger(name: str | None) -> str | None:
     """Which log a managed-ledger (or topic) name belongs to, or None when it tells nothing."""
     if not name:
         return None
-    if name.endswith(PENDING_ACK_MARKER):
+    if name.endswith(PENDING_ACK_SUFFIX):
         return PENDING_ACK_LOG
     if name.rsplit("/", 1)[-1].startswith(TC_LOG_MARKER):
         return TC_LOG

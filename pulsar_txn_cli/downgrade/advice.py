@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, TC_ASSIGN_TOPIC, LogObservation
+from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation
+from pulsar_txn_cli.protocol import BATCH_KEYS, tc_assign_partition
 from pulsar_txn_cli.names import Position
 
 # Likely causes of an item that holds the downgrade back (the "cause" field of the JSON).
@@ -37,7 +38,7 @@ def reload_command(obs: LogObservation) -> str:
     """Reopening the store is what makes a configuration change effective: a coordinator or pending-ack
     store reads the batch settings only when it opens (PIP-160; docs/real-broker-findings.md)."""
     if obs.kind == COORDINATOR:
-        return f"pulsar-admin topics unload {TC_ASSIGN_TOPIC}-partition-{obs.coordinator_id}"
+        return f"pulsar-admin topics unload {tc_assign_partition(obs.coordinator_id)}"
     return f"pulsar-admin topics unload {obs.topic}"
 
 

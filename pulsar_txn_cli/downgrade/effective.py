@@ -10,8 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pulsar_txn_cli.admin import features
-from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, PENDING_ACK_BATCH_KEY, TC_BATCH_KEY, LogObservation
+from pulsar_txn_cli.downgrade.observations import LogObservation
 from pulsar_txn_cli.names import parse_bool
+from pulsar_txn_cli.protocol import (
+    BATCH_KEYS,
+    PENDING_ACK_BATCH_KEY,
+    TC_BATCH_KEY,
+    pending_ack_store_key,
+    tc_store_key,
+)
 
 
 class Judge:
@@ -49,7 +56,7 @@ class Judge:
         )
 
     def coordinator(self, log: LogObservation, stats: dict) -> LogObservation:
-        return self._judge(log, TC_BATCH_KEY, stats, str(log.coordinator_id))
+        return self._judge(log, TC_BATCH_KEY, stats, tc_store_key(log.coordinator_id))
 
     def subscription(self, log: LogObservation, stats: dict) -> LogObservation:
-        return self._judge(log, PENDING_ACK_BATCH_KEY, stats, f"{log.topic}-{log.subscription}")
+        return self._judge(log, PENDING_ACK_BATCH_KEY, stats, pending_ack_store_key(log.topic, log.subscription))

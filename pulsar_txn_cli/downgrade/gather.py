@@ -21,9 +21,8 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
 
-TC_CURSOR = "transaction.subscription"
-PENDING_ACK_CURSOR = "__pending_ack_state"
 DEFAULT_CONCURRENCY = 16
 
 
@@ -209,7 +208,7 @@ def _broker(admin, url: str, only: bool, versions: bool, counter: Counter) -> Br
     runtime, error = _attempt(counter, admin.runtime_config, None if only else url)
     version = None
     if versions:
-        path = "/admin/v2/brokers/version" if only else url.rstrip("/") + "/admin/v2/brokers/version"
+        path = f"{BROKERS}/version" if only else url.rstrip("/") + f"{BROKERS}/version"
         text, version_error = _attempt(counter, lambda: admin.call("GET", path, text=True))
         version = text.strip().strip('"') if isinstance(text, str) and text.strip() else None
         error = error or version_error

@@ -9,15 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-TC_BATCH_KEY = "transactionLogBatchedWriteEnabled"
-PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"
-BATCH_KEYS = (TC_BATCH_KEY, PENDING_ACK_BATCH_KEY)
-BATCH_INDEX_KEY = "acknowledgmentAtBatchIndexLevelEnabled"
-
 COORDINATOR = "coordinator"
 SUBSCRIPTION = "subscription"
-
-TC_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
 
 
 @dataclass(frozen=True)

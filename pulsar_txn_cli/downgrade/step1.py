@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from pulsar_txn_cli.admin.features import batch_flag, no_batched_logs
 from pulsar_txn_cli.downgrade.advice import disable_command, enable_command, reload_command, set_command
-from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.protocol import BATCH_KEYS
 from pulsar_txn_cli.names import parse_bool
 
 

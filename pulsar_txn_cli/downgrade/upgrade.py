@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from pulsar_txn_cli.admin.features import lacks_batched_logs
 from pulsar_txn_cli.downgrade.advice import disable_command
-from pulsar_txn_cli.downgrade.observations import BATCH_KEYS, COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.protocol import BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
 from pulsar_txn_cli.names import parse_bool
 

@@ -21,7 +21,8 @@ from pulsar_txn_cli.downgrade.advice import (
     stall_fixes,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
-from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key

@@ -31,13 +31,13 @@ from pulsar_txn_cli.engine.pending_ack import PendingAckStore
 from pulsar_txn_cli.engine.store import DB_NAME, Store
 from pulsar_txn_cli.errors import EngineError, UsageError
 from pulsar_txn_cli.names import (
-    PENDING_ACK_SUFFIX,
     expand_partitions,
     full_topic,
     managed_ledger_name,
     pending_ack_managed_ledger,
     topic_of_managed_ledger,
 )
+from pulsar_txn_cli.protocol import COORDINATOR_ENABLED_KEY, PENDING_ACK_SUFFIX, TC_ASSIGN
 
 ENV_DIR = "PULSAR_TXN_ENGINE_DIR"
 DEFAULT_COORDINATORS = 4
@@ -128,11 +128,11 @@ class Engine:
                 store.set_meta("coordinators", str(coordinators))
                 store.set_meta("boot", "1")
                 store.set_meta("engineId", new_engine_id())
-                for key, value in (("transactionCoordinatorEnabled", "true"), ("clusterName", cluster)):
+                for key, value in ((COORDINATOR_ENABLED_KEY, "true"), ("clusterName", cluster)):
                     store.db.execute("INSERT OR REPLACE INTO config(key, value) VALUES(?, ?)", (key, value))
                 store.db.execute(
                     "INSERT OR REPLACE INTO topics(name, partitions) VALUES(?, ?)",
-                    ("persistent://pulsar/system/transaction_coordinator_assign", coordinators),
+                    (TC_ASSIGN, coordinators),
                 )
         except BaseException:
             store.close()
@@ -227,7 +227,7 @@ class Engine:
             self.store.set_meta("coordinators", str(replicas))
             self.store.db.execute(
                 "UPDATE topics SET partitions=? WHERE name=?",
-                (replicas, "persistent://pulsar/system/transaction_coordinator_assign"),
+                (replicas, TC_ASSIGN),
             )
         self.coordinator_count = replicas
 

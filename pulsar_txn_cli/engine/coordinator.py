@@ -16,10 +16,7 @@ from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
 from pulsar_txn_cli.engine.writer import BufferedWriter
 from pulsar_txn_cli.errors import EngineError
-
-TC_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
-TC_CURSOR = "transaction.subscription"
-TC_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, TC_BATCH_KEY, TC_CURSOR, TC_LOG_PREFIX
 
 NEW, ADD_PARTITION, ADD_SUBSCRIPTION, UPDATE = 0, 1, 2, 3
 OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED = 0, 1, 2, 3, 4
@@ -109,7 +106,7 @@ class Coordinator:
         engine = self.engine
         if reopen or not self.ml.exists or not self.ml.owner:
             cfg = engine.config.values()
-            batch = bool(cfg["transactionLogBatchedWriteEnabled"])
+            batch = bool(cfg[TC_BATCH_KEY])
             with engine.store.tx():
                 self.ml.open_new_ledger(engine.ledger_settings(cfg))
                 self.ml.set_owner_state(
@@ -118,7 +115,7 @@ class Coordinator:
                     maxSize=cfg["transactionLogBatchedWriteMaxSize"],
                     maxDelayMs=cfg["transactionLogBatchedWriteMaxDelayInMillis"],
                     # MLTransactionLogImpl forces batch-index deletion on while batching (facts §3.1).
-                    batchIndexDeletion=batch or bool(cfg["acknowledgmentAtBatchIndexLevelEnabled"]),
+                    batchIndexDeletion=batch or bool(cfg[BATCH_INDEX_KEY]),
                     recoverStartTime=engine.clock.now_ms,
                     endedUndeletable=[],  # a reopened TC replays them as open again (facts §3.3)
                 )

@@ -11,12 +11,12 @@ batch-index deletion (facts §3.3).
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 
 import orjson
 
 from pulsar_txn_cli.errors import EngineError
 from pulsar_txn_cli.names import Position
+from pulsar_txn_cli.protocol import TC_CURSOR, timestamp_text
 
 MB = 1024 * 1024
 
@@ -59,11 +59,6 @@ class BatchedPosition(Position):
             out["batchSize"] = self.batch_size
             out["batchIndex"] = self.batch_index
         return out
-
-
-def timestamp_text(ms: int) -> str:
-    """Pulsar's internal-stats timestamp text, e.g. 2026-01-01T00:00:00.000Z."""
-    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class Ledger:
@@ -523,7 +518,7 @@ class Cursor:
             "cursorLedgerLastEntry": -1,
             "individuallyDeletedMessages": self.individually_deleted_text(),
             "lastLedgerSwitchTimestamp": timestamp_text(self.last_switch) if self.last_switch else "",
-            "state": "Open" if self.name == "transaction.subscription" else "NoLedger",  # as a real broker shows them
+            "state": "Open" if self.name == TC_CURSOR else "NoLedger",  # as a real broker shows them
             "active": True,
             "numberOfEntriesSinceFirstNotAckedMessage": backlog + 1,
             "totalNonContiguousDeletedMessagesRange": len(self.individually_deleted_text().split("(")) - 1,

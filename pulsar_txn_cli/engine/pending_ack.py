@@ -22,8 +22,8 @@ from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
 from pulsar_txn_cli.engine.writer import BufferedWriter
 from pulsar_txn_cli.names import pending_ack_managed_ledger
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, PENDING_ACK_BATCH_KEY, PENDING_ACK_CURSOR
 
-PENDING_ACK_CURSOR = "__pending_ack_state"
 ACK, COMMIT, ABORT = 1, 2, 3
 INDIVIDUAL, CUMULATIVE = 0, 1
 
@@ -123,13 +123,13 @@ class PendingAckStore:
                 cfg = engine.config.values()
                 self.ml.open_new_ledger(engine.ledger_settings(cfg))
                 self.ml.set_owner_state(
-                    batchEnabled=bool(cfg["transactionPendingAckBatchedWriteEnabled"]),
+                    batchEnabled=bool(cfg[PENDING_ACK_BATCH_KEY]),
                     maxRecords=cfg["transactionPendingAckBatchedWriteMaxRecords"],
                     maxSize=cfg["transactionPendingAckBatchedWriteMaxSize"],
                     maxDelayMs=cfg["transactionPendingAckBatchedWriteMaxDelayInMillis"],
                     indexMinLag=cfg["transactionPendingAckLogIndexMinLag"],
                     # The provider never enables batch-index deletion for this ledger (facts §3.2).
-                    batchIndexDeletion=bool(cfg["acknowledgmentAtBatchIndexLevelEnabled"]),
+                    batchIndexDeletion=bool(cfg[BATCH_INDEX_KEY]),
                     recoverStartTime=engine.clock.now_ms,
                 )
                 self._open_cursor()

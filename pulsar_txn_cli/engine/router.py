@@ -13,7 +13,6 @@ from dataclasses import fields
 from urllib.parse import unquote
 
 from pulsar_txn_cli import __version__
-from pulsar_txn_cli.admin.client import ENGINE_API
 from pulsar_txn_cli.engine.buffer import stats as buffer_stats
 from pulsar_txn_cli.engine.buffer.service import TopicNotFound
 from pulsar_txn_cli.engine.broker_config import KEYS, parse_value, to_text
@@ -24,12 +23,32 @@ from pulsar_txn_cli.engine.coordinator import (
 )
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import EngineError, UsageError
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX, TxnID, managed_ledger_name, parse_bool, partitioned_topic
+from pulsar_txn_cli.names import TxnID, managed_ledger_name, parse_bool, partitioned_topic
+from pulsar_txn_cli.protocol import (
+    BROKER_CONFIG,
+    BROKERS,
+    CLUSTERS,
+    COORDINATOR_ENABLED_KEY,
+    ENGINE_API,
+    ENGINE_ID_FIELD,
+    LOOKUP,
+    METRICS,
+    NAMESPACES,
+    PENDING_ACK_SUFFIX,
+    PERSISTENT,
+    REMOTE_OPTIONS,
+    SYSTEM_NAMESPACE,
+    TC_ASSIGN_LOCAL,
+    TC_ASSIGN_PARTITIONS,
+    TC_LOG_MARKER,
+    TENANTS,
+    TXN,
+    camel,
+)
 
 VERSION = "4.0.0"  # the Pulsar behaviour the engine models
-TXN = "/admin/v3/transactions"
-NOT_ENABLED = "This Broker is not configured with transactionCoordinatorEnabled=true."
-ASSIGN_PARTITION = re.compile(r"^transaction_coordinator_assign-partition-(\d+)$")
+NOT_ENABLED = f"This Broker is not configured with {COORDINATOR_ENABLED_KEY}=true."
+ASSIGN_PARTITION = re.compile(rf"^{TC_ASSIGN_LOCAL}-partition-(\d+)$")
 
 _ROUTES: list[tuple[str, re.Pattern, object, bool]] = []
 
@@ -253,12 +272,12 @@ def abort_transaction(engine, query, body, most, least):
 # ---------------------------------------------------------------- topics, tenants, namespaces
 
 
-@route("GET", "/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions")
+@route("GET", TC_ASSIGN_PARTITIONS)
 def tc_assign_partitions(engine, query, body):
     return 200, {"partitions": engine.coordinator_count, "deleted": False}
 
 
-@route("GET", "/lookup/v2/topic/persistent/pulsar/system/{name}")
+@route("GET", LOOKUP + f"/{SYSTEM_NAMESPACE}/{{name}}")
 def lookup(engine, query, body, name):
     match = ASSIGN_PARTITION.match(name)
     if match and int(match.group(1)) >= engine.coordinator_count:
@@ -266,7 +285,7 @@ def lookup(engine, query, body, name):
     return 200, _lookup_data(engine)
 
 
-@route("GET", "/lookup/v2/topic/persistent/{tenant}/{ns}/{topic}")
+@route("GET", LOOKUP + "/{tenant}/{ns}/{topic}")
 def lookup_any(engine, query, body, tenant, ns, topic):
     return 200, _lookup_data(engine)
 
@@ -285,9 +304,9 @@ def _lookup_data(engine) -> dict:
 def _is_system(topic: str) -> bool:
     local = topic.rsplit("/", 1)[-1]
     return (
-        local.startswith("__transaction_log_")
+        local.startswith(TC_LOG_MARKER)
         or local.endswith(PENDING_ACK_SUFFIX)
-        or local.startswith("transaction_coordinator_assign")
+        or local.startswith(TC_ASSIGN_LOCAL)
         or local.startswith("__")
     )
 
@@ -297,13 +316,13 @@ def _topic_exists(engine, full: str) -> bool:
     return full in known or partitioned_topic(full) in known
 
 
-@route("GET", "/admin/v2/tenants")
+@route("GET", TENANTS)
 def tenants(engine, query, body):
     found = {"public", "pulsar"} | {t.split("://", 1)[1].split("/")[0] for t in engine.topics()}
     return 200, sorted(found)
 
 
-@route("GET", "/admin/v2/namespaces/{tenant}")
+@route("GET", NAMESPACES + "/{tenant}")
 def namespaces(engine, query, body, tenant):
     known = {"public": {"public/default"}, "pulsar": {"pulsar/system"}}
     found = set(known.get(tenant, set()))
@@ -316,7 +335,7 @@ def namespaces(engine, query, body, tenant):
     return 200, sorted(found)
 
 
-@route("GET", "/admin/v2/namespaces/{tenant}/{ns}/topics")
+@route("GET", NAMESPACES + "/{tenant}/{ns}/topics")
 def namespace_topics(engine, query, body, tenant, ns):
     mode = query.get("mode", "PERSISTENT").upper()
     if mode == "NON_PERSISTENT":
@@ -329,12 +348,12 @@ def namespace_topics(engine, query, body, tenant, ns):
     return 200, [t for t in topics if include_system or not _is_system(t)]
 
 
-@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions")
+@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/partitions")
 def partitioned_metadata(engine, query, body, tenant, ns, topic):
     return 200, {"partitions": engine.partition_count(_topic(tenant, ns, topic)), "deleted": False}
 
 
-@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats")
+@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/internalStats")
 def topic_internal_stats(engine, query, body, tenant, ns, topic):
     """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
     ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
@@ -346,7 +365,7 @@ def topic_internal_stats(engine, query, body, tenant, ns, topic):
     return 200, stats
 
 
-@route("GET", "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions")
+@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/subscriptions")
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
     subs = sorted({s for name in engine.topic_and_partitions(full) for _, s in engine.subscriptions(name)})
@@ -355,7 +374,7 @@ def subscriptions(engine, query, body, tenant, ns, topic):
     return 200, subs
 
 
-@route("PUT", "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload")
+@route("PUT", PERSISTENT + "/{tenant}/{ns}/{topic}/unload")
 def unload(engine, query, body, tenant, ns, topic):
     """Reopen the topic's stores: a TC for a transaction_coordinator_assign partition, else the
     pending-ack stores of the topic's subscriptions."""
@@ -373,22 +392,22 @@ def unload(engine, query, body, tenant, ns, topic):
 # ---------------------------------------------------------------- brokers and clusters
 
 
-@route("GET", "/admin/v2/brokers/configuration")
+@route("GET", BROKER_CONFIG)
 def dynamic_names(engine, query, body):
     return 200, sorted(name for name, key in KEYS.items() if key.dynamic)
 
 
-@route("GET", "/admin/v2/brokers/configuration/values")
+@route("GET", BROKER_CONFIG + "/values")
 def dynamic_values(engine, query, body):
     return 200, engine.config.overrides()
 
 
-@route("GET", "/admin/v2/brokers/configuration/runtime")
+@route("GET", BROKER_CONFIG + "/runtime")
 def runtime_config(engine, query, body):
     return 200, engine.config.runtime()
 
 
-@route("POST", "/admin/v2/brokers/configuration/{name}/{value}")
+@route("POST", BROKER_CONFIG + "/{name}/{value}")
 def update_dynamic(engine, query, body, name, value):
     key = KEYS.get(name)
     if key is None or not key.dynamic:
@@ -404,7 +423,7 @@ def update_dynamic(engine, query, body, name, value):
     return 200, None
 
 
-@route("DELETE", "/admin/v2/brokers/configuration/{name}")
+@route("DELETE", BROKER_CONFIG + "/{name}")
 def delete_dynamic(engine, query, body, name):
     key = KEYS.get(name)
     if key is None or not key.dynamic:
@@ -413,17 +432,15 @@ def delete_dynamic(engine, query, body, name):
     return 200, None
 
 
-@route("GET", "/admin/v2/clusters")
+@route("GET", CLUSTERS)
 def clusters(engine, query, body):
     return 200, [engine.cluster]
 
 
-@route("GET", "/admin/v2/clusters/{cluster}")
+@route("GET", CLUSTERS + "/{cluster}")
 def cluster_data(engine, query, body, cluster):
     if cluster != engine.cluster:
         raise HttpError(404, "Cluster does not exist")
-    from pulsar_txn_cli.admin.identity import ENGINE_ID_FIELD
-
     port = engine.config.values()["brokerServicePort"]
     return 200, {
         "serviceUrl": f"http://{engine.web_service}",
@@ -438,40 +455,40 @@ def cluster_data(engine, query, body, cluster):
     }  # the one field a broker does not have
 
 
-@route("GET", "/admin/v2/brokers/version")
+@route("GET", BROKERS + "/version")
 def version(engine, query, body):
     return 200, VERSION
 
 
-@route("GET", "/admin/v2/brokers/health")
+@route("GET", BROKERS + "/health")
 def health(engine, query, body):
     return 200, "ok"
 
 
-@route("GET", "/admin/v2/brokers/ready")
+@route("GET", BROKERS + "/ready")
 def ready(engine, query, body):
     return 200, "ok"
 
 
-@route("GET", "/admin/v2/brokers/leaderBroker")
+@route("GET", BROKERS + "/leaderBroker")
 def leader(engine, query, body):
     return 200, {"serviceUrl": f"http://{engine.web_service}", "brokerId": engine.web_service}
 
 
-@route("GET", "/admin/v2/brokers/{cluster}")
+@route("GET", BROKERS + "/{cluster}")
 def brokers(engine, query, body, cluster):
     if cluster != engine.cluster:
         raise HttpError(404, "Cluster does not exist")
     return 200, [engine.web_service]
 
 
-@route("GET", "/metrics")
+@route("GET", METRICS)
 def metrics(engine, query, body):
     # Without transactions the broker registers the disabled (no-op) writer metrics: no families.
     return 200, engine.metrics.prometheus() if engine.enabled else ""
 
 
-@route("GET", "/metrics/get")
+@route("GET", METRICS + "/get")
 def metrics_get(engine, query, body):
     return metrics(engine, query, body)
 
@@ -480,30 +497,11 @@ ENGINE_VERSION = __version__
 
 
 # ---------------------------------------------------------------- the engine's own endpoints
-# No broker has them (a broker answers 404, which is how a client tells the two apart):
-# GET .../clock, the engine's virtual time, so a client of `engine serve` shows times on the
-# engine's clock; POST .../simulate, a seeded workload run by the served engine, as a broker takes
+# (protocol.py): GET .../clock, the engine's virtual time, so a client of `engine serve` shows times on
+# the engine's clock; POST .../simulate, a seeded workload run by the served engine, as a broker takes
 # load while it runs (`engine simulate --admin-url`; the body holds SimOptions in camelCase);
 # POST .../advance, time passing on the served engine with its background work (`engine advance
 # --admin-url`; the body is {"durationMs": N}).
-
-# SimOptions' fields a client may send (--ack-log writes a file where the engine runs: in process only).
-REMOTE_OPTIONS = (
-    "transactions",
-    "concurrency",
-    "topics",
-    "partitions",
-    "subscriptions",
-    "abort_ratio",
-    "timeout_ratio",
-    "seed",
-    "txn_timeout_ms",
-)
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.capitalize() for word in rest)
 
 
 @route("GET", ENGINE_API + "/clock")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pulsar_txn_cli.engine.coordinator import FINAL, NEW, UPDATE, decode_tc_entry, tc_log_name
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.engine.pending_ack import ACK, decode_pa_entry
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.protocol import PENDING_ACK_CURSOR, PENDING_ACK_SUFFIX, TC_CURSOR, TC_LOG_PREFIX
 
 
 def verify(engine, acked_log: str | None = None) -> dict:
@@ -31,7 +31,7 @@ def verify(engine, acked_log: str | None = None) -> dict:
         ml = ManagedLedger.get(engine.store, engine.clock, name)
         summary = {"managedLedger": name, "ledgers": len(ml.ledgers), "entries": 0, "liveRecords": 0}
         _check_ledger(ml, problems)
-        if name.startswith("pulsar/system/persistent/__transaction_log_"):
+        if name.startswith(TC_LOG_PREFIX):
             tc_id = int(name.rsplit("_", 1)[1])
             live = _check_tc(ml, tc_id, summary, problems, warnings)
             live_by_tc[tc_id] = live
@@ -114,7 +114,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
     txns: dict[int, dict] = {}
     max_id = -1
     stuck = 0
-    for lid, eid, records, cursor in _live_entries(ml, "transaction.subscription", decode_tc_entry, problems):
+    for lid, eid, records, cursor in _live_entries(ml, TC_CURSOR, decode_tc_entry, problems):
         summary["entries"] += 1
         bits = cursor.deleted_batch_bits((lid, eid)) if len(records) > 1 else None
         if bits is not None and bits >> len(records):
@@ -141,7 +141,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
             if r.metadata_op == UPDATE and r.new_status in FINAL:
                 state["ended"] = True
     ended = [least for least, s in txns.items() if s["ended"]]
-    cursor = ml.cursors.get("transaction.subscription")
+    cursor = ml.cursors.get(TC_CURSOR)
     if ended or stuck:
         warnings.append(
             f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still "
@@ -162,7 +162,7 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
 
 def _check_pending_ack(ml, summary, problems) -> int:
     live: set = set()
-    for _lid, _eid, records, _ in _live_entries(ml, "__pending_ack_state", decode_pa_entry, problems):
+    for _lid, _eid, records, _ in _live_entries(ml, PENDING_ACK_CURSOR, decode_pa_entry, problems):
         summary["entries"] += 1
         for r in records:
             summary["liveRecords"] += 1

@@ -11,6 +11,8 @@ import bisect
 
 import orjson
 
+from pulsar_txn_cli.protocol import camel
+
 TC_PREFIX = "pulsar_txn_tc"
 PENDING_ACK_PREFIX = "pulsar_txn_pending_ack_store"
 PREFIXES = (TC_PREFIX, PENDING_ACK_PREFIX)
@@ -128,12 +130,6 @@ class Metrics:
                 out.append(f"{full}_total{{{labels}}} {float(w.counters[trigger])}")
                 out.append(f"{full}_created{{{labels}}} {created}")
         return "\n".join(out) + "\n"
-
-
-def camel(name: str) -> str:
-    """max_records -> maxRecords."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def java_double(value: float) -> str:

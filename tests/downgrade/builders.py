@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
-    BATCH_INDEX_KEY,
-    BATCH_KEYS,
     COORDINATOR,
     SUBSCRIPTION,
     BrokerObservation,
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 
 TARGET = "http://broker:8080"
 T0 = "2026-01-01T00:00:00Z"

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pulsar_txn_cli.downgrade import advice, entry_scan, step1, upgrade, verdict as v
-from pulsar_txn_cli.downgrade.observations import BATCH_INDEX_KEY, BATCH_KEYS, TC_BATCH_KEY
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS, TC_BATCH_KEY
 from tests.downgrade.builders import T1, TARGET, broker, checkpoint, obs, sub, tc
 
 

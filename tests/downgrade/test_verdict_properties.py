@@ -9,14 +9,13 @@ from hypothesis import strategies as st
 from pulsar_txn_cli.downgrade import upgrade, verdict as v
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
-    BATCH_INDEX_KEY,
-    BATCH_KEYS,
     COORDINATOR,
     SUBSCRIPTION,
     BrokerObservation,
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.names import parse_bool as config_flag
 
 TARGETS = ["http://a:8080", "http://b:8080"]
