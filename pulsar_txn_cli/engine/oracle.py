@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 
 from pulsar_txn_cli.codec import MAGIC
-from pulsar_txn_cli.engine.coordinator import TC_LOG_PREFIX
 from pulsar_txn_cli.engine.store import DB_NAME
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.protocol import PENDING_ACK_CURSOR, PENDING_ACK_SUFFIX, TC_CURSOR, TC_LOG_PREFIX
 
 MAGIC_BYTES = MAGIC.to_bytes(2, "big")
 ROUNDS = 3  # traffic then time, three times: a ledger rolls in one round and is trimmed in the next
@@ -72,7 +71,7 @@ def batched_ledgers(engine) -> list[dict]:
 def _mark_delete(db, name: str) -> tuple[int, int] | None:
     import orjson
 
-    cursor = "transaction.subscription" if name.startswith(TC_LOG_PREFIX) else "__pending_ack_state"
+    cursor = TC_CURSOR if name.startswith(TC_LOG_PREFIX) else PENDING_ACK_CURSOR
     row = db.execute("SELECT state FROM cursors WHERE ml=? AND name=?", (name, cursor)).fetchone()
     return tuple(orjson.loads(row[0]).get("md", (-1, -1))) if row else None
 
