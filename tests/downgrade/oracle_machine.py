@@ -4,6 +4,18 @@ downgrade and upgrade verdicts checked against the engine's own oracle after eve
 Used by tests/downgrade/test_verdict_oracle.py (fast, fixed seed) and `python -m bench verdict_oracle`.
 Every step goes through the CLI in process (run_cli) or the library the CLI calls; the verdicts are
 always read through `downgrade check -o json` / `upgrade check -o json`, as an operator reads them.
+
+After every step: SAFE => no batched entry is stored in a transaction log (engine verify
+--downgrade-oracle's batchedReachable); BLOCKED => traffic and time alone do not clear them, and following
+every printed fix (on a copy) gives WAIT or SAFE; WAIT => traffic and time alone clear them (and, in the
+full profile, a --wait on a copy ends in SAFE or BLOCKED); upgrade COMPLETE => every store batches.
+
+The fast profile starts from a cluster in use (transactions open, batching on in most examples) and may
+start at PIP-160's first downgrade step, so a few examples reach the interesting states. What it does
+not generate, and why: a broker.conf edit without a restart (the engine's runtime configuration shows it
+at once, a real broker's only after the restart), and a lone transaction open across the switch (its
+records, each flushed alone, are deletable, which the admin API cannot tell: the verdict blocks on it
+cautiously).
 """
 
 from __future__ import annotations
@@ -132,9 +144,15 @@ class VerdictOracle(RuleBasedStateMachine):
 
     @rule(on=st.booleans())
     def batch_index_setting(self, on):
-        """broker.conf's acknowledgmentAtBatchIndexLevelEnabled: read when a store is (re)opened."""
-        cli(["engine", "config", "set", "acknowledgmentAtBatchIndexLevelEnabled", str(on).lower(), *self.target()])
-        self.trail.add(f"engine config set acknowledgmentAtBatchIndexLevelEnabled {str(on).lower()}")
+        """acknowledgmentAtBatchIndexLevelEnabled in broker.conf, then a broker restart (it is not dynamic).
+
+        Only with the restart: a real broker's runtime configuration shows the new value once it restarts,
+        while the engine's shows a broker.conf edit at once (a limit of the model), so an edit alone would
+        make the verdict judge stores opened with the old value by the new one."""
+        value = str(on).lower()
+        cli(["engine", "config", "set", "acknowledgmentAtBatchIndexLevelEnabled", value, *self.target()])
+        cli(["engine", "reload", *self.target()])
+        self.trail.add(f"engine config set acknowledgmentAtBatchIndexLevelEnabled {value}; engine reload")
 
     # ---------------------------------------------------------------- what clients and time do
 
