@@ -18,6 +18,7 @@ from pulsar_txn_cli.downgrade.advice import (
     CAUSE_NOT_RECORDED,
     cause_text,
     diagnose,
+    open_across_switch,
     stall_fixes,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
@@ -125,7 +126,7 @@ def downgrade_verdict(
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
     engine = obs.key.startswith("engine ")
-    _stalls(coordinators, findings, engine=engine)
+    _stalls(coordinators, findings, batch_index, engine=engine)
     _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
     for item in missing:
@@ -152,8 +153,10 @@ def downgrade_verdict(
     )
 
 
-def _stalls(items: list[ItemVerdict], findings: Findings, *, engine: bool) -> None:
-    """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it."""
+def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+    """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
+    Transactions open across the switch count even before the log is recorded (step 1 may still block
+    on the other log): its fixes alone would not lead anywhere."""
     stalled = [
         i
         for i in items
@@ -161,6 +164,14 @@ def _stalls(items: list[ItemVerdict], findings: Findings, *, engine: bool) -> No
     ]
     for item in stalled:
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
+    for item in items:
+        if item not in stalled and not item.clear and open_across_switch(item.observation, batch_index):
+            stalled.append(item)
+            findings.blocked.append(
+                f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
+                "coordinator reopened without batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when "
+                "they end, the cursor stays pinned for good (the batch-index deletion stall)"
+            )
     if stalled:
         for fix in stall_fixes(engine):
             findings.fix(fix)

@@ -73,3 +73,26 @@ def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli,
     assert "unload" not in result.stdout + result.stderr
     with Engine.open(directory) as engine:
         assert downgrade_oracle(engine)["batchedReachable"] is False
+
+
+def test_regression_fixes_of_step_1_alone_led_to_the_stall(monkeypatch, tmp_path):
+    """The property test's shrunk counterexample after the first fix: the TC log's transactions were open
+    across the switch, but the pending-ack log batched again, so step 1 blocked first and its fix (turn
+    pending-ack batching off) alone led to BLOCKED again. The stall is named from the start now.
+
+      1.-6. as above, with 2 coordinators
+      7. engine config set acknowledgmentAtBatchIndexLevelEnabled false; engine reload
+      8. set-txn-pending-ack-batch-log --enable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+        machine.batch_index_setting(False)
+        machine.any_switch("pa", True, True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED"
+        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
