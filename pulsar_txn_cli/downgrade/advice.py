@@ -111,6 +111,13 @@ BATCH_INDEX_ADVICE = (
 )
 
 
+def pinned_without_open_transactions(log: LogObservation, batch_index: bool | None) -> bool:
+    """The same, from the observation alone (before the log is recorded)."""
+    return log.effective_batching is False and _pinned_without_open_transactions(
+        log, Position.find(log.mark_delete), Position.find(log.last_confirmed), batch_index
+    )
+
+
 def _pinned_without_open_transactions(log: LogObservation, mark, lac, batch_index: bool | None) -> bool:
     """No transaction is open, yet the TC log's cursor is behind its last entry with later entries
     deleted after it: records that cannot be deleted pin it (batch-index deletion off)."""

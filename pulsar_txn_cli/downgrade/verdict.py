@@ -19,6 +19,7 @@ from pulsar_txn_cli.downgrade.advice import (
     cause_text,
     diagnose,
     open_across_switch,
+    pinned_without_open_transactions,
     stall_fixes,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
@@ -165,7 +166,14 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
     for item in stalled:
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
     for item in items:
-        if item not in stalled and not item.clear and open_across_switch(item.observation, batch_index):
+        log = item.observation
+        if item not in stalled and not item.clear and pinned_without_open_transactions(log, batch_index):
+            stalled.append(item)
+            findings.blocked.append(
+                f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
+                "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
+            )
+        elif item not in stalled and not item.clear and open_across_switch(log, batch_index):
             stalled.append(item)
             findings.blocked.append(
                 f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "

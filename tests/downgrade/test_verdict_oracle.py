@@ -96,3 +96,25 @@ def test_regression_fixes_of_step_1_alone_led_to_the_stall(monkeypatch, tmp_path
         machine.verdicts_follow_the_oracle()
     finally:
         machine.teardown()
+
+
+def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(monkeypatch, tmp_path):
+    """The third shrunk counterexample: the stall had formed (the transactions committed) when the
+    pending-ack log batched again; step 1's fix alone led to BLOCKED on the stall. Named from the start now.
+
+      1.-6. as above, with 2 coordinators
+      7. the client commits its 3 open transaction(s)
+      8. set-txn-pending-ack-batch-log --enable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+        machine.client_ends("commit")
+        machine.any_switch("pa", True, True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED"
+        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
