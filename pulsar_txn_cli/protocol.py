@@ -77,7 +77,8 @@ def timestamp_text(ms: int) -> str:
 # ---------------------------------------------------------------- the engine's own endpoints
 # No broker has them (a broker answers 404, which is how a client tells the two apart):
 # GET {ENGINE_API}/clock, the engine's virtual time; POST {ENGINE_API}/simulate, a seeded workload run
-# by a served engine, its body the REMOTE_OPTIONS of SimOptions in camelCase.
+# by a served engine, its body the REMOTE_OPTIONS of SimOptions in camelCase; POST {ENGINE_API}/advance,
+# time passing on a served engine (`engine advance`), its body {"durationMs": N}.
 
 ENGINE_API = "/pulsar-txn/v1/engine"
 ENGINE_ID_FIELD = "pulsarTxnEngineId"  # the engine's extra ClusterData field (no Pulsar broker has it)

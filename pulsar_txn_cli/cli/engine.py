@@ -416,7 +416,7 @@ def advance(
     if env.target.admin_url:
         result = env.admin().engine_advance(duration_ms)
     else:
-        with _open() as engine:
+        with _open(auto_init=False) as engine:  # time passing on no engine is a typo, not a new engine
             result = run(engine, duration_ms)
     _emit(result, tables=[_kv_table(_advance_rows(result))])
 

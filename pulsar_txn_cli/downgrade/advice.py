@@ -13,6 +13,7 @@ CAUSE_NOT_ROLLED = "ledger-not-rolled"
 CAUSE_TRIM_PENDING = "trim-pending"
 CAUSE_OPEN_TXN = "open-transaction"
 CAUSE_BATCH_INDEX = "batch-index-deletion"
+CAUSE_OPEN_ACROSS = "open-across-switch"
 CAUSE_CURSOR_STUCK = "cursor-not-moving"
 CAUSE_MISSING = "not-found"
 CAUSE_INCONSISTENT = "inconsistent-checkpoint"
@@ -34,7 +35,8 @@ def set_command(key: str, want: bool) -> str:
 
 
 def reload_command(obs: LogObservation) -> str:
-    """Reopening the store is what makes a configuration change effective (facts §4)."""
+    """Reopening the store is what makes a configuration change effective: a coordinator or pending-ack
+    store reads the batch settings only when it opens (PIP-160; docs/real-broker-findings.md)."""
     if obs.kind == COORDINATOR:
         return f"pulsar-admin topics unload {tc_assign_partition(obs.coordinator_id)}"
     return f"pulsar-admin topics unload {obs.topic}"
@@ -45,7 +47,9 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     newest = max(log.ledgers)
     mark = Position.find(log.mark_delete)
     lac = Position.find(log.last_confirmed)
-    if newest <= recorded:
+    if open_across_switch(log, batch_index) and (mark is None or mark[0] <= recorded):
+        return CAUSE_OPEN_ACROSS, OPEN_ACROSS_ADVICE
+    if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index):
         return CAUSE_NOT_ROLLED, (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
             f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}"
@@ -82,7 +86,8 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
     )
 
 
-# facts §3.3, confirmed on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
+# Inferred from Pulsar's MLTransactionLogImpl and ManagedCursorImpl and confirmed on a real Pulsar 4.0.7
+# broker (docs/real-broker-findings.md): with
 # acknowledgmentAtBatchIndexLevelEnabled=false, once TC batching is off and the coordinator reloaded,
 # deletes of records inside batched entries are no-ops, so a transaction open across the switch pins
 # the TC log's cursor for good; with it true, the same sequence trims every batched ledger.
@@ -94,7 +99,7 @@ OPEN_ACROSS_SWITCH = (
     "every batched ledger)"
 )
 BATCH_INDEX_ADVICE = (
-    "this is the batch-index deletion stall of facts §3.3, confirmed on a real Pulsar 4.0.7 broker: with "
+    "this is the batch-index deletion stall (docs/real-broker-findings.md, seen on a real Pulsar 4.0.7 broker): with "
     "acknowledgmentAtBatchIndexLevelEnabled=false, deletes of records inside batched TC-log entries are "
     "no-ops once batching is off, so the cursor stays in the batched ledger while its individually deleted "
     "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
@@ -106,6 +111,66 @@ BATCH_INDEX_ADVICE = (
 )
 
 
+def pinned_without_open_transactions(log: LogObservation, batch_index: bool | None) -> bool:
+    """The same, from the observation alone (before the log is recorded)."""
+    return log.effective_batching is False and _pinned_without_open_transactions(
+        log, Position.find(log.mark_delete), Position.find(log.last_confirmed), batch_index
+    )
+
+
+def _pinned_without_open_transactions(log: LogObservation, mark, lac, batch_index: bool | None) -> bool:
+    """No transaction is open, yet the TC log's cursor is behind its last entry with later entries
+    deleted after it: records that cannot be deleted pin it (batch-index deletion off)."""
+    ranges = (log.individually_deleted or "").strip()
+    return (
+        log.kind == COORDINATOR
+        and batch_index is False
+        and log.ongoing_txns == 0
+        and mark is not None
+        and lac is not None
+        and mark < lac
+        and ranges not in ("", "[]")
+    )
+
+
+def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:
+    """Transactions open since before the coordinator reopened without batching, while batch-index
+    deletion is off: their records sit in batched entries that cannot be deleted once they end."""
+    return (
+        log.kind == COORDINATOR
+        and batch_index is False
+        and log.effective_batching is False
+        and bool(log.ongoing_txns)
+        and log.oldest_open_ms is not None
+        and log.opened_ms is not None
+        and log.oldest_open_ms < log.opened_ms
+    )
+
+
+OPEN_ACROSS_ADVICE = (
+    "these transactions were opened while the coordinator still batched, and acknowledgmentAtBatchIndexLevelEnabled "
+    "is false: once they end, deletes of their records inside batched entries are no-ops and the TC log's cursor "
+    "stays pinned for good (the batch-index deletion stall, seen on a real Pulsar 4.0.7 broker, "
+    "docs/real-broker-findings.md); waiting does not help. Set acknowledgmentAtBatchIndexLevelEnabled=true in "
+    "every broker.conf and restart the brokers now, while they are still open (with it true the real broker "
+    "trimmed every batched ledger)"
+)
+
+
+def stall_fixes(engine: bool) -> list[str]:
+    """What removes the stall: batch-index deletion on, then the coordinators reopened with it."""
+    if engine:
+        return [
+            "pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true",
+            "pulsar-txn engine reload",
+        ]
+    return [
+        "set acknowledgmentAtBatchIndexLevelEnabled=true in every broker's broker.conf and restart the brokers "
+        "(it is not a dynamic setting); then abort the transactions that come back open: "
+        "`pulsar-txn slow-transactions -t 1s`, `pulsar-txn abort-transaction -m M -l L`"
+    ]
+
+
 def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
     return {
         CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet",
@@ -113,7 +178,10 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         CAUSE_OPEN_TXN: f"{log.ongoing_txns} open transaction(s) keep the cursor "
         f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
         CAUSE_BATCH_INDEX: f"the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}"
-        f"{_ranges(log)}), likely the batch-index deletion stall",
+        f"{_ranges(log)}), likely the batch-index deletion stall, which only an operator can clear",
+        CAUSE_OPEN_ACROSS: f"{log.ongoing_txns} transaction(s) open since before the coordinator reopened without "
+        "batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when they end, the cursor stays pinned "
+        "for good (the batch-index deletion stall), which only an operator can prevent or clear",
         CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
     }.get(cause, cause)
 

@@ -42,12 +42,14 @@ class Judge:
         state, reason = effective(store, key, configured, dynamic, change, store_key, self._release)
         ongoing = store.get("ongoingTxnSize")
         opened = store.get("state")
+        recovered = store.get("recoverStartTime")
         return replace(
             log,
             effective_batching=state,
             effective_reason=reason,
             ongoing_txns=ongoing if isinstance(ongoing, int) else None,
             store_state=opened if isinstance(opened, str) else None,
+            opened_ms=recovered if isinstance(recovered, int) and not isinstance(recovered, bool) else None,
         )
 
     def coordinator(self, log: LogObservation, stats: dict) -> LogObservation:

@@ -92,6 +92,7 @@ def gather(
             pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions, counter)), u)
             for u in urls or ()
         ]
+        metric_futures = [pool.submit(_unbatched_since, admin, None if only else u, counter) for u in urls or ()]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
@@ -100,6 +101,7 @@ def gather(
         ]
         sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
+        since = [f.result() for f in metric_futures]
         coordinators = [f.result() for f in tc_futures]
         subscriptions = [f.result() for f in sub_futures]
     except BaseException:
@@ -121,7 +123,32 @@ def gather(
         coordinators=tuple(coordinators),
         subscriptions=tuple(subscriptions),
         problems=tuple(problems),
+        unbatched_since_ms=max(since) if since and None not in since else None,
     )
+
+
+def _unbatched_since(admin, url: str | None, counter: Counter) -> int | None:
+    """When this broker's buffered-writer metrics started, if they counted no batch since (else None).
+
+    A broker counts a batch only when it writes one (PIP-160's bufferedwriter metrics), from the
+    moment its metrics were created (their `_created` samples): no batch since then, on every broker,
+    means no ledger created after it holds a batched entry (a ledger has one writer, its creator)."""
+    from pulsar_txn_cli.admin import writer_metrics
+
+    text, error = _attempt(counter, admin.metrics_text, url)
+    if error or not isinstance(text, str):
+        return None
+    created, batches = [], 0.0
+    for name, _labels, value in writer_metrics.parse(text):
+        if "_bufferedwriter_" not in name:
+            continue
+        if name.endswith("_created"):
+            created.append(value)
+        elif name.endswith("batch_records_count"):
+            batches += value
+    if batches or not created:
+        return None
+    return int(round(max(created) * 1000))
 
 
 def _attempt(counter: Counter, fn, *args):
@@ -199,7 +226,25 @@ def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) ->
         stats, stats_error = _attempt(counter, admin.coordinator_stats, tc_id)
         if stats_error and not log.error:
             log = replace(log, error=f"coordinator stats: {stats_error}")
-    return log, stats if isinstance(stats, dict) else {}
+    stats = stats if isinstance(stats, dict) else {}
+    ongoing = stats.get("ongoingTxnSize")
+    if isinstance(ongoing, int) and ongoing > 0 and not log.error:
+        log = replace(log, oldest_open_ms=_oldest_open(admin, tc_id, counter))
+    return log, stats
+
+
+def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
+    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over 0 ms);
+    None when it cannot be told: the verdict then does not rest on it."""
+    data, error = _attempt(counter, admin.slow_transactions, 0, tc_id)
+    if error or not isinstance(data, dict):
+        return None
+    stamps = [
+        meta.get("openTimestamp")
+        for meta in data.values()
+        if isinstance(meta, dict) and isinstance(meta.get("openTimestamp"), int)
+    ]
+    return min(stamps) if stamps else None
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:
@@ -224,11 +269,26 @@ def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **iden
     except (KeyError, TypeError, ValueError):
         return LogObservation(kind, error="a ledger in the answer has no numeric ledgerId", **ident)
     cursor_stats = (ml.get("cursors") or {}).get(cursor) or {}
+    created = _timestamp_ms(ml.get("lastLedgerCreatedTimestamp"))
     return LogObservation(
         kind,
         ledgers=ledgers,
         last_confirmed=ml.get("lastConfirmedEntry"),
         mark_delete=cursor_stats.get("markDeletePosition"),
         individually_deleted=cursor_stats.get("individuallyDeletedMessages"),
+        current_created_ms=created,
         **ident,
     )
+
+
+def _timestamp_ms(text) -> int | None:
+    """Pulsar's internal-stats timestamp (2026-01-01T00:00:00.000Z) in epoch ms; None when absent or odd."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(round(moment.timestamp() * 1000))

@@ -40,6 +40,9 @@ class LogObservation:
     ongoing_txns: int | None = None
     error: str | None = None
     store_state: str | None = None  # the store's state ("Ready"; "Initializing" while it opens; None: not loaded)
+    opened_ms: int | None = None  # when the store last (re)opened: its recoverStartTime
+    oldest_open_ms: int | None = None  # a coordinator's oldest open transaction's openTimestamp (None: none or unknown)
+    current_created_ms: int | None = None  # when its current ledger was created (lastLedgerCreatedTimestamp)
 
     @property
     def opening(self) -> bool:
@@ -76,6 +79,9 @@ class Observations:
     subscriptions: tuple[LogObservation, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
     identity: str = ""  # who the target says it is (admin/identity.py): the key of its checkpoint
+    # Every broker's buffered-writer metrics counted no batch since this time (the latest of their
+    # `_created` samples); None when some batch was counted or it cannot be told.
+    unbatched_since_ms: int | None = None
 
     @property
     def key(self) -> str:

@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pulsar_txn_cli.downgrade.advice import (
+    CAUSE_BATCH_INDEX,
     CAUSE_ERROR,
+    CAUSE_OPEN_ACROSS,
     CAUSE_INCONSISTENT,
     CAUSE_MISSING,
     CAUSE_NOT_RECORDED,
     cause_text,
     diagnose,
+    open_across_switch,
+    pinned_without_open_transactions,
+    stall_fixes,
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
@@ -118,8 +123,12 @@ def downgrade_verdict(
         usable = usable.with_records(new_records)
 
     batch_index = _batch_index_deletion(obs)
-    coordinators = [_item(log, usable, findings, batch_index) for log in obs.coordinators]
-    subscriptions = [_item(log, usable, findings, batch_index) for log in obs.subscriptions]
+    since = obs.unbatched_since_ms if findings.step1_clean else None
+    coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
+    subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
+    engine = obs.key.startswith("engine ")
+    _stalls(coordinators, findings, batch_index, engine=engine)
+    _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
     for item in missing:
         (coordinators if item.observation.kind == COORDINATOR else subscriptions).append(item)
@@ -143,6 +152,57 @@ def downgrade_verdict(
         len(new_records),
         obs.key,
     )
+
+
+def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+    """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
+    Transactions open across the switch count even before the log is recorded (step 1 may still block
+    on the other log): its fixes alone would not lead anywhere."""
+    stalled = [
+        i
+        for i in items
+        if i.cause == CAUSE_OPEN_ACROSS or (i.cause == CAUSE_BATCH_INDEX and i.observation.ongoing_txns == 0)
+    ]
+    for item in stalled:
+        findings.blocked.append(f"{item.observation.label}: {item.reason}")
+    for item in items:
+        log = item.observation
+        if item not in stalled and not item.clear and pinned_without_open_transactions(log, batch_index):
+            stalled.append(item)
+            findings.blocked.append(
+                f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
+                "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
+            )
+        elif item not in stalled and not item.clear and open_across_switch(log, batch_index):
+            stalled.append(item)
+            findings.blocked.append(
+                f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
+                "coordinator reopened without batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when "
+                "they end, the cursor stays pinned for good (the batch-index deletion stall)"
+            )
+    if stalled:
+        for fix in stall_fixes(engine):
+            findings.fix(fix)
+
+
+def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+    """The fixes turn TC batching off: with transactions open and batch-index deletion off, that would
+    create the stall, so the fixes turn batch-index deletion on first (issue #21)."""
+    turning_off = any(
+        "set-txn-tc-batch-log --disable" in f or "transactionLogBatchedWriteEnabled" in f for f in findings.fixes
+    )
+    open_now = [log for log in obs.coordinators if log.ongoing_txns and log.effective_batching is not False]
+    if not turning_off or batch_index is True or not open_now:
+        return
+    labels = ", ".join(log.label for log in open_now[:3]) + (
+        f" and {len(open_now) - 3} more" if len(open_now) > 3 else ""
+    )
+    findings.blocked.append(
+        f"{labels}: transactions are open while acknowledgmentAtBatchIndexLevelEnabled is "
+        f"{'false' if batch_index is False else 'unknown'}; turning TC batching off now would pin the TC log for "
+        "good once they end (the batch-index deletion stall): turn batch-index deletion on first"
+    )
+    findings.fixes[:0] = [f for f in stall_fixes(engine) if f not in findings.fixes]
 
 
 def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | None, bool]:
@@ -172,7 +232,11 @@ def _batch_index_deletion(obs: Observations) -> bool | None:
 
 
 def _item(
-    log: LogObservation, checkpoint: Checkpoint | None, findings: Findings, batch_index: bool | None
+    log: LogObservation,
+    checkpoint: Checkpoint | None,
+    findings: Findings,
+    batch_index: bool | None,
+    unbatched_since: int | None = None,
 ) -> ItemVerdict:
     record = checkpoint.record_for(log.key) if checkpoint is not None else None
     recorded = record.last_batched_ledger_id if record else None
@@ -197,6 +261,17 @@ def _item(
             "retry once the log is loaded (a managed ledger always has a current ledger)",
         )
     oldest, newest = min(log.ledgers), max(log.ledgers)
+    if unbatched_since is not None and len(log.ledgers) == 1 and (log.current_created_ms or -1) >= unbatched_since:
+        # Its only ledger was created after every broker's buffered-writer metrics started, and they
+        # counted no batch: it cannot hold a batched entry (a ledger is written by its creator only).
+        return ItemVerdict(
+            log,
+            oldest,
+            recorded,
+            True,
+            f"its only ledger {oldest} was created after the brokers' buffered-writer metrics started, "
+            "and they have counted no batch: it holds no batched entry",
+        )
     if record is None:
         return ItemVerdict(
             log,

@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 
 from pulsar_txn_cli.codec import MAGIC
-from pulsar_txn_cli.engine.coordinator import TC_LOG_PREFIX
 from pulsar_txn_cli.engine.store import DB_NAME
-from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.protocol import PENDING_ACK_CURSOR, PENDING_ACK_SUFFIX, TC_CURSOR, TC_LOG_PREFIX
 
 MAGIC_BYTES = MAGIC.to_bytes(2, "big")
 ROUNDS = 3  # traffic then time, three times: a ledger rolls in one round and is trimmed in the next
@@ -72,19 +71,19 @@ def batched_ledgers(engine) -> list[dict]:
 def _mark_delete(db, name: str) -> tuple[int, int] | None:
     import orjson
 
-    cursor = "transaction.subscription" if name.startswith(TC_LOG_PREFIX) else "__pending_ack_state"
+    cursor = TC_CURSOR if name.startswith(TC_LOG_PREFIX) else PENDING_ACK_CURSOR
     row = db.execute("SELECT state FROM cursors WHERE ml=? AND name=?", (name, cursor)).fetchone()
     return tuple(orjson.loads(row[0]).get("md", (-1, -1))) if row else None
 
 
-def downgrade_oracle(engine, *, rounds: int = ROUNDS, seed: int = 1) -> dict:
+def downgrade_oracle(engine, *, rounds: int = ROUNDS, seed: int = 1, traffic_minimum: int = 100) -> dict:
     """The oracle's answer for this engine (which it does not change: the future runs on a copy)."""
     ledgers = batched_ledgers(engine)
     before = {lid for log in ledgers for lid in log["batchedLedgerIds"]}
     reachable = bool(before)
     future = {"horizonMs": 0, "transactions": 0, "ledgers": ledgers}
     if reachable:
-        future = run_future(engine, rounds=rounds, seed=seed)
+        future = run_future(engine, rounds=rounds, seed=seed, traffic_minimum=traffic_minimum)
     after = {lid for log in future["ledgers"] for lid in log["batchedLedgerIds"]}
     return {
         "batchedReachable": reachable,
@@ -116,7 +115,9 @@ def copy_engine(engine, into: Path) -> Path:
     return into
 
 
-def run_future(engine, *, rounds: int = ROUNDS, seed: int = 1, directory: Path | None = None) -> dict:
+def run_future(
+    engine, *, rounds: int = ROUNDS, seed: int = 1, directory: Path | None = None, traffic_minimum: int = 100
+) -> dict:
     """Let the copy live on: rounds of ordinary traffic, then time beyond every timer."""
     from pulsar_txn_cli.engine.broker import Engine
 
@@ -124,23 +125,23 @@ def run_future(engine, *, rounds: int = ROUNDS, seed: int = 1, directory: Path |
     try:
         copy_engine(engine, scratch)
         with Engine.open(scratch, auto_init=False) as future:
-            return drive(future, rounds=rounds, seed=seed)
+            return drive(future, rounds=rounds, seed=seed, traffic_minimum=traffic_minimum)
     finally:
         if directory is None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def drive(engine, *, rounds: int = ROUNDS, seed: int = 1) -> dict:
+def drive(engine, *, rounds: int = ROUNDS, seed: int = 1, traffic_minimum: int = 100) -> dict:
     """Traffic and time on this engine, with no operator action; returns what is left batched."""
     from pulsar_txn_cli.engine.advance import advance
 
     horizon = horizon_ms(engine)
     transactions = 0
     for r in range(rounds):
-        transactions += traffic(engine, seed=seed * 1000 + r)
+        transactions += traffic(engine, seed=seed * 1000 + r, minimum=traffic_minimum)
         advance(engine, horizon)
     # Clients keep going: what is judged is a cluster in use, not one left idle after its last trim.
-    transactions += traffic(engine, seed=seed * 1000 + rounds)
+    transactions += traffic(engine, seed=seed * 1000 + rounds, minimum=traffic_minimum)
     return {"horizonMs": horizon, "transactions": transactions, "ledgers": batched_ledgers(engine)}
 
 
@@ -162,7 +163,7 @@ def horizon_ms(engine) -> int:
     return max(max(rollover) * 60_000 + 60_000, max(timeouts) + 60_000, snapshot + 1, 121_000)
 
 
-def traffic(engine, *, seed: int) -> int:
+def traffic(engine, *, seed: int, minimum: int = 100) -> int:
     """One round of ordinary clients: transactions on the engine's existing subscriptions (else the
     workload's own), enough records for each pending-ack log's index to move. Returns how many."""
     if not engine.enabled:
@@ -171,7 +172,7 @@ def traffic(engine, *, seed: int) -> int:
 
     subs = engine.subscriptions()
     lag = int(engine.config.values()["transactionPendingAckLogIndexMinLag"])
-    count = min(MAX_ROUND_TRANSACTIONS, max(100, 2 * lag * max(1, len(subs))))
+    count = min(MAX_ROUND_TRANSACTIONS, max(minimum, 2 * lag * max(1, len(subs))))
     opts = SimOptions(transactions=count, concurrency=20, abort_ratio=0.1, timeout_ratio=0.05, seed=seed)
     workload = Workload(engine, opts)
     if subs:

@@ -68,9 +68,10 @@ def test_reset_then_init_is_a_new_engine_with_nothing_remembered(cli, tmp_path):
     assert stat["change"] is None
     assert not any("outside pulsar-txn" in c["reason"] for c in stat["coordinators"]), stat
     verdict = cli(["downgrade", "check", *engine, "-o", "json"])
-    # A fresh engine's current ledgers are recorded and WAIT for their rollover (fail-closed);
-    # before the fix the old engine's record made this BLOCKED ("changed again outside pulsar-txn").
-    assert verdict.exit_code == 5 and verdict.json()["verdict"] == "WAIT", verdict.stdout + verdict.stderr
+    # A fresh engine never batched: its buffered-writer metrics counted no batch and each log's only
+    # ledger is newer than them, so SAFE (issue #21); before the identity fix the old engine's record
+    # made this BLOCKED ("changed again outside pulsar-txn").
+    assert verdict.exit_code == 0 and verdict.json()["verdict"] == "SAFE", verdict.stdout + verdict.stderr
     assert not any("outside pulsar-txn" in p for p in verdict.json()["problems"])
 
 

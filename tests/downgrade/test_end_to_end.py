@@ -456,13 +456,23 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
     assert len(opened) == 5
     # Without batch-index acknowledgements the switch is refused (it would pin the log): forced here.
     switch(cli, b, False, force=not batch_index)
-    assert check(cli, b).exit_code == 5  # records; the recorded ledger is still the current one
+    first = check(cli, b)
+    # With batch-index deletion off the stall is certain once they end: BLOCKED now, while they are
+    # still open and the operator can prevent it (issue #21); with it on, they only need to end.
+    assert first.exit_code == (5 if batch_index else 6), first.stdout
     b.workload()
     second = check(cli, b)
-    assert second.exit_code == 5
+    assert second.exit_code == (5 if batch_index else 6)
     tc0 = second.json()["coordinators"][0]
-    assert tc0["cause"] == "open-transaction" and "5 open transaction(s)" in tc0["reason"]
-    assert ("pinned for good" in tc0["advice"]) is (not batch_index)
+    if batch_index:
+        assert tc0["cause"] == "open-transaction" and "5 open transaction(s)" in tc0["reason"]
+    else:
+        assert tc0["cause"] == "open-across-switch" and "5 transaction(s) open since before" in tc0["reason"]
+        assert second.json()["fixes"][:2] == [
+            f"pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true --engine-dir {b.dir}",
+            f"pulsar-txn engine reload --engine-dir {b.dir}",
+        ]
+        assert "pinned for good" in tc0["advice"]
     with Engine.open(b.dir) as engine:
         for least in opened:
             engine.abort_transaction(0, least)
@@ -470,13 +480,12 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
     if batch_index:
         assert last.exit_code == 0, last.stdout
     else:
-        assert last.exit_code == 5
+        assert last.exit_code == 6, last.stdout  # BLOCKED: --wait stops here, an operator must act
         tc0 = last.json()["coordinators"][0]
-        # The cursor stays pinned: WAIT for good. (The engine rebuilds a coordinator's transactions
-        # from its log on every attach, so the undeletable NEW records bring the aborted
-        # transactions back as open: the cause shows as open-transaction there, as after a TC
-        # reload on a broker; a running broker reports batch-index-deletion. Both say what to do.)
-        assert tc0["cause"] in ("batch-index-deletion", "open-transaction"), tc0["reason"]
+        # The cursor stays pinned for good. (The engine rebuilds a coordinator's transactions from its
+        # log when it reopens, so the undeletable NEW records may bring the aborted transactions back as
+        # open: the cause shows as open-across-switch there, as after a TC reload on a broker.)
+        assert tc0["cause"] in ("batch-index-deletion", "open-across-switch"), tc0["reason"]
         assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc0["advice"]
         assert int(tc0["markDeletePosition"].split(":")[0]) <= tc0["lastBatchedLedgerId"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pulsar_txn_cli.downgrade import advice, entry_scan, step1, upgrade, verdict as v
@@ -250,10 +252,55 @@ def test_cause_open_transaction():
     assert "2 open transaction(s)" in item.reason
 
 
-def test_cause_batch_index_caveat_on_a_tc_log_without_batch_index_acks():
-    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=False)])
-    assert item.cause == advice.CAUSE_BATCH_INDEX
-    assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice
+def test_the_batch_index_stall_is_blocked_with_its_fixes():
+    """No open transaction, batch-index deletion off, the cursor pinned in the batched ledger: nothing
+    but an operator clears it (issue #21), so BLOCKED, and --wait stops there."""
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
+    item = result.coordinators[0]
+    assert item.cause == advice.CAUSE_BATCH_INDEX and "only an operator can clear" in item.reason
+    assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice and "facts" not in item.advice
+    assert result.verdict == v.BLOCKED and result.problems[0].startswith("coordinator 0: ")
+    assert "acknowledgmentAtBatchIndexLevelEnabled=true in every broker's broker.conf" in result.fixes[0]
+
+
+def test_the_batch_index_cause_with_open_transactions_unknown_is_not_blocked():
+    item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=None), brokers=[broker(batch_index=False)])
+    assert item.cause == advice.CAUSE_BATCH_INDEX  # WAIT: whether transactions are open is not known
+
+
+def test_transactions_open_across_the_switch_without_batch_index_acks_are_blocked():
+    """Opened before the coordinator reopened without batching: once they end, the stall is certain."""
+    log = tc(0, (4,), mark="4:1", lac="4:9", ongoing_txns=2, oldest_open_ms=1_000, opened_ms=5_000)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
+    assert result.verdict == v.BLOCKED
+    assert result.coordinators[0].cause == advice.CAUSE_OPEN_ACROSS
+    # The same transactions opened after the reopen hold no batched record: they only need to end.
+    later = replace(log, oldest_open_ms=6_000)
+    assert v.downgrade_verdict(obs([later], brokers=[broker(batch_index=False)]), checkpoint({0: 4})).verdict == v.WAIT
+    # With batch-index deletion on, their records are deleted when they end.
+    assert v.downgrade_verdict(obs([log], brokers=[broker(batch_index=True)]), checkpoint({0: 4})).verdict == v.WAIT
+
+
+def test_an_engine_gets_the_engines_own_fix_commands():
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
+    result = v.downgrade_verdict(
+        obs([log], brokers=[broker(batch_index=False)], identity="engine 1234"),
+        checkpoint({0: 4}, target="engine 1234"),
+    )
+    assert result.fixes == [
+        "pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true",
+        "pulsar-txn engine reload",
+    ]
+
+
+def test_turning_tc_batching_off_with_open_transactions_turns_batch_index_deletion_on_first():
+    log = tc(0, (4,), effective=True, ongoing_txns=3)
+    result = v.downgrade_verdict(obs([log], brokers=[broker(batching=True, batch_index=False)]), None)
+    assert result.verdict == v.BLOCKED
+    assert "turning TC batching off now would pin the TC log" in " ".join(result.problems)
+    assert "acknowledgmentAtBatchIndexLevelEnabled=true" in result.fixes[0]
+    assert any("set-txn-tc-batch-log --disable" in f for f in result.fixes[1:])
 
 
 def test_cause_cursor_stuck_on_a_tc_log_with_batch_index_acks():
@@ -403,3 +450,22 @@ def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
     result = v.downgrade_verdict(obs([tc(0, None, error=error)]), checkpoint({0: 4}))
     assert result.verdict == v.WAIT
     assert "transactional client connects" in result.coordinators[0].advice
+
+
+# -- a log that never batched (issue #21, item 6) ---------------------------------------------------
+
+
+def test_a_log_whose_only_ledger_postdates_metrics_that_counted_no_batch_is_clear():
+    fresh = tc(0, (4,), mark="4:-1", lac="4:-1", ongoing_txns=0, current_created_ms=2_000)
+    result = v.downgrade_verdict(obs([fresh], unbatched_since_ms=1_000), None)
+    assert result.verdict == v.SAFE and "counted no batch" in result.coordinators[0].reason
+    # Without the metrics' word (a batch was counted, or no `_created` sample), the old rule: WAIT.
+    assert v.downgrade_verdict(obs([fresh]), None).verdict == v.WAIT
+    # A ledger older than the metrics, or a second ledger, may hold batches written before them.
+    older = replace(fresh, current_created_ms=500)
+    assert v.downgrade_verdict(obs([older], unbatched_since_ms=1_000), None).verdict == v.WAIT
+    two = replace(fresh, ledgers=(3, 4))
+    assert v.downgrade_verdict(obs([two], unbatched_since_ms=1_000), None).verdict == v.WAIT
+    # Batching still on somewhere: never clear on this ground.
+    on = v.downgrade_verdict(obs([fresh], brokers=[broker(batching=True)], unbatched_since_ms=1_000), None)
+    assert on.verdict == v.BLOCKED and not on.coordinators[0].clear

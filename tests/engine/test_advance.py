@@ -74,3 +74,9 @@ def test_a_wrong_duration_is_a_usage_error(cli, tmp_path):
     result = cli(["engine", "advance", "soon", "--engine-dir", tmp_path / "e"])
     assert result.exit_code == 2
     assert "DURATION 'soon' is not a duration" in result.stderr
+
+
+def test_no_engine_is_not_created_to_let_time_pass_on(cli, tmp_path):
+    result = cli(["engine", "advance", "1h", "--engine-dir", tmp_path / "typo"])
+    assert result.exit_code == 2 and "no engine in" in result.stderr
+    assert not (tmp_path / "typo").exists()

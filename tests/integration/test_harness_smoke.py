@@ -274,8 +274,10 @@ def downgrade_experiment(b: harness.PulsarBroker, tool: Tool, checkpoint: Path) 
     """Batching on -> batches>1 incl. txns held open -> batching off + TC reload -> finish held txns
     -> more workload across several rollovers -> are the batched TC-log ledgers trimmed?
 
-    Folded in: the downgrade walk of `pulsar-txn downgrade check` on the same broker (WAIT right after
-    the switch; then SAFE, or a WAIT naming the batch-index deletion stall)."""
+    Folded in: the downgrade walk of `pulsar-txn downgrade check` on the same broker (right after the
+    switch WAIT, or BLOCKED when batch-index acknowledgements are off and transactions are open across
+    it; then SAFE, or BLOCKED on the batch-index deletion stall of docs/real-broker-findings.md until
+    the remedy, then SAFE)."""
     obs: dict = {"ackAtBatchIndexLevel": b.broker_conf().get("acknowledgmentAtBatchIndexLevelEnabled", False)}
     switch_batching(b, tool, True)
     run = b.start_workload(seed=33, txns=12, aborts=3, ops=3, parallel=8, hold=4, prefix="dg")
@@ -421,6 +423,9 @@ def release_stall(b: harness.PulsarBroker, tool: Tool, checkpoint: Path, obs: di
     code, verdict = downgrade_check(tool, checkpoint)
     obs["after_aborts_check"] = verdict_summary(code, verdict)
     obs["after_aborts_check_tc"] = verdict["coordinators"]
+    # The rest of the downgrade as the tool's causes ask (the pending-ack logs drain with their
+    # subscriptions' consumers): SAFE.
+    obs["after_remedy_walk"] = walk_to_safe(b, tool, checkpoint, rounds=6)
 
 
 def abort_held(b: harness.PulsarBroker, tool: Tool, txn_id: str, obs: dict) -> int:
@@ -468,12 +473,18 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
         assert obs["switch_refused"] is (not ack_at_batch_index), obs
 
         # The downgrade walk through `pulsar-txn downgrade check`: right after the switch (batching
-        # effectively off everywhere, transactions still open, batched ledgers present): WAIT, exit 5.
+        # effectively off everywhere, transactions still open, batched ledgers present): WAIT, exit 5,
+        # when they only need to end; BLOCKED, exit 6, when batch-index acknowledgements are off, since
+        # their ends will pin the TC log for good (issue #21).
         first = obs["check_after_switch"]
-        assert (first["verdict"], first["exit"]) == ("WAIT", 5), first
         (tc_item,) = obs["check_after_switch_tc"]
         assert not tc_item["clear"] and tc_item["lastBatchedLedgerId"] >= max(obs["phase1_ledgers"]), tc_item
-        assert tc_item["cause"] in ("open-transaction", "ledger-not-rolled"), tc_item
+        if ack_at_batch_index:
+            assert (first["verdict"], first["exit"]) == ("WAIT", 5), first
+            assert tc_item["cause"] in ("open-transaction", "ledger-not-rolled"), tc_item
+        else:
+            assert (first["verdict"], first["exit"]) == ("BLOCKED", 6), first
+            assert tc_item["cause"] == "open-across-switch", tc_item
         final = obs["final_check"]
         (tc_item,) = obs["final_check_tc"]
         if ack_at_batch_index and obs.get("resurrected") is not None:
@@ -488,10 +499,11 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             assert (final["verdict"], final["exit"]) == ("SAFE", 0), obs["walk"]
             assert tc_item["clear"] and tc_item["oldestLedgerId"] > tc_item["lastBatchedLedgerId"], tc_item
         else:
-            # the batch-index deletion stall: never trimmed; the tool keeps saying WAIT and names the cause (while a
-            # transaction the switch resurrected is open, that open transaction, and the same remedy)
-            assert (final["verdict"], final["exit"]) == ("WAIT", 5), final
-            cause = "open-transaction" if obs["resurrected_at_switch"] else "batch-index-deletion"
+            # The batch-index deletion stall (docs/real-broker-findings.md): never trimmed; the tool says
+            # BLOCKED, exit 6, and names the cause (while a transaction the switch resurrected is open,
+            # that transaction open across the switch, with the same remedy)
+            assert (final["verdict"], final["exit"]) == ("BLOCKED", 6), final
+            cause = "open-across-switch" if obs["resurrected_at_switch"] else "batch-index-deletion"
             assert not tc_item["clear"] and tc_item["cause"] == cause, tc_item
             assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc_item["advice"], tc_item
             assert tc_item["markDeletePosition"] == obs["final_markDelete"]
@@ -503,7 +515,7 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             assert obs["after_final_reload_ongoing"] == len(held), obs
             assert obs["after_final_reload_slow"] == held, obs
             (tc_item,) = obs["after_final_reload_check_tc"]
-            assert obs["after_final_reload_check"]["verdict"] == "WAIT" and tc_item["cause"] == "open-transaction"
+            assert obs["after_final_reload_check"]["verdict"] == "BLOCKED" and tc_item["cause"] == "open-across-switch"
             assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc_item["advice"], tc_item
             # Following the advice releases the pinned log: after a restart with batch-index
             # acknowledgements the held transactions are still OPEN (replayed); once they are
@@ -515,5 +527,10 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             assert not set(obs["phase1_ledgers"]) & set(obs["after_aborts_ledgers"]), obs["after_aborts_ledgers"]
             (tc_item,) = obs["after_aborts_check_tc"]
             assert tc_item["clear"], tc_item
+            # BLOCKED before the remedy, never again after it, and SAFE once the pending-ack logs drained
+            # (issue #21)
+            assert obs["after_aborts_check"]["verdict"] in ("WAIT", "SAFE"), obs["after_aborts_check"]
+            last = obs["after_remedy_walk"][-1]
+            assert (last["verdict"], last["exit"]) == ("SAFE", 0), obs["after_remedy_walk"]
     finally:
         harness.release_broker(b)

@@ -1,0 +1,365 @@
+"""A Hypothesis state machine over what operators and workloads do to an engine (issue #21), with the
+downgrade and upgrade verdicts checked against the engine's own oracle after every step.
+
+Used by tests/downgrade/test_verdict_oracle.py (fast, fixed seed) and `python -m bench verdict_oracle`.
+Every step goes through the CLI in process (run_cli) or the library the CLI calls; the verdicts are
+always read through `downgrade check -o json` / `upgrade check -o json`, as an operator reads them.
+
+After every step: SAFE => no batched entry is stored in a transaction log (engine verify
+--downgrade-oracle's batchedReachable); BLOCKED => traffic and time alone do not clear them, and following
+every printed fix (on a copy) gives WAIT or SAFE; WAIT => traffic and time alone clear them (and, in the
+full profile, a --wait on a copy ends in SAFE or BLOCKED); upgrade COMPLETE => every store batches.
+
+The fast profile starts from a cluster in use (transactions open, batching on in most examples) and may
+start at PIP-160's first downgrade step, so a few examples reach the interesting states. What it does
+not generate, and why: a broker.conf edit without a restart (the engine's runtime configuration shows it
+at once, a real broker's only after the restart), and a lone transaction open across the switch (its
+records, each flushed alone, are deletable, which the admin API cannot tell: the verdict blocks on it
+cautiously).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from pulsar_txn_cli.engine.broker import Engine
+from pulsar_txn_cli.engine.coordinator import OPEN
+from pulsar_txn_cli.engine.oracle import batched_ledgers, copy_engine, downgrade_oracle, horizon_ms, traffic
+from pulsar_txn_cli.engine.advance import advance
+from pulsar_txn_cli.engine.simulate import SimOptions, simulate
+from tests.conftest import run_cli
+
+SMALL = {
+    "managedLedgerMaxEntriesPerLedger": "50",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    "managedLedgerMaxLedgerRolloverTimeMinutes": "10",
+    "transactionPendingAckLogIndexMinLag": "5",
+}
+TOPIC = "persistent://public/default/sim-topic-0"
+TRAFFIC = 40  # transactions per round of ordinary traffic in the oracle's future
+SWITCH = {"tc": "set-txn-tc-batch-log", "pa": "set-txn-pending-ack-batch-log"}
+WAIT_ROUNDS = 4  # rounds of traffic then time a --wait gets on a copy before it must have ended
+
+
+class Trail:
+    """The steps of one example, as an operator would type them (shown with a failure)."""
+
+    def __init__(self):
+        self.steps: list[str] = []
+
+    def add(self, text: str) -> None:
+        self.steps.append(text)
+
+    def __str__(self) -> str:
+        return "\n".join(f"  {i + 1}. {s}" for i, s in enumerate(self.steps))
+
+
+def cli(args, expect=(0,)):
+    result = run_cli([str(a) for a in args])
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.exit_code in expect, f"{' '.join(map(str, args))} -> {result.exit_code}: {result.stderr}"
+    return result
+
+
+class VerdictOracle(RuleBasedStateMachine):
+    """thorough: also run a --wait on a copy for every WAIT (the bench's profile); without it a WAIT is
+    checked against the oracle only where batched entries are reachable (the fast suite's profile)."""
+
+    thorough = False
+
+    def __init__(self):
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="verdict-oracle-"))
+        self.dir = self.root / "engine"
+        self.checkpoint = self.root / "checkpoint.json"
+        self.held: list[tuple[int, int]] = []  # transactions a live client keeps open
+        self.seed = 0
+        self.trail = Trail()
+
+    def teardown(self):
+        if os.environ.get("VERDICT_ORACLE_TRACE"):
+            print(f"example:\n{self.trail}", flush=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # ---------------------------------------------------------------- helpers
+
+    def target(self, directory=None):
+        return ["--engine-dir", directory or self.dir]
+
+    def engine(self):
+        return Engine.open(self.dir, auto_init=False)
+
+    # ---------------------------------------------------------------- the cluster before the story
+
+    @initialize(
+        batching=st.sampled_from([True, True, True, False]),
+        batch_index=st.sampled_from([False, False, True]),  # Pulsar's default is false
+        coordinators=st.integers(1, 2),
+        held=st.sampled_from([3, 2]),  # a cluster in use always has transactions open
+        downgrading=st.booleans(),  # the story may start at PIP-160's first downgrade step
+    )
+    def start(self, batching, batch_index, coordinators, held, downgrading):
+        with Engine.init(self.dir, coordinators=coordinators) as engine:
+            for key, value in SMALL.items():
+                engine.config.set(key, value)
+            engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", str(batch_index).lower())
+            engine.reload()
+            simulate(engine, SimOptions(transactions=40, topics=2, subscriptions=3, seed=100))
+        self.trail.add(
+            f"engine init --coordinators {coordinators}; acknowledgmentAtBatchIndexLevelEnabled={batch_index}; "
+            "a 40-transaction workload"
+        )
+        if batching:
+            for log in SWITCH:
+                self.switch(log, True, True)
+        if held:
+            self.open_transactions(held, "1h")
+        if batching and downgrading:
+            self.disable_and_reload(("tc", "pa"))
+
+    # ---------------------------------------------------------------- what operators do
+
+    @rule(logs=st.sampled_from([("tc", "pa"), ("tc", "pa"), ("tc", "pa"), ("tc",), ("pa",)]))
+    def disable_and_reload(self, logs):
+        """The downgrade's first step as PIP-160 and the README tell it."""
+        for log in logs:
+            self.switch(log, False, True)
+
+    def switch(self, log, on, reload):
+        args = [SWITCH[log], "--enable" if on else "--disable", *(["--reload", "--yes"] if reload else [])]
+        cli([*args, *self.target()])
+        self.trail.add(" ".join(args))
+
+    @rule(log=st.sampled_from(["tc", "pa"]), on=st.booleans(), reload=st.booleans())
+    def any_switch(self, log, on, reload):
+        self.switch(log, on, reload)
+
+    @rule(on=st.booleans())
+    def batch_index_setting(self, on):
+        """acknowledgmentAtBatchIndexLevelEnabled in broker.conf, then a broker restart (it is not dynamic).
+
+        Only with the restart: a real broker's runtime configuration shows the new value once it restarts,
+        while the engine's shows a broker.conf edit at once (a limit of the model), so an edit alone would
+        make the verdict judge stores opened with the old value by the new one."""
+        value = str(on).lower()
+        cli(["engine", "config", "set", "acknowledgmentAtBatchIndexLevelEnabled", value, *self.target()])
+        cli(["engine", "reload", *self.target()])
+        self.trail.add(f"engine config set acknowledgmentAtBatchIndexLevelEnabled {value}; engine reload")
+
+    # ---------------------------------------------------------------- what clients and time do
+
+    @rule(transactions=st.sampled_from([20, 60]))
+    def workload(self, transactions):
+        self.seed += 1
+        with self.engine() as engine:
+            simulate(engine, SimOptions(transactions=transactions, topics=2, subscriptions=3, seed=self.seed))
+        self.trail.add(f"engine simulate -n {transactions} --topics 2 --subscriptions 3 --seed {self.seed}")
+
+    @rule(count=st.integers(2, 4), timeout=st.sampled_from(["30s", "1h"]))
+    def open_transactions(self, count, timeout):
+        """A client opens transactions, acknowledges in them, and keeps them open."""
+        timeout_ms = {"30s": 30_000, "1h": 3_600_000}[timeout]
+        with self.engine() as engine:
+            tc = engine.tc(0)
+            opened = []
+            for _ in range(count):
+                tc.new_transaction(timeout_ms, opened.append)
+            engine.checkpoint()
+            store = engine.pending_ack(TOPIC, "sim-sub-0")
+            for least in opened:
+                tc.add_subscriptions(least, [(store.topic, store.sub_name)], lambda pos: None)
+                store.ack(0, least, store.take_messages(1), lambda pos: None)
+            engine.checkpoint()
+        self.held += [(0, least) for least in opened]
+        self.trail.add(f"a client opens {count} transaction(s) (timeout {timeout}) and acks in them")
+
+    @precondition(lambda self: self.held)
+    @rule(how=st.sampled_from(["commit", "abort", "dies", "abort-by-hand"]))
+    def client_ends(self, how):
+        """The client commits or aborts what it holds, or dies (they time out), or an operator aborts one."""
+        if how == "dies":
+            self.trail.add(f"the client dies with {len(self.held)} open transaction(s)")
+        elif how == "abort-by-hand":
+            tc_id, least = self.held[0]
+            cli(["abort-transaction", "-m", tc_id, "-l", least, "--yes", *self.target()], expect=(0, 3, 4))
+            self.trail.add(f"abort-transaction -m {tc_id} -l {least} --yes")
+        else:
+            with self.engine() as engine:
+                for tc_id, least in self.held:
+                    meta = engine.tc(tc_id).txns.get(least)
+                    if meta is not None and meta.status == OPEN:
+                        engine.end_transaction(tc_id, least, how == "commit", lambda pos: None, lambda exc: None)
+                engine.checkpoint()
+            self.trail.add(f"the client {how}s its {len(self.held)} open transaction(s)")
+        self.held = []
+
+    @rule(duration=st.sampled_from(["30s", "15m", "2h"]))
+    def time_passes(self, duration):
+        cli(["engine", "advance", duration, *self.target()])
+        self.trail.add(f"engine advance {duration}")
+
+    # ---------------------------------------------------------------- the verdicts against the oracle
+
+    def check(self, directory=None, checkpoint=None):
+        result = cli(
+            [
+                "downgrade",
+                "check",
+                *self.target(directory),
+                "--checkpoint",
+                checkpoint or self.checkpoint,
+                "-o",
+                "json",
+            ],
+            expect=(0, 5, 6),
+        )
+        return result.json()
+
+    @invariant()
+    def verdicts_follow_the_oracle(self):
+        if not self.trail.steps:
+            return  # before initialize
+        doc = self.check()
+        verdict = doc["verdict"]
+        if verdict == "SAFE":
+            with self.engine() as engine:
+                reachable = [log for log in batched_ledgers(engine) if log["reachable"]]
+            assert not reachable, self.failure("SAFE while batched entries are reachable", doc, reachable)
+        elif verdict == "BLOCKED":
+            self.blocked_needs_an_operator(doc)
+        else:
+            self.wait_ends_by_itself(doc)
+        self.upgrade_follows_the_storage()
+
+    def blocked_needs_an_operator(self, doc):
+        # Batching configured on is BLOCKED whatever the stores do now: a restart or an unload, which
+        # happen without an operator too, would bring it back; the oracle's future has neither.
+        configured_on = any("must be false" in p for p in doc["problems"])
+        with self.engine() as engine:
+            oracle = downgrade_oracle(engine, rounds=2, seed=self.seed + 1, traffic_minimum=TRAFFIC)
+        assert configured_on or not (oracle["batchedReachable"] and oracle["clearsWithoutOperator"]), self.failure(
+            "BLOCKED, but traffic and time alone clear every batched ledger", doc, oracle["future"]
+        )
+        # Following every printed fix leads to WAIT or SAFE (on a copy).
+        copy, checkpoint = self.copy()
+        try:
+            for fix in doc["fixes"]:
+                self.run_fix(fix, copy)
+            after = self.check(copy, checkpoint)
+            assert after["verdict"] in ("WAIT", "SAFE"), self.failure(
+                f"following the fixes {doc['fixes']} leaves {after['verdict']}", doc, after["problems"]
+            )
+        finally:
+            shutil.rmtree(copy.parent, ignore_errors=True)
+
+    def wait_ends_by_itself(self, doc):
+        """WAIT: with traffic and time, and no operator, the batched ledgers go (the oracle) and a
+        --wait ends (SAFE or BLOCKED)."""
+        with self.engine() as engine:
+            oracle = downgrade_oracle(engine, rounds=2, seed=self.seed + 1, traffic_minimum=TRAFFIC)
+        assert oracle["clearsWithoutOperator"], self.failure(
+            "WAIT, but traffic and time alone never clear the batched ledgers (only an operator can: BLOCKED)",
+            doc,
+            {"progressWithoutOperator": oracle["progressWithoutOperator"], **oracle["future"]},
+        )
+        if not self.thorough:
+            return
+        copy, checkpoint = self.copy()
+        seen = []
+        try:
+            with Engine.open(copy, auto_init=False) as engine:
+                horizon = horizon_ms(engine)
+            for round_ in range(WAIT_ROUNDS):
+                with Engine.open(copy, auto_init=False) as engine:
+                    traffic(engine, seed=self.seed * 100 + round_, minimum=TRAFFIC)
+                    advance(engine, horizon)
+                after = self.check(copy, checkpoint)
+                seen.append(after["verdict"] + ": " + "; ".join(i["cause"] or "" for i in after["coordinators"]))
+                if after["verdict"] != "WAIT":
+                    break
+            with Engine.open(copy, auto_init=False) as engine:
+                left = [log for log in batched_ledgers(engine) if log["reachable"]]
+            assert after["verdict"] != "WAIT", self.failure(
+                f"WAIT for good: {WAIT_ROUNDS} rounds of traffic and {horizon // 1000} s each, no operator, "
+                f"still WAIT ({seen}); batched ledgers left: {[l['batchedLedgerIds'] for l in left]}",
+                doc,
+                None,
+            )
+        finally:
+            shutil.rmtree(copy.parent, ignore_errors=True)
+
+    def upgrade_follows_the_storage(self):
+        result = cli(["upgrade", "check", *self.target(), "-o", "json"], expect=(0, 5, 6))
+        if result.json()["verdict"] != "COMPLETE":
+            return
+        with self.engine() as engine:
+            stores = [tc.ml for tc in engine.all_tcs()] + [
+                engine.pending_ack(t, s).ml for t, s in engine.subscriptions() if engine.pending_ack_if_exists(t, s)
+            ]
+            off = [ml.name for ml in stores if not ml.owner.get("batchEnabled")]
+        assert not off, self.failure("upgrade COMPLETE while stores do not batch", result.json(), off)
+
+    def copy(self) -> tuple[Path, Path]:
+        scratch = Path(tempfile.mkdtemp(prefix="verdict-oracle-copy-"))
+        with self.engine() as engine:
+            copy_engine(engine, scratch / "engine")
+        checkpoint = scratch / "checkpoint.json"
+        if self.checkpoint.exists():
+            shutil.copy(self.checkpoint, checkpoint)
+        return scratch / "engine", checkpoint
+
+    def run_fix(self, fix: str, copy: Path) -> None:
+        words = shlex.split(fix)
+        if words[0] == "pulsar-txn":
+            if "--engine-dir" in words:
+                i = words.index("--engine-dir")
+                words[i + 1] = str(copy)
+            else:
+                words += ["--engine-dir", str(copy)]
+            cli(words[1:], expect=(0, 5, 6))
+        elif words[:3] == ["pulsar-admin", "brokers", "update-dynamic-config"]:
+            key, value = words[words.index("--config") + 1], words[words.index("--value") + 1]
+            cli(["engine", "config", "set", key, value, "--engine-dir", copy])
+        elif words[:3] == ["pulsar-admin", "topics", "unload"]:
+            topic = words[3]
+            with Engine.open(copy, auto_init=False) as engine:
+                if "transaction_coordinator_assign-partition-" in topic:
+                    engine.reload(coordinator=int(topic.rsplit("-", 1)[1]))
+                else:
+                    engine.reload(topic=topic)
+        else:
+            raise AssertionError(f"a fix that cannot be run as printed: {fix!r}")
+
+    def failure(self, what: str, doc, detail) -> str:
+        return (
+            f"{what}\nverdict: {doc.get('verdict')}; problems: {doc.get('problems')}; fixes: {doc.get('fixes')}\n"
+            f"coordinators: {json.dumps(doc.get('coordinators'))[:1500]}\ndetail: {detail}\nsteps:\n{self.trail}"
+        )
+
+
+class VerdictOracleFull(VerdictOracle):
+    """The bench's profile: broker restarts, unloads and scale-up too, and a --wait on a copy for every WAIT."""
+
+    thorough = True
+
+    @rule(kind=st.sampled_from(["restart", "coordinator", "topic", "scale-up"]))
+    def broker_event(self, kind):
+        """A broker restart, a coordinator or topic unload, more coordinators."""
+        if kind == "scale-up":
+            with self.engine() as engine:
+                count = engine.coordinator_count
+            if count < 3:
+                cli(["scale-transactionCoordinators", "-r", count + 1, "--yes", *self.target()])
+                self.trail.add(f"scale-transactionCoordinators -r {count + 1} --yes")
+            return
+        extra = {"restart": [], "coordinator": ["--coordinator", "0"], "topic": ["-t", TOPIC]}[kind]
+        cli(["engine", "reload", *extra, *self.target()])
+        self.trail.add(" ".join(["engine reload", *extra]))

@@ -1,0 +1,120 @@
+"""The downgrade verdict against the engine's oracle (issue #21): a stateful property test over what
+operators, clients and time do to an engine. Fixed seed; `python -m bench verdict_oracle` runs more."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from tests.conftest import isolate
+from tests.downgrade.oracle_machine import VerdictOracle
+
+FAST = settings(
+    max_examples=12,
+    stateful_step_count=8,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.mark.timeout(600)
+def test_the_verdict_follows_the_oracle(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    run_state_machine_as_test(VerdictOracle, settings=FAST)
+
+
+# -- the shrunk counterexamples, as plain regression tests ------------------------------------------
+
+
+def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
+    """The property test's shrunk counterexample on the code before issue #21: WAIT ("the ledger has not
+    rolled over yet") while the oracle says traffic and time alone never clear the batched ledger.
+
+      1. engine init --coordinators 1; acknowledgmentAtBatchIndexLevelEnabled=False; a 40-transaction workload
+      2. set-txn-tc-batch-log --enable --reload --yes
+      3. set-txn-pending-ack-batch-log --enable --reload --yes
+      4. a client opens 3 transaction(s) (timeout 1h) and acks in them
+      5. set-txn-tc-batch-log --disable --reload --yes
+      6. set-txn-pending-ack-batch-log --disable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED", doc
+        assert doc["coordinators"][0]["cause"] == "open-across-switch"
+        machine.verdicts_follow_the_oracle()  # BLOCKED agrees with the oracle, and the fixes lead to WAIT
+        machine.client_ends("commit")  # the stall itself: still BLOCKED, never WAIT
+        assert machine.check()["verdict"] == "BLOCKED"
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
+
+
+def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli, monkeypatch, tmp_path):
+    """Issue #21, item 6: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
+    may contain batched entries", and advice to unload the coordinators. Its buffered-writer metrics say no
+    batch was ever written, and each log's only ledger was created after they started: SAFE, as the
+    oracle says."""
+    from pulsar_txn_cli.engine.broker import Engine
+    from pulsar_txn_cli.engine.oracle import downgrade_oracle
+
+    isolate(monkeypatch, tmp_path)
+    directory = tmp_path / "engine"
+    Engine.init(directory).close()
+    result = cli(["downgrade", "check", "--engine-dir", directory, "--checkpoint", tmp_path / "cp.json", "-o", "json"])
+    assert result.exit_code == 0, result.stdout
+    doc = result.json()
+    assert doc["verdict"] == "SAFE" and all(c["clear"] for c in doc["coordinators"]) and len(doc["coordinators"]) == 4
+    assert "unload" not in result.stdout + result.stderr
+    with Engine.open(directory) as engine:
+        assert downgrade_oracle(engine)["batchedReachable"] is False
+
+
+def test_regression_fixes_of_step_1_alone_led_to_the_stall(monkeypatch, tmp_path):
+    """The property test's shrunk counterexample after the first fix: the TC log's transactions were open
+    across the switch, but the pending-ack log batched again, so step 1 blocked first and its fix (turn
+    pending-ack batching off) alone led to BLOCKED again. The stall is named from the start now.
+
+      1.-6. as above, with 2 coordinators
+      7. engine config set acknowledgmentAtBatchIndexLevelEnabled false; engine reload
+      8. set-txn-pending-ack-batch-log --enable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+        machine.batch_index_setting(False)
+        machine.any_switch("pa", True, True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED"
+        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
+
+
+def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(monkeypatch, tmp_path):
+    """The third shrunk counterexample: the stall had formed (the transactions committed) when the
+    pending-ack log batched again; step 1's fix alone led to BLOCKED on the stall. Named from the start now.
+
+      1.-6. as above, with 2 coordinators
+      7. the client commits its 3 open transaction(s)
+      8. set-txn-pending-ack-batch-log --enable --reload --yes
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+        machine.client_ends("commit")
+        machine.any_switch("pa", True, True)
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED"
+        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
