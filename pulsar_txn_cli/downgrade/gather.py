@@ -21,7 +21,7 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
-from pulsar_txn_cli.output.units import iso_seconds
+from pulsar_txn_cli.output.units import iso_ms, iso_seconds
 from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
 
 DEFAULT_CONCURRENCY = 16
@@ -92,7 +92,7 @@ def gather(
             pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions, counter)), u)
             for u in urls or ()
         ]
-        metric_futures = [pool.submit(_unbatched_since, admin, None if only else u, counter) for u in urls or ()]
+        metric_futures = [pool.submit(_unbatched_since, admin, broker_at(u, count), counter) for u in urls or ()]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
@@ -269,7 +269,7 @@ def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **iden
     except (KeyError, TypeError, ValueError):
         return LogObservation(kind, error="a ledger in the answer has no numeric ledgerId", **ident)
     cursor_stats = (ml.get("cursors") or {}).get(cursor) or {}
-    created = _timestamp_ms(ml.get("lastLedgerCreatedTimestamp"))
+    created = iso_ms(ml.get("lastLedgerCreatedTimestamp"))
     return LogObservation(
         kind,
         ledgers=ledgers,
@@ -279,16 +279,3 @@ def _log(kind: str, data, error: str | None, stats_key: str, cursor: str, **iden
         current_created_ms=created,
         **ident,
     )
-
-
-def _timestamp_ms(text) -> int | None:
-    """Pulsar's internal-stats timestamp (2026-01-01T00:00:00.000Z) in epoch ms; None when absent or odd."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(round(moment.timestamp() * 1000))

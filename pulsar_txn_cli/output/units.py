@@ -55,15 +55,24 @@ def parse_time_ms(text: str, option: str) -> int:
     value = text.strip()
     if value.isdigit():
         return int(value)
+    moment = iso_ms(value)
+    if moment is None:
+        raise UsageError(f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds")
+    return moment
+
+
+def iso_ms(text) -> int | None:
+    """ISO 8601 text (Pulsar's internal-stats timestamps; UTC unless it says otherwise) in epoch ms, or
+    None when absent or not a time."""
+    if not isinstance(text, str) or not text.strip():
+        return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise UsageError(
-            f"{option} {text!r} is not a time: give ISO 8601 (2026-05-01T10:00:00Z) or epoch milliseconds"
-        ) from None
+        return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+    return round(moment.timestamp() * 1000)
 
 
 def iso_millis(ms: int | None) -> str:
