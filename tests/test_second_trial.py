@@ -40,6 +40,7 @@ def test_a_mistyped_engine_dir_is_one_error_and_creates_nothing(cli, tmp_path, c
 
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+from tests import sigint  # noqa: E402
 
 CLI = [sys.executable, "-m", "pulsar_txn_cli"]
 
@@ -133,23 +134,26 @@ def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp
     from pulsar_txn_cli.admin import server
 
     engine = tmp_path / "engine"
-    made = subprocess.run(
-        [*CLI, "engine", "simulate", "-n", "200", "--topics", "12", "--subscriptions", "40", "--engine-dir", engine],
-        capture_output=True,
-    )
-    assert made.returncode == 0, made.stderr
+    # Batched logs, then batching off: the check says WAIT until the batched ledgers go, so --wait polls
+    # (an engine that never batched is SAFE at once).
+    steps = [
+        ["engine", "init"],
+        ["set-txn-tc-batch-log", "--enable", "--reload", "--yes"],
+        ["set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes"],
+        ["engine", "simulate", "-n", "200", "--topics", "12", "--subscriptions", "40"],
+        ["set-txn-tc-batch-log", "--disable", "--reload", "--yes"],
+        ["set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes"],
+    ]
+    for step in steps:
+        made = subprocess.run([*CLI, *step, "--engine-dir", engine], capture_output=True, timeout=120)
+        assert made.returncode == 0, (step, made.stderr)
     checkpoint = tmp_path / "cp.json"
     seen = set()
     rng = random.Random(21)
     with server.start(str(engine)) as served:
         argv = [*CLI, "downgrade", "check", "--admin-url", served.url, "--checkpoint", str(checkpoint), "--wait"]
         for attempt in range(10):
-            proc = subprocess.Popen(
-                [*argv, "--interval", "1"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )
+            proc = sigint.popen([*argv, "--interval", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             # half the tries while Python starts, half once the target answered
             if attempt % 2:
                 line = proc.stderr.readline().decode()

@@ -22,6 +22,7 @@ import time
 import pytest
 
 from pulsar_txn_cli.engine.broker import Engine
+from tests import sigint
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.timeout(240)
@@ -196,7 +197,7 @@ def test_every_suggestion_on_an_engine_directory_runs_as_printed(monkeypatch, tm
     _engine_scenarios(c, d, tmp_path)
     # an interrupted workload (a real SIGINT to a real process)
     acks = tmp_path / "acks.log"
-    proc = subprocess.Popen(
+    proc = sigint.popen(
         [
             *CLI,
             "engine",
@@ -212,14 +213,16 @@ def test_every_suggestion_on_an_engine_directory_runs_as_printed(monkeypatch, tm
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 120
-    while not (acks.exists() and acks.read_text().count("\nend ") >= 5):
-        assert time.monotonic() < deadline and proc.poll() is None, "the workload never ended a transaction"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while not (acks.exists() and acks.read_text().count("\nend ") >= 5):
+            assert time.monotonic() < deadline and proc.poll() is None, "the workload never ended a transaction"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # never leave a ten-million-transaction workload behind
     err = err.decode()
     assert proc.returncode == 130 and "slow-transactions --time 0" in err, err
     c.add(err, target_line(err))
@@ -250,5 +253,4 @@ def test_every_suggestion_on_a_served_engine_runs_as_printed(monkeypatch, tmp_pa
         c.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", *t, expect=(0, 6))
         c.run("downgrade", "check", *t, expect=(0, 5, 6))
         c.run("downgrade", "check", *t, "-o", "json", expect=(0, 5, 6))
-        assert any(k.startswith("pulsar-admin ") for k in c.found) or True
         c.check_all(cluster=True)

@@ -99,11 +99,15 @@ def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
         write_atomically(path, json.dumps(merged, indent=2, sort_keys=True))
 
 
+def lock_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
 class _locked:
     """An exclusive lock on `.<name>.lock` beside path (fcntl.flock; released when the file closes)."""
 
     def __init__(self, path: Path):
-        self.lock = path.parent / f".{path.name}.lock"
+        self.lock = lock_path(path)
 
     def __enter__(self):
         import fcntl
@@ -157,6 +161,7 @@ def prune(
         )
         if chosen:
             Path(row["file"]).unlink(missing_ok=True)
+            lock_path(Path(row["file"])).unlink(missing_ok=True)  # forgotten whole: no empty lock file left
             gone.append(row)
     return gone
 

@@ -398,7 +398,10 @@ def _simulate_rows(result: dict) -> dict:
 @command(app, "advance", target=SERVED_ENGINE_TARGET)
 def advance(
     duration: Annotated[
-        str, typer.Argument(help="How long to let pass: 500ms, 90s, 10m, 1h, 2d (a bare number is seconds).")
+        str,
+        typer.Argument(
+            metavar="DURATION", help="How long to let pass: 500ms, 90s, 10m, 1h, 2d (a bare number is seconds)."
+        ),
     ],
 ) -> None:
     """Let time pass on the engine: timeouts, rollovers, trims and snapshots, with no client traffic.
@@ -416,7 +419,7 @@ def advance(
     if env.target.admin_url:
         result = env.admin().engine_advance(duration_ms)
     else:
-        with _open(auto_init=False) as engine:  # time passing on no engine is a typo, not a new engine
+        with _open(create_default=False) as engine:  # time passing on no engine is a typo, not a new engine
             result = run(engine, duration_ms)
     _emit(result, tables=[_kv_table(_advance_rows(result))])
 

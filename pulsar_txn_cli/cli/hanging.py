@@ -107,7 +107,7 @@ def abort_hanging(
     execute: Annotated[bool, typer.Option("--execute", help="Abort them (without it: a dry run).")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask for confirmation.")] = False,
     reason: Annotated[
-        Optional[str], typer.Option("--reason", help="Why, for the audit record.", show_default=False)
+        Optional[str], typer.Option("--reason", metavar="TEXT", help="Why, for the audit record.", show_default=False)
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=32, help="Aborts in flight at once.")] = 4,
 ) -> None:
