@@ -42,8 +42,11 @@ def reload_command(obs: LogObservation) -> str:
     return f"pulsar-admin topics unload {obs.topic}"
 
 
-def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tuple[str, str]:
-    """The likely reason the ledgers up to `recorded` still exist, and what the operator can do."""
+def diagnose(
+    log: LogObservation, recorded: int, batch_index: bool | None, held_since: int | None = None
+) -> tuple[str, str]:
+    """The likely reason the ledgers up to `recorded` still exist, and what the operator can do.
+    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known."""
     newest = max(log.ledgers)
     mark = Position.find(log.mark_delete)
     lac = Position.find(log.last_confirmed)
@@ -61,6 +64,8 @@ def diagnose(log: LogObservation, recorded: int, batch_index: bool | None) -> tu
         )
     if mark is not None and mark[0] > recorded:
         return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
+    if log.ongoing_txns and _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
+        return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
     if log.ongoing_txns:
         advice = (
             "let the open transactions commit, abort or time out; list them with "
@@ -118,19 +123,20 @@ def pinned_without_open_transactions(log: LogObservation, batch_index: bool | No
     )
 
 
-def _pinned_without_open_transactions(log: LogObservation, mark, lac, batch_index: bool | None) -> bool:
-    """No transaction is open, yet the TC log's cursor is behind its last entry with later entries
-    deleted after it: records that cannot be deleted pin it (batch-index deletion off)."""
+def _pinned_without_open_transactions(
+    log: LogObservation, mark, lac, batch_index: bool | None, held_since: int | None = None
+) -> bool:
+    """The TC log's cursor is behind its last entry, batch-index deletion is off, and no transaction
+    holds it: records that cannot be deleted pin it. Either none is open and entries after the cursor
+    were deleted, or the cursor has stood where it is since `held_since` while every transaction open
+    then has ended (each open one opened later): a busy cluster always has some open, which do not
+    hold it."""
+    if log.kind != COORDINATOR or batch_index is not False or mark is None or lac is None or not mark < lac:
+        return False
     ranges = (log.individually_deleted or "").strip()
-    return (
-        log.kind == COORDINATOR
-        and batch_index is False
-        and log.ongoing_txns == 0
-        and mark is not None
-        and lac is not None
-        and mark < lac
-        and ranges not in ("", "[]")
-    )
+    if log.ongoing_txns == 0:
+        return ranges not in ("", "[]")
+    return held_since is not None and log.oldest_open_ms is not None and log.oldest_open_ms > held_since
 
 
 def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:

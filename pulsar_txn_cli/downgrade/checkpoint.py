@@ -22,6 +22,10 @@ FORMAT = 1
 class Record:
     last_batched_ledger_id: int
     recorded_at: str
+    # The log's cursor as last seen, and since when it has not moved (the check's time on the target's
+    # clock): a cursor that stayed put while every transaction open at that time ended is pinned.
+    mark_delete: str | None = None
+    mark_since: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,17 @@ class Checkpoint:
                 coordinators.setdefault(key[1], record)
             else:
                 subscriptions.setdefault((key[1], key[2]), record)
+        return replace(self, coordinators=coordinators, subscriptions=subscriptions)
+
+    def with_marks(self, logs, taken_at: str) -> "Checkpoint":
+        """A copy whose records know each log's cursor, and since when it stands where it is."""
+        coordinators = dict(self.coordinators)
+        subscriptions = dict(self.subscriptions)
+        for log in logs:
+            table, key = (coordinators, log.key[1]) if log.key[0] == "coordinator" else (subscriptions, log.key[1:])
+            record = table.get(key)
+            if record is not None and log.mark_delete and record.mark_delete != log.mark_delete:
+                table[key] = replace(record, mark_delete=log.mark_delete, mark_since=taken_at)
         return replace(self, coordinators=coordinators, subscriptions=subscriptions)
 
     def without_records(self) -> "Checkpoint":
@@ -72,19 +87,19 @@ def to_json(checkpoint: Checkpoint) -> dict:
         "target": checkpoint.target,
         "createdAt": checkpoint.created_at,
         "coordinators": [
-            {"coordinatorId": cid, "lastBatchedLedgerId": r.last_batched_ledger_id, "recordedAt": r.recorded_at}
-            for cid, r in sorted(checkpoint.coordinators.items())
+            {"coordinatorId": cid, **_record_json(r)} for cid, r in sorted(checkpoint.coordinators.items())
         ],
         "subscriptions": [
-            {
-                "topic": t,
-                "subscription": s,
-                "lastBatchedLedgerId": r.last_batched_ledger_id,
-                "recordedAt": r.recorded_at,
-            }
-            for (t, s), r in sorted(checkpoint.subscriptions.items())
+            {"topic": t, "subscription": s, **_record_json(r)} for (t, s), r in sorted(checkpoint.subscriptions.items())
         ],
     }
+
+
+def _record_json(record: Record) -> dict:
+    row = {"lastBatchedLedgerId": record.last_batched_ledger_id, "recordedAt": record.recorded_at}
+    if record.mark_delete is not None:
+        row.update(markDeletePosition=record.mark_delete, markSince=record.mark_since)
+    return row
 
 
 def from_json(data, where: str) -> Checkpoint:
@@ -123,9 +138,12 @@ def _rows(data: dict, name: str, bad):
 
 def _record(row: dict, bad) -> Record:
     ledger, at = row.get("lastBatchedLedgerId"), row.get("recordedAt")
+    mark, since = row.get("markDeletePosition"), row.get("markSince")  # absent in files before them
     if not isinstance(ledger, int) or isinstance(ledger, bool) or ledger < 0 or not isinstance(at, str):
         raise bad(f"bad record {row!r}")
-    return Record(ledger, at)
+    if (mark, since) != (None, None) and not (isinstance(mark, str) and isinstance(since, str)):
+        raise bad(f"bad record {row!r}")
+    return Record(ledger, at, mark, since)
 
 
 def load(path: Path) -> Checkpoint | None:

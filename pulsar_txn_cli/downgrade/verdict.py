@@ -24,10 +24,11 @@ from pulsar_txn_cli.downgrade.advice import (
 )
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
-from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key
+from pulsar_txn_cli.output.units import iso_ms
 
 SAFE, WAIT, BLOCKED = "SAFE", "WAIT", "BLOCKED"
 
@@ -121,6 +122,8 @@ def downgrade_verdict(
             if usable.record_for(log.key) is None and not log.error and log.ledgers:
                 new_records[log.key] = Record(max(log.ledgers), obs.taken_at)
         usable = usable.with_records(new_records)
+    if usable is not None:
+        usable = usable.with_marks(obs.logs, obs.taken_at)
 
     batch_index = _batch_index_deletion(obs)
     since = obs.unbatched_since_ms if findings.step1_clean else None
@@ -158,10 +161,12 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
     """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
     Transactions open across the switch count even before the log is recorded (step 1 may still block
     on the other log): its fixes alone would not lead anywhere."""
+    # With transactions open, the batch-index cause is diagnosed only where the cursor provably outlived
+    # every transaction open when it stopped (advice.diagnose); with their number unknown it stays WAIT.
     stalled = [
         i
         for i in items
-        if i.cause == CAUSE_OPEN_ACROSS or (i.cause == CAUSE_BATCH_INDEX and i.observation.ongoing_txns == 0)
+        if i.cause == CAUSE_OPEN_ACROSS or (i.cause == CAUSE_BATCH_INDEX and i.observation.ongoing_txns is not None)
     ]
     for item in stalled:
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
@@ -181,17 +186,17 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
                 "they end, the cursor stays pinned for good (the batch-index deletion stall)"
             )
     if stalled:
-        for fix in stall_fixes(engine):
-            findings.fix(fix)
+        _stall_fixes_first(findings, engine)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
-    """The fixes turn TC batching off: with transactions open and batch-index deletion off, that would
-    create the stall, so the fixes turn batch-index deletion on first (issue #21)."""
+    """The fixes turn batching off: with transactions open and batch-index deletion off, that would pin
+    the TC log once they end, and the switch refuses it (admin/batchlog/risk.py), so the fixes turn
+    batch-index deletion on first (issue #21)."""
     turning_off = any(
-        "set-txn-tc-batch-log --disable" in f or "transactionLogBatchedWriteEnabled" in f for f in findings.fixes
+        ("--disable" in f and "batch-log" in f) or any(k in f for k in BATCH_KEYS) for f in findings.fixes
     )
-    open_now = [log for log in obs.coordinators if log.ongoing_txns and log.effective_batching is not False]
+    open_now = [log for log in obs.coordinators if log.ongoing_txns]
     if not turning_off or batch_index is True or not open_now:
         return
     labels = ", ".join(log.label for log in open_now[:3]) + (
@@ -199,9 +204,14 @@ def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool
     )
     findings.blocked.append(
         f"{labels}: transactions are open while acknowledgmentAtBatchIndexLevelEnabled is "
-        f"{'false' if batch_index is False else 'unknown'}; turning TC batching off now would pin the TC log for "
+        f"{'false' if batch_index is False else 'unknown'}; turning batching off now would pin the TC log for "
         "good once they end (the batch-index deletion stall): turn batch-index deletion on first"
     )
+    _stall_fixes_first(findings, engine)
+
+
+def _stall_fixes_first(findings: Findings, engine: bool) -> None:
+    """What removes a stall goes before every other fix: the switch refuses to turn batching off until then."""
     findings.fixes[:0] = [f for f in stall_fixes(engine) if f not in findings.fixes]
 
 
@@ -298,7 +308,8 @@ def _item(
         )
     if oldest > recorded:
         return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
-    cause, advice = diagnose(log, recorded, batch_index)
+    held_since = iso_ms(record.mark_since) if record.mark_delete == log.mark_delete else None
+    cause, advice = diagnose(log, recorded, batch_index, held_since)
     return ItemVerdict(
         log,
         oldest,

@@ -368,10 +368,10 @@ def test_a_new_process_resumes_from_the_checkpoint(cli, tmp_path):
             break
     assert last.returncode == 0, last.stdout
     assert recorded(json.loads(last.stdout)) == recorded(json.loads(first.stdout))
-    assert (
-        json.loads(_subprocess(["downgrade", "status", *b.target, "-o", "json"]).stdout)["coordinators"]
-        == saved["coordinators"]
-    )
+    # The batched-ledger records never change (the cursor each record last saw moves with the log).
+    ledger_records = lambda rows: [(r["coordinatorId"], r["lastBatchedLedgerId"], r["recordedAt"]) for r in rows]  # noqa: E731
+    final = json.loads(_subprocess(["downgrade", "status", *b.target, "-o", "json"]).stdout)["coordinators"]
+    assert ledger_records(final) == ledger_records(saved["coordinators"])
 
 
 @pytest.mark.slow

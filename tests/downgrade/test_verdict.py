@@ -298,7 +298,7 @@ def test_turning_tc_batching_off_with_open_transactions_turns_batch_index_deleti
     log = tc(0, (4,), effective=True, ongoing_txns=3)
     result = v.downgrade_verdict(obs([log], brokers=[broker(batching=True, batch_index=False)]), None)
     assert result.verdict == v.BLOCKED
-    assert "turning TC batching off now would pin the TC log" in " ".join(result.problems)
+    assert "turning batching off now would pin the TC log" in " ".join(result.problems)
     assert "acknowledgmentAtBatchIndexLevelEnabled=true" in result.fixes[0]
     assert any("set-txn-tc-batch-log --disable" in f for f in result.fixes[1:])
 

@@ -118,3 +118,29 @@ def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(monkeypatch, t
         machine.verdicts_follow_the_oracle()
     finally:
         machine.teardown()
+
+
+def test_regression_a_busy_cluster_hid_the_formed_stall(monkeypatch, tmp_path):
+    """The fourth shrunk counterexample: the stall had formed (the transactions held across the switch
+    timed out), then new transactions opened; the stall needed no open transaction to be named, so the
+    verdict said WAIT (`open-transaction`) on a busy cluster, which always has some. The cursor that stood
+    still while every transaction open then ended is pinned: BLOCKED.
+
+      1.-6. as above, with 1 coordinator (the switches forced past the switch's guard)
+      7. engine advance 2h
+      8. a client opens 2 transactions (timeout 30s) and acks in them
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+        machine.verdicts_follow_the_oracle()  # the machine checks after every step (its invariant)
+        machine.time_passes("2h")
+        machine.verdicts_follow_the_oracle()
+        machine.open_transactions(2, "30s")
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED", doc["problems"]
+        assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
+        machine.verdicts_follow_the_oracle()
+    finally:
+        machine.teardown()
