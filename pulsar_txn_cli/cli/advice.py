@@ -46,6 +46,8 @@ _ENGINE_EQUIVALENTS = [
         lambda m: f"pulsar-txn engine reload --coordinator {m[1]}",
     ),
     (re.compile(r"pulsar-admin topics unload (\S+)"), lambda m: f"pulsar-txn engine reload --topic {m[1]}"),
+    # The engine models no consumers: what it has of a topic's readers is its transaction buffer.
+    (re.compile(r"pulsar-admin topics stats (\S+)"), lambda m: f"pulsar-txn transaction-buffer-stats -t {m[1]}"),
     (
         re.compile(r"pulsar-admin brokers update-dynamic-config --config (\S+) --value (\S+)"),
         lambda m: f"pulsar-txn engine config set {m[1]} {m[2]}",

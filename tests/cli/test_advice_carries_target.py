@@ -45,3 +45,26 @@ def test_engine_commands_refuse_when_the_environment_names_a_cluster(cli, tmp_pa
     chosen = cli(["engine", "simulate", "--transactions", "2", "--engine-dir", tmp_path / "e"], env=env)
     assert chosen.exit_code == 0, chosen.stderr
     assert f"engine: {tmp_path / 'e'}" in chosen.stderr
+
+
+def test_topic_stats_advice_on_an_engine_becomes_a_command_the_engine_answers(cli, tmp_path):
+    """pulsar-admin cannot reach an engine directory: its `topics stats` becomes the topic's transaction
+    buffer stats, which run as printed on that engine."""
+    from types import SimpleNamespace
+
+    from pulsar_txn_cli.cli.advice import carry_target
+
+    engine = tmp_path / "my engine"
+    assert cli(["engine", "simulate", "-n", "5", "--engine-dir", engine]).exit_code == 0
+    flags = SimpleNamespace(
+        admin_url=None, context=None, engine_dir=str(engine), token_file=None, tls_trust_cert_path=None
+    )
+    target = SimpleNamespace(kind="engine", source="flags", engine_dir=str(engine), url=None)
+    env = SimpleNamespace(target=flags, chosen_target=target)
+    topic = "persistent://public/default/sim-topic-0"
+    text = carry_target(f"check its consumers and backlog (`pulsar-admin topics stats {topic}`)", env)
+    assert "pulsar-admin" not in text
+    printed = text.split("`")[1]
+    assert printed.startswith(f"pulsar-txn transaction-buffer-stats -t {topic} --engine-dir ")
+    ran = cli(shlex.split(printed)[1:])
+    assert ran.exit_code == 0, ran.stderr
