@@ -175,22 +175,14 @@ def wait(
     **options,
 ) -> Report:
     """Check until nothing is found or an error (an operator must act) remains, or the timeout."""
-    from pulsar_txn_cli.errors import ConnectionFailed
+    from pulsar_txn_cli.downgrade.runner import poll
 
-    deadline = None if timeout is None else clock() + timeout
-    n = 0
-    while True:
-        n += 1
-        try:
-            report, failure = run(admin, scope, **options), None
-        except ConnectionFailed as exc:
-            report, failure = None, exc
-        on_check(report, n, failure)
-        if report is not None and (report.severity == ERROR or (report.severity is None and not report.incomplete)):
-            return report
-        remaining = None if deadline is None else deadline - clock()
-        if remaining is not None and remaining <= 0:
-            if report is None:
-                raise failure
-            return report
-        sleep(interval if remaining is None else min(interval, remaining))
+    return poll(
+        lambda: run(admin, scope, **options),
+        lambda report: report.severity == ERROR or (report.severity is None and not report.incomplete),
+        interval=interval,
+        timeout=timeout,
+        on_check=on_check,
+        sleep=sleep,
+        clock=clock,
+    )

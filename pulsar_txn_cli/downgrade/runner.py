@@ -62,6 +62,21 @@ def wait(
 ) -> CheckResult:
     """Check until SAFE or BLOCKED (an operator must act) or the timeout; on_check(result, n) after
     each check. A connection failure while waiting is reported through on_check's caller and retried."""
+    return poll(
+        lambda: check(admin, path, **options),
+        lambda result: result.verdict.verdict in (v.SAFE, v.BLOCKED),
+        interval=interval,
+        timeout=timeout,
+        on_check=on_check,
+        sleep=sleep,
+        clock=clock,
+    )
+
+
+def poll(attempt, done, *, interval: float, timeout: float | None, on_check, sleep, clock):
+    """The `--wait` loop of `downgrade check` and `doctor`: attempt() until done(result) or the timeout;
+    on_check(result, n, failure) after each attempt. A connection failure is retried; at the timeout the
+    last result is returned, or the failure raised when there is none."""
     from pulsar_txn_cli.errors import ConnectionFailed
 
     deadline = None if timeout is None else clock() + timeout
@@ -69,13 +84,11 @@ def wait(
     while True:
         n += 1
         try:
-            result = check(admin, path, **options)
-            failure = None
+            result, failure = attempt(), None
         except ConnectionFailed as exc:
             result, failure = None, exc
         on_check(result, n, failure)
-        done = result is not None and result.verdict.verdict in (v.SAFE, v.BLOCKED)
-        if done:
+        if result is not None and done(result):
             return result
         remaining = None if deadline is None else deadline - clock()
         if remaining is not None and remaining <= 0:
