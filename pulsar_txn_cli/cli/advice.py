@@ -123,5 +123,22 @@ def carry_target(text: str, env) -> str:
     return text
 
 
+_DOWNGRADE_QUOTED = re.compile(r"`(pulsar-txn downgrade (?:check|reset)\b[^`]*)`")
+
+
+def with_checkpoint(text: str, path: str | None, *, quoted: bool = True) -> str:
+    """`pulsar-txn downgrade check|reset` with --checkpoint PATH when the check ran on a named file
+    (path None: the target's default checkpoint, nothing to add). quoted=False: text is one command."""
+    if path is None or "pulsar-txn downgrade " not in text:
+        return text
+
+    def add(cmd: str) -> str:
+        if "--checkpoint" in cmd.split() or not re.match(r"pulsar-txn downgrade (check|reset)\b", cmd):
+            return cmd
+        return f"{cmd} --checkpoint {shlex.quote(path)}"
+
+    return add(text) if not quoted else _DOWNGRADE_QUOTED.sub(lambda m: f"`{add(m.group(1))}`", text)
+
+
 def _has_target(text: str) -> bool:
     return any(flag in text.split() for flag in ("--admin-url", "--engine-dir", "--context"))

@@ -115,7 +115,7 @@ def check(
         path = runner.checkpoint_path(admin, checkpoint)
         options = dict(concurrency=concurrency, verify=verify_entries or None)
         result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
-        _emit_downgrade(env, result)
+        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None)
     except KeyboardInterrupt:
         from pulsar_txn_cli.errors import InterruptedWork
 
@@ -189,18 +189,24 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
     )
 
 
-def _emit_downgrade(env, result) -> None:
-    from pulsar_txn_cli.cli.advice import carry_target, command
+def _emit_downgrade(env, result, named_checkpoint: bool = False) -> None:
+    from pulsar_txn_cli.cli.advice import carry_target, command, with_checkpoint
     from pulsar_txn_cli.output import Result, emit
 
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
-    data["fixes"] = [command(f, env) for f in data["fixes"]]
+    # A check on a --checkpoint file suggests `downgrade reset` and checks of that file, not of the default one.
+    named = str(result.checkpoint_path) if named_checkpoint else None
+
+    def pasteable(text: str) -> str:
+        return carry_target(with_checkpoint(text, named), env)
+
+    data["fixes"] = [command(with_checkpoint(f, named, quoted=False), env) for f in data["fixes"]]
     for item in data.get("coordinators", []) + data.get("subscriptions", []):
         if item.get("advice"):
-            item["advice"] = carry_target(item["advice"], env)  # the JSON's advice is pasted too
-    data["problems"] = [carry_target(p, env) for p in data.get("problems", [])]
-    lines = [carry_target(line, env) for line in _downgrade_lines(verdict, result, data["fixes"])]
+            item["advice"] = pasteable(item["advice"])  # the JSON's advice is pasted too
+    data["problems"] = [pasteable(p) for p in data.get("problems", [])]
+    lines = [pasteable(line) for line in _downgrade_lines(verdict, result, data["fixes"])]
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":
         raise Verdict("", EXIT[verdict.verdict])

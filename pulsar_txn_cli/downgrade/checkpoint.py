@@ -9,6 +9,7 @@ the URL) so a check against another cluster refuses to use it.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -102,13 +103,17 @@ def _record_json(record: Record) -> dict:
     return row
 
 
+def _fix_or_remove(path) -> str:
+    # Not `downgrade reset`: without this file's --checkpoint it would forget the target's default
+    # checkpoint, another file, and it refuses to delete a file that is not a checkpoint.
+    return f"fix it, or remove it to start over: rm {shlex.quote(str(path))}"
+
+
 def from_json(data, where: str) -> Checkpoint:
     """Parse and validate; every defect is a CheckpointError naming the file."""
 
     def bad(why: str) -> CheckpointError:
-        return CheckpointError(
-            f"checkpoint {where} is not usable: {why}", hint="fix or remove it with `pulsar-txn downgrade reset`"
-        )
+        return CheckpointError(f"checkpoint {where} is not usable: {why}", hint=_fix_or_remove(where))
 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise bad(f'expected a JSON object with "format": {FORMAT}')
@@ -157,9 +162,7 @@ def load(path: Path) -> Checkpoint | None:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise CheckpointError(
-            f"checkpoint {path} is not valid JSON: {exc}", hint="fix or remove it with `pulsar-txn downgrade reset`"
-        ) from None
+        raise CheckpointError(f"checkpoint {path} is not valid JSON: {exc}", hint=_fix_or_remove(path)) from None
     return from_json(data, str(path))
 
 

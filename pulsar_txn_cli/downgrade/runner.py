@@ -33,7 +33,7 @@ def check(
     try:
         before, error = cp_store.load(path), None
     except cp_store.CheckpointError as exc:
-        before, error = None, str(exc)
+        before, error = None, f"{exc}; {exc.hint}" if exc.hint else str(exc)  # the verdict says how to fix it
     counter = gather.Counter()
     observations = gather.gather(admin, concurrency=concurrency, progress=progress, counter=counter)
     result = v.downgrade_verdict(observations, before, checkpoint_error=error)

@@ -68,3 +68,41 @@ def test_topic_stats_advice_on_an_engine_becomes_a_command_the_engine_answers(cl
     assert printed.startswith(f"pulsar-txn transaction-buffer-stats -t {topic} --engine-dir ")
     ran = cli(shlex.split(printed)[1:])
     assert ran.exit_code == 0, ran.stderr
+
+
+def _pasted(line: str) -> list[str]:
+    """The `pulsar-txn …` command quoted in a line, as the shell would split it."""
+    return shlex.split(line.split("`pulsar-txn ", 1)[1].split("`", 1)[0])
+
+
+def test_a_check_on_a_named_checkpoint_suggests_resetting_that_file(cli, tmp_path):
+    """A foreign checkpoint named with --checkpoint: the advice to start over resets that file, as printed
+    (without it, `downgrade reset` would forget the target's default checkpoint, another file)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    named = tmp_path / "shared checkpoint.json"  # a space: quoted for the shell
+    for engine in (ours, theirs):
+        assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    assert cli(["downgrade", "check", "--engine-dir", theirs, "--checkpoint", named]).exit_code == 0
+    result = cli(["downgrade", "check", "--engine-dir", ours, "--checkpoint", named, "-o", "json"])
+    assert result.exit_code == 6, result.stderr
+    problem = next(p for p in result.json()["problems"] if "belongs to" in p)
+    words = _pasted(problem)
+    assert words[:2] == ["downgrade", "reset"], problem
+    assert words[words.index("--checkpoint") + 1] == str(named), problem
+    assert words[words.index("--engine-dir") + 1] == str(ours), problem
+    reset = cli(words + ["-o", "json"])
+    assert reset.exit_code == 0, reset.stderr
+    assert reset.json()["removed"] is True and not named.exists()
+    assert cli(["downgrade", "check", "--engine-dir", ours, "--checkpoint", named]).exit_code == 0
+
+
+def test_a_damaged_checkpoint_names_the_file_to_remove(cli, tmp_path):
+    engine, named = tmp_path / "engine", tmp_path / "cp.json"
+    assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+    named.write_text("{not json")
+    result = cli(["downgrade", "check", "--engine-dir", engine, "--checkpoint", named])
+    assert result.exit_code == 6 and "Traceback" not in result.stderr, result.stderr
+    problem = next(line for line in result.stdout.splitlines() if line.startswith("problem: checkpoint"))
+    assert problem.endswith(f"fix it, or remove it to start over: rm {named}"), problem
+    assert "downgrade reset" not in result.stdout, result.stdout
+    assert named.read_text() == "{not json"  # a file that is not a checkpoint is never overwritten
