@@ -13,6 +13,7 @@ The steps run in order on one cluster (module scope); each test needs the one be
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -22,7 +23,9 @@ import versions
 from cluster import start_cluster
 from tool import Tool
 
-pytestmark = pytest.mark.real_downgrade
+# Also in the doctor set: the coordinator that cannot recover is made for real only here, on the
+# rolled-back 2.10.5 brokers, and the walk's steps need one another, so `-m doctor` runs the whole walk.
+pytestmark = [pytest.mark.real_downgrade, pytest.mark.doctor]
 
 OLD, NEW = versions.PRE_PIP160, versions.FIRST_PIP160
 CONF = {"managedLedgerMaxEntriesPerLedger": 20, "loadBalancerOverrideBrokerNicSpeedGbps": 10}
@@ -149,6 +152,26 @@ def test_downgrade_before_safe_breaks_the_old_brokers(cluster, tool):
     assert any("Invalid unknonwn tag type: 6" in line for line in OBSERVED["oldBrokerErrors"]), OBSERVED[
         "oldBrokerErrors"
     ]
+
+
+def test_doctor_names_the_coordinators_that_cannot_recover(cluster, tool):
+    """Still on the rolled-back 2.10.5 brokers: `doctor` names every coordinator whose log the old brokers
+    failed to load (their own log lines are the ground truth), as an error, with the way back (issue #22,
+    apache/pulsar#23039)."""
+    logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
+    failed = sorted(
+        {int(n) for n in re.findall(r"__transaction_log_(\d+)\] Failed to initialize managed ledger", logs)}
+    )
+    assert failed, "no 2.10.5 broker logged a coordinator that failed to load"
+    report = tool.json("doctor", expect=6)
+    found = {f["subject"]: f for f in report["findings"] if f["check"] == "coordinator-not-ready"}
+    OBSERVED["doctorOnEarlyRollback"] = {"failedInBrokerLogs": failed, "named": sorted(found), "exit": 6}
+    assert {f"coordinator {tc}" for tc in failed} <= set(found), (failed, report["findings"])
+    for finding in (found[f"coordinator {tc}"] for tc in failed):
+        assert finding["severity"] == "error", finding
+        assert finding["fix"] and finding["fix"][0].startswith("pulsar-txn unload -t "), finding
+        assert f"on {OLD}, which predates PIP-160" in finding["advice"], finding
+        assert "set-txn-tc-batch-log --disable --reload --yes" in finding["advice"], finding
 
 
 def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
