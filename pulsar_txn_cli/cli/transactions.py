@@ -213,7 +213,7 @@ def _emit(data, columns, *, rows=None, records=None, lines=None) -> None:
     emit(Result(data=data, records=records, tables=[Table(columns, rows)], lines=lines or []), env)
 
 
-def _timed(rows, keys=("recoverStartTime", "recoverEndTime")):
+def _timed(rows, keys):
     """Rows with millisecond timestamps shown as UTC times (tables only)."""
     from pulsar_txn_cli.output.units import iso_millis
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.main import get_command
 
-from pulsar_txn_cli.admin.calls import BY_NAME, COMMANDS
+from pulsar_txn_cli.admin.calls import BY_NAME, COMMANDS, REQUIRED
+from pulsar_txn_cli.cli import transactions
 from pulsar_txn_cli.cli.app import app
 from pulsar_txn_cli.engine import router
 
@@ -39,7 +40,7 @@ def test_a_declared_call_is_a_command_with_its_options_and_help(root, name):
     assert [p.name for p in command.params[: len(own)]] == [p.name for p in call.params]
     for param, declared in zip(own, call.params):
         assert tuple(param.opts) == (declared.flags or (param.opts[0],)), name
-        assert param.required == (declared.default is ...), name
+        assert param.required == (declared.default is REQUIRED), name
 
 
 def test_the_transaction_commands_are_the_declared_ones_in_order(root):
@@ -75,6 +76,12 @@ def test_a_declaration_is_whole(call):
     assert all(len(c) == 2 or c[2] in names for c in call.columns)
     assert all(p.flags or p.metavar for p in call.params)  # an argument names itself
     assert call.help and call.help == call.help.strip()
+    assert set(call.echo) <= set(transactions.ECHO)  # the CLI knows how to show each echoed input
+    assert call.path or call.name in transactions.BODIES  # a composition has its body
+
+
+def test_every_body_is_of_a_declared_call():
+    assert set(transactions.BODIES) <= set(BY_NAME)
 
 
 @pytest.mark.parametrize(
