@@ -209,11 +209,13 @@ def test_every_captured_answer_is_a_case_or_says_why_not():
 
 
 def test_every_endpoint_of_the_admin_client_has_a_captured_answer():
-    """Every path PulsarAdmin builds is covered by at least one captured real answer."""
-    from pulsar_txn_cli.admin import client
+    """Every path PulsarAdmin asks, declared (admin/calls.py) or built in client.py, is covered by at
+    least one captured real answer."""
+    from pulsar_txn_cli.admin import calls, client
 
     source = Path(client.__file__).read_text()
     used = set(re.findall(r'f?"((?:\{TXN\}|/admin/v2|/lookup/v2)[^"]*)"', source))
+    used |= {call.path.replace(calls.TXN, "{TXN}") for call in calls.COMMANDS if call.path}
     captured = [_fixture(n)["request"]["path"].split("?")[0] for n in _cases()]
     uncovered = []
     for template in used:
@@ -229,11 +231,11 @@ def test_every_endpoint_of_the_admin_client_has_a_captured_answer():
     # than the capture and checked against a live broker (tests/integration/test_cli_real_broker.py).
     # brokers/{cluster} is captured as brokers_standalone.json.
     assert sorted(uncovered) == [
-        "{TXN}/abortTransaction/{int(most)}/{int(least)}",
-        "{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}",
+        "{TXN}/abortTransaction/{most}/{least}",
+        "{TXN}/positionStatsInPendingAck/{topic}/{subscription}/{ledger_id}/{entry_id}",
         "{TXN}/transactionCoordinator/replicas",
         # captured, but compared by shape only (NOT_USED says why)
-        "{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}",
+        "{TXN}/transactionInBufferStats/{topic}/{most}/{least}",
     ], uncovered
 
 

@@ -12,6 +12,8 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
+from pulsar_txn_cli.admin import calls
+from pulsar_txn_cli.admin.calls import AdminCall
 from pulsar_txn_cli.admin.http_errors import http_failure
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import TopicName
@@ -26,7 +28,6 @@ from pulsar_txn_cli.protocol import (
     PERSISTENT,
     TC_ASSIGN_PARTITIONS,
     TENANTS,
-    TXN,
     tc_assign_partition,
 )
 
@@ -150,10 +151,15 @@ class PulsarAdmin:
     def get(self, path: str, **params):
         return self.call("GET", path, params or None)
 
-    # --- transactions (/admin/v3/transactions) ----------------------------------------------
+    def invoke(self, call: AdminCall, **args):
+        """One declared call (admin/calls.py): its path, query and body from args, Pulsar's JSON back."""
+        path, params, body = call.request(args)
+        return self.call(call.method, path, params, body)
+
+    # --- transactions (/admin/v3/transactions): the declared calls the library itself makes -----
 
     def coordinator_stats(self, coordinator_id: int | None = None):
-        return self.get(f"{TXN}/coordinatorStats", coordinatorId=coordinator_id)
+        return self.invoke(calls.BY_NAME["coordinator-stats"], coordinator_id=coordinator_id)
 
     def coordinator_stats_each(self) -> tuple[dict, dict[str, str]]:
         """Every coordinator's stats, and why some are missing.
@@ -178,54 +184,37 @@ class PulsarAdmin:
         return stats, errors
 
     def coordinator_internal_stats(self, coordinator_id: int, metadata: bool = False):
-        return self.get(f"{TXN}/coordinatorInternalStats/{int(coordinator_id)}", metadata=metadata)
+        call = calls.BY_NAME["coordinator-internal-stats"]
+        return self.invoke(call, coordinator_id=coordinator_id, metadata=metadata)
 
     def pending_ack_stats(self, topic: str, subscription: str, low_water_marks: bool = False):
-        return self.get(
-            f"{TXN}/pendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}", lowWaterMarks=low_water_marks
-        )
+        call = calls.BY_NAME["pending-ack-stats"]
+        return self.invoke(call, topic=topic, subscription=subscription, low_water_mark=low_water_marks)
 
     def pending_ack_internal_stats(self, topic: str, subscription: str, metadata: bool = False):
-        return self.get(
-            f"{TXN}/pendingAckInternalStats/{TopicName(topic).rest}/{_seg(subscription)}", metadata=metadata
-        )
+        call = calls.BY_NAME["pending-ack-internal-stats"]
+        return self.invoke(call, topic=topic, subscription=subscription, metadata=metadata)
 
     def transaction_metadata(self, most: int, least: int):
-        return self.get(f"{TXN}/transactionMetadata/{int(most)}/{int(least)}")
+        return self.invoke(calls.BY_NAME["transaction-metadata"], most=most, least=least)
 
     def slow_transactions(self, timeout_ms: int, coordinator_id: int | None = None):
-        return self.get(f"{TXN}/slowTransactions/{int(timeout_ms)}", coordinatorId=coordinator_id)
+        call = calls.BY_NAME["slow-transactions"]
+        return self.invoke(call, time=int(timeout_ms), coordinator_id=coordinator_id)
 
     def transaction_buffer_stats(self, topic: str, low_water_marks: bool = False, segment_stats: bool = False):
-        return self.get(
-            f"{TXN}/transactionBufferStats/{TopicName(topic).rest}",
-            lowWaterMarks=low_water_marks,
-            segmentStats=segment_stats or None,
-        )
+        call = calls.BY_NAME["transaction-buffer-stats"]
+        return self.invoke(call, topic=topic, low_water_mark=low_water_marks, segment_stats=segment_stats)
 
     def transaction_buffer_internal_stats(self, topic: str, metadata: bool = False):
-        return self.get(f"{TXN}/transactionBufferInternalStats/{TopicName(topic).rest}", metadata=metadata)
+        return self.invoke(calls.BY_NAME["buffer-snapshot-internal-stats"], topic=topic, metadata=metadata)
 
     def abort_transaction(self, most: int, least: int):
-        return self.call("POST", f"{TXN}/abortTransaction/{int(most)}/{int(least)}")
-
-    def transaction_in_buffer_stats(self, topic: str, most: int, least: int):
-        return self.get(f"{TXN}/transactionInBufferStats/{TopicName(topic).rest}/{int(most)}/{int(least)}")
-
-    def transaction_in_pending_ack_stats(self, topic: str, subscription: str, most: int, least: int):
-        return self.get(
-            f"{TXN}/transactionInPendingAckStats/{TopicName(topic).rest}/{_seg(subscription)}/{int(most)}/{int(least)}"
-        )
-
-    def position_stats_in_pending_ack(
-        self, topic: str, subscription: str, ledger_id: int, entry_id: int, batch_index: int | None = None
-    ):
-        path = f"{TXN}/positionStatsInPendingAck/{TopicName(topic).rest}/{_seg(subscription)}/{int(ledger_id)}/{int(entry_id)}"
-        return self.get(path, batchIndex=batch_index)
+        return self.invoke(calls.BY_NAME["abort-transaction"], most=most, least=least)
 
     def scale_coordinators(self, replicas: int):
         """Grow the number of transaction coordinators (a broker refuses to shrink it: 406)."""
-        return self.call("POST", f"{TXN}/transactionCoordinator/replicas", body=int(replicas))
+        return self.invoke(calls.BY_NAME["scale-transactionCoordinators"], replicas=replicas)
 
     # --- coordinators, lookup, topics ---------------------------------------------------------
 
@@ -300,7 +289,7 @@ class PulsarAdmin:
         calls) and one lookup per owning broker for its web URL; a broker without it (2.10, 2.11: 404)
         is asked coordinator by coordinator through the TC-assign partitions' lookups."""
         try:
-            listed = self.get(f"{TXN}/coordinators")
+            listed = self.invoke(calls.BY_NAME["coordinators-list"])
         except ConnectionFailed as exc:
             if exc.status not in (404, 405):
                 raise

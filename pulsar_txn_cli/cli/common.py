@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pulsar_txn_cli.admin.calls import REQUIRED
 from pulsar_txn_cli.admin.target_settings import TargetFlags
 from pulsar_txn_cli.cli import env as env_module
 
@@ -153,6 +154,42 @@ def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[s
         return fn
 
     return decorate
+
+
+def declared(call, body):
+    """A command function for a declared call (admin/calls.py): its options, argument and help are the
+    declaration's; body(**values) does the work. Register it with `command` as any other."""
+
+    def run(**values):
+        return body(**values)
+
+    run.__name__ = run.__qualname__ = call.name.replace("-", "_")
+    run.__module__, run.__doc__ = body.__module__, call.help
+    parameters = [
+        inspect.Parameter(
+            p.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if p.default is REQUIRED else p.default,
+            annotation=_declared_annotation(p),
+        )
+        for p in call.params
+    ]
+    run.__signature__ = inspect.Signature(parameters)
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
+
+
+def _declared_annotation(p):
+    from pulsar_txn_cli.names import TopicName
+
+    kind = str if p.type is TopicName else p.type  # a topic is typed as text
+    if p.default is None:
+        kind = Optional[kind]
+    settings = {"help": p.help}
+    for key in ("show_default", "metavar", "min", "max"):
+        if getattr(p, key) is not None:
+            settings[key] = getattr(p, key)
+    return Annotated[kind, typer.Option(*p.flags, **settings) if p.flags else typer.Argument(**settings)]
 
 
 def root_callback(app: typer.Typer, fn):

@@ -13,23 +13,34 @@ from pulsar_txn_cli.fault_names import FAULTS
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
 
-app = typer.Typer(
-    cls=helptext.Group,
-    name="engine",
-    help="The embedded engine: a durable local model of a Pulsar broker's transaction logs (SQLite).",
-    no_args_is_help=True,
-)
-config_app = typer.Typer(
-    cls=helptext.Group,
-    name="config",
-    help="The engine broker's configuration (Pulsar key names).",
-    no_args_is_help=True,
-)
-
 
 def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="engine")
-    app.add_typer(config_app, name="config")
+    engine = typer.Typer(
+        cls=helptext.Group,
+        name="engine",
+        help="The embedded engine: a durable local model of a Pulsar broker's transaction logs (SQLite).",
+        no_args_is_help=True,
+    )
+    config = typer.Typer(
+        cls=helptext.Group,
+        name="config",
+        help="The engine broker's configuration (Pulsar key names).",
+        no_args_is_help=True,
+    )
+    command(engine, "init", target=ENGINE_TARGET)(init)
+    command(engine, "reset", target=ENGINE_TARGET)(reset)
+    command(config, "list", target=ENGINE_TARGET)(config_list)
+    command(config, "get", target=ENGINE_TARGET)(config_get)
+    command(config, "set", target=ENGINE_TARGET)(config_set)
+    command(engine, "reload", target=ENGINE_TARGET)(reload)
+    command(engine, "simulate", target=SERVED_ENGINE_TARGET)(simulate)
+    command(engine, "advance", target=SERVED_ENGINE_TARGET)(advance)
+    command(engine, "verify", target=ENGINE_TARGET)(verify)
+    command(engine, "dump", target=ENGINE_TARGET)(dump)
+    command(engine, "metrics", target=ENGINE_TARGET)(metrics)
+    command(engine, "serve", target=ENGINE_TARGET)(serve)
+    engine.add_typer(config, name="config")
+    root.add_typer(engine, name="engine")
 
 
 # ---------------------------------------------------------------- helpers
@@ -85,7 +96,6 @@ def _kv_table(rows: dict, title: str | None = None):
 # ---------------------------------------------------------------- init / reset
 
 
-@command(app, "init", target=ENGINE_TARGET)
 def init(
     coordinators: Annotated[
         int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")
@@ -115,7 +125,6 @@ def init(
     )
 
 
-@command(app, "reset", target=ENGINE_TARGET)
 def reset(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Really delete the engine's data.")] = False,
 ) -> None:
@@ -156,7 +165,6 @@ def reset(
 # ---------------------------------------------------------------- config
 
 
-@command(config_app, "list", target=ENGINE_TARGET)
 def config_list() -> None:
     """Every key: runtime value, where it comes from, and whether it is dynamic."""
     from pulsar_txn_cli.engine.broker_config import KEYS, to_text
@@ -192,7 +200,6 @@ def config_list() -> None:
     )
 
 
-@command(config_app, "get", target=ENGINE_TARGET)
 def config_get(key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")]) -> None:
     """The runtime value of one key."""
     from pulsar_txn_cli.engine.broker_config import to_text
@@ -203,7 +210,6 @@ def config_get(key: Annotated[str, typer.Argument(metavar="KEY", help="A broker 
     _emit(data, tables=[_kv_table(data)])
 
 
-@command(config_app, "set", target=ENGINE_TARGET)
 def config_set(
     key: Annotated[str, typer.Argument(metavar="KEY", help="A broker configuration key.")],
     value: Annotated[str, typer.Argument(metavar="VALUE", help="The new value.")],
@@ -227,7 +233,6 @@ def config_set(
 # ---------------------------------------------------------------- reload
 
 
-@command(app, "reload", target=ENGINE_TARGET)
 def reload(
     coordinator: Annotated[
         Optional[int],
@@ -267,7 +272,6 @@ def _list_table(items, header):
 # ---------------------------------------------------------------- simulate
 
 
-@command(app, "simulate", target=SERVED_ENGINE_TARGET)
 def simulate(
     transactions: Annotated[int, typer.Option("--transactions", "-n", help="Transactions to run.")] = 1000,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Transactions in flight.")] = 50,
@@ -395,7 +399,6 @@ def _simulate_rows(result: dict) -> dict:
 # ---------------------------------------------------------------- advance
 
 
-@command(app, "advance", target=SERVED_ENGINE_TARGET)
 def advance(
     duration: Annotated[
         str,
@@ -441,7 +444,6 @@ def _advance_rows(result: dict) -> dict:
 # ---------------------------------------------------------------- verify / dump / metrics
 
 
-@command(app, "verify", target=ENGINE_TARGET)
 def verify(
     acked: Annotated[
         Optional[str],
@@ -541,7 +543,6 @@ def _oracle() -> None:
     )
 
 
-@command(app, "dump", target=ENGINE_TARGET)
 def dump(
     managed_ledger: Annotated[
         Optional[list[str]],
@@ -614,7 +615,6 @@ def dump(
     env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")
 
 
-@command(app, "metrics", target=ENGINE_TARGET)
 def metrics() -> None:
     """The buffered-writer metrics in Prometheus text (as /metrics); -o json for a summary."""
     env = current()
@@ -630,7 +630,6 @@ def metrics() -> None:
 # ---------------------------------------------------------------- serve
 
 
-@command(app, "serve", target=ENGINE_TARGET)
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,

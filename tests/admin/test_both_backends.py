@@ -12,26 +12,56 @@ import pytest
 from pulsar_txn_cli.admin import server  # noqa: E402
 from tests.conftest import simulate_into
 
-READ_COMMANDS = [
-    ["coordinators-list"],
+# A value of each declared option (admin/calls.py) in this engine's world: every declared GET call is
+# read with them (declared_reads), so a new pulsar-admin command is compared with no edit here.
+EXAMPLES = {
+    "topic": "sim-topic-0",
+    "subscription": "sim-sub-0",
+    "coordinator_id": "0",
+    "most": "0",
+    "least": "1",
+    "ledger_id": "1",
+    "entry_id": "0",
+}
+# declared GET calls not read with EXAMPLES, and why
+NOT_READ = {"transaction-metadata": "no transaction of this world stays open: FAILING_COMMANDS and the abort test"}
+
+
+def declared_reads() -> list[list[str]]:
+    """Every declared GET call with EXAMPLES' values for its options (its first flag each)."""
+    from pulsar_txn_cli.admin.calls import COMMANDS, REQUIRED
+
+    reads = []
+    for call in COMMANDS:
+        if call.method != "GET" or call.name in NOT_READ:
+            continue
+        missing = [p.name for p in call.params if p.default is REQUIRED and p.name not in EXAMPLES]
+        assert not missing, f"{call.name}: add an example value of {missing} to EXAMPLES (or to NOT_READ, why)"
+        reads.append(
+            [
+                call.name,
+                *(a for p in call.params if p.flags and p.name in EXAMPLES for a in (p.flags[0], EXAMPLES[p.name])),
+            ]
+        )
+    return reads
+
+
+# the variants of the declared reads that take flags, and the commands that are no declared call
+MORE_READS = [
     ["coordinator-stats"],
     ["coordinator-stats", "-c", "1"],
-    ["coordinator-internal-stats", "-c", "0"],
     ["coordinator-internal-stats", "-c", "1", "-m"],
     ["pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "-l"],
     ["pending-ack-internal-stats", "-t", "persistent://public/default/sim-topic-1", "-s", "sim-sub-1"],
     ["slow-transactions", "-t", "0s"],
-    ["transaction-buffer-stats", "-t", "sim-topic-0"],
-    ["buffer-snapshot-internal-stats", "-t", "sim-topic-0"],
     ["subscriptions"],
     ["get-txn-tc-batch-log-stat"],
     ["get-txn-pending-ack-batch-log-stat"],
     ["metrics"],
-    ["transaction-in-buffer-stats", "-t", "sim-topic-0", "-m", "0", "-l", "1"],
-    ["transaction-in-pending-ack-stats", "-t", "sim-topic-0", "-s", "sim-sub-0", "-m", "0", "-l", "1"],
-    ["position-stats-in-pending-ack", "-t", "sim-topic-0", "-s", "sim-sub-0", "-l", "1", "-e", "0"],
     ["position-stats-in-pending-ack", "-t", "sim-topic-0", "-s", "sim-sub-0", "-l", "1", "-e", "0", "-b", "0"],
 ]
+DECLARED_READS = declared_reads()
+READ_COMMANDS = DECLARED_READS + [args for args in MORE_READS if args not in DECLARED_READS]
 FAILING_COMMANDS = [
     ["coordinator-stats", "-c", "9"],
     ["transaction-metadata", "(0,999999)"],
