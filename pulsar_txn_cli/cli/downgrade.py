@@ -93,8 +93,24 @@ def check(
     checks (hours later, from any shell) compare each log's oldest ledger with that record.
     Exit codes: SAFE 0, WAIT 5, BLOCKED 6, connection or HTTP error 4.
     """
-    from pulsar_txn_cli.downgrade import runner
+    path = None
+    try:  # from the first line: a Ctrl-C while the modules load says what was kept too
+        from pulsar_txn_cli.downgrade import runner
 
+        _check_options(wait, interval, timeout, verify_entries)
+        env = current()
+        admin = env.admin()
+        path = runner.checkpoint_path(admin, checkpoint)
+        options = dict(concurrency=concurrency, verify=verify_entries or None)
+        result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
+        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None)
+    except KeyboardInterrupt:
+        from pulsar_txn_cli.errors import InterruptedWork
+
+        raise InterruptedWork(_interrupted_check(path)) from None
+
+
+def _check_options(wait: bool, interval: float, timeout, verify_entries) -> None:
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
     if interval < MIN_INTERVAL:  # 0 would check in a busy loop, each check asking every store
@@ -108,18 +124,6 @@ def check(
         # Before any check: a missing, empty or unreadable dump is an error now, not a WAIT that
         # --wait would poll forever.
         expand(verify_entries, format_option=None)
-    env = current()
-    path = None
-    try:
-        admin = env.admin()
-        path = runner.checkpoint_path(admin, checkpoint)
-        options = dict(concurrency=concurrency, verify=verify_entries or None)
-        result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
-        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None)
-    except KeyboardInterrupt:
-        from pulsar_txn_cli.errors import InterruptedWork
-
-        raise InterruptedWork(_interrupted_check(path)) from None
 
 
 def _interrupted_check(path) -> str:
