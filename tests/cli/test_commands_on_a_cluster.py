@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.admin.conftest import TOKEN
+from tests.admin.conftest import TOKEN, isolated_env  # noqa: F401 - autouse: no target from the machine
 from tests.admin.fakebroker import FakeBroker
 
 
