@@ -152,7 +152,8 @@ def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp
     rng = random.Random(21)
     with server.start(str(engine)) as served:
         argv = [*CLI, "downgrade", "check", "--admin-url", served.url, "--checkpoint", str(checkpoint), "--wait"]
-        for attempt in range(10):
+        attempt, before_python = 0, 0
+        while attempt < 10:
             proc = sigint.popen([*argv, "--interval", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             # half the tries while Python starts, half once the target answered
             if attempt % 2:
@@ -164,6 +165,12 @@ def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=120)
             err = err.decode()
+            if proc.returncode == 1 and "Fatal Python error: init_import_site" in err and before_python < 10:
+                # Landed before the interpreter ran a line of pulsar-txn (a loaded machine starts Python
+                # slowly): CPython's own start-up failure, out of the tool's reach; that moment again, later.
+                before_python += 1
+                continue
+            attempt += 1
             assert proc.returncode == 130, (proc.returncode, err)
             assert "Traceback" not in err and "Exception ignored" not in err, err
             said = [x for x in err.splitlines() if "interrupted" in x]
