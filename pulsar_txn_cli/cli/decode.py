@@ -102,19 +102,11 @@ def decode(
     if env.output == "table":
         emit(Result(data=None, tables=lambda: [_record_table(decoding.record_rows(stream))]), env)
     else:
-        from pulsar_txn_cli.codec import entry_to_json, portable_entry, portable_entry_to_json
-        from pulsar_txn_cli.output.spread import Spread
+        from pulsar_txn_cli.codec import entry_to_json
 
-        if env.output == "jsonl":  # a million records: made on every core (output/spread.py)
-            records = Spread(stream, entry_to_json, portable_entry, portable_entry_to_json, _record_count)
-            emit(Result(data=None, records=records), env)
-        else:
-            emit(Result(data=map(entry_to_json, stream)), env)
+        jsons = map(entry_to_json, stream)
+        emit(Result(data=None, records=jsons) if env.output == "jsonl" else Result(data=jsons), env)
     _finish(report, strict, env)
-
-
-def _record_count(entry) -> int:
-    return len(entry.records)
 
 
 def _record_table(rows):

@@ -35,15 +35,7 @@ from pulsar_txn_cli.codec.logs import (
     TcRecord,
     log_of_managed_ledger,
 )
-from pulsar_txn_cli.codec.records import (
-    entry_to_json,
-    portable_entry,
-    portable_entry_to_json,
-    record_from_dict,
-    record_to_dict,
-    records_to_dicts,
-    txn_id,
-)
+from pulsar_txn_cli.codec.records import entry_to_json, record_from_dict, record_to_dict, records_to_dicts, txn_id
 from pulsar_txn_cli.codec.summaries import op_name, summarize
 
 __all__ = [
@@ -67,8 +59,6 @@ __all__ = [
     "TcRecord",
     "log_of_managed_ledger",
     "entry_to_json",
-    "portable_entry",
-    "portable_entry_to_json",
     "record_from_dict",
     "record_to_dict",
     "records_to_dicts",

@@ -70,7 +70,7 @@ def decode_raw(raw: dumps.RawEntry, log: str) -> codec.DecodedEntry:
     except DecodeError as exc:
         raise exc.located(raw.where) from None
     entry.ledger_id, entry.entry_id, entry.managed_ledger = raw.ledger_id, raw.entry_id, raw.managed_ledger
-    entry.where, entry.data = raw.where, raw.data
+    entry.where = raw.where
     if raw.warnings:
         entry.warnings[:0] = raw.warnings
     return entry

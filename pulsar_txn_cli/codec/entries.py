@@ -40,4 +40,3 @@ class DecodedEntry:
     entry_id: int | None = None
     managed_ledger: str | None = None
     where: str | None = None  # how messages name it: "ledger:entry" or "source #n"
-    data: bytes | None = None  # the entry's bytes, kept by decode_raw so another process can decode it again

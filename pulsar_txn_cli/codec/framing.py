@@ -21,24 +21,23 @@ def is_batched(data: bytes) -> bool:
     return data[:2] == _MAGIC_BYTES
 
 
-def decode_entry(data: bytes, log: str, checked: bool = False) -> DecodedEntry:
+def decode_entry(data: bytes, log: str) -> DecodedEntry:
     """Decode one entry. Raises DecodeError (with a byte offset where one is known).
 
     Like Pulsar's readers, only the magic decides: an unknown version is decoded with the
-    version-1 layout and reported in the entry's warnings. `checked`: these bytes were decoded
-    before without error, so the required-field check (a fifth of the parse) is skipped.
+    version-1 layout and reported in the entry's warnings.
     """
     size = len(data)
     if size == 0:
         raise DecodeError("the entry is empty (0 bytes)")
     if data[0] == 0x0E:
-        return _decode_batched(data, log, checked)
+        return _decode_batched(data, log)
     record = RECORD_TYPE[log]()
-    _parse(record, data, 0, f"the {KIND[log]} record", checked)
+    _parse(record, data, 0, f"the {KIND[log]} record")
     return DecodedEntry(log, False, None, size, [record], [])
 
 
-def _decode_batched(data: bytes, log: str, checked: bool) -> DecodedEntry:
+def _decode_batched(data: bytes, log: str) -> DecodedEntry:
     size = len(data)
     if size < 2 or data[1] != 0x01:
         if size < 2:
@@ -55,7 +54,7 @@ def _decode_batched(data: bytes, log: str, checked: bool) -> DecodedEntry:
         )
     version = (data[2] << 8) | data[3]
     container = BATCH_TYPE[log]()
-    _parse(container, data, PREFIX_LEN, f"the batched {KIND[log]} entry", checked)
+    _parse(container, data, PREFIX_LEN, f"the batched {KIND[log]} entry")
     records = list(getattr(container, BATCH_FIELD[log]))
     warnings = []
     if version != VERSION:
@@ -65,12 +64,12 @@ def _decode_batched(data: bytes, log: str, checked: bool) -> DecodedEntry:
     return DecodedEntry(log, True, version, size, records, warnings)
 
 
-def _parse(message, data: bytes, start: int, what: str, checked: bool = False) -> None:
+def _parse(message, data: bytes, start: int, what: str) -> None:
     try:
         message.ParseFromString(data[start:] if start else data)
     except Exception:  # noqa: BLE001 - upb raises DecodeError and, on hostile input, a few others
         raise _parse_error(message.DESCRIPTOR, data, start, what) from None
-    if not checked and not message.IsInitialized():
+    if not message.IsInitialized():
         raise _missing_fields_error(message, data, start, what)
 
 

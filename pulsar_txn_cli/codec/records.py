@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.codec.entries import DecodedEntry
-from pulsar_txn_cli.codec.framing import decode_entry
 from pulsar_txn_cli.codec.logs import RECORD_TYPE
 
 _RECORD_TO_DICT, _RECORDS_TO_DICTS = {}, {}
@@ -47,19 +44,6 @@ def entry_to_json(entry: DecodedEntry) -> dict:
     if entry.warnings:
         out["warnings"] = list(entry.warnings)
     return out
-
-
-def portable_entry(entry: DecodedEntry) -> DecodedEntry:
-    """The entry without its protobuf records (which do not pickle cheaply): its bytes carry them,
-    so another process can rebuild the same JSON with portable_entry_to_json."""
-    return dataclasses.replace(entry, records=[])
-
-
-def portable_entry_to_json(entry: DecodedEntry) -> dict:
-    """entry_to_json of a portable_entry: its records decoded again from its bytes (which
-    decoded cleanly once, so without the required-field check)."""
-    entry.records = decode_entry(entry.data, entry.log, checked=True).records
-    return entry_to_json(entry)
 
 
 def record_from_dict(data: dict, log: str):

@@ -8,14 +8,12 @@ Data goes to stdout only; messages and progress go to stderr through the Env.
 
 from __future__ import annotations
 
-from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import orjson
 
 from pulsar_txn_cli.errors import InterruptedWork
-from pulsar_txn_cli.output import spread
 
 _JSON_OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -32,14 +30,13 @@ class Result:
     """What a command produced.
 
     data:    the JSON form (-o json); may be an iterator, rendered as a streamed array.
-    records: the -o jsonl lines; default: data's items when it is a list/iterator, else [data]; a
-             spread.Spread lets the lines be made on several processes.
+    records: the -o jsonl lines; default: data's items when it is a list/iterator, else [data].
     tables:  the -o table form; a callable is called lazily (only in table mode).
     lines:   extra human lines printed after the tables in table mode (a verdict, a hint).
     """
 
     data: Any
-    records: Iterable[dict] | spread.Spread | None = None
+    records: Iterable[dict] | None = None
     tables: list[Table] | Callable[[], list[Table]] | None = None
     lines: list[str] = field(default_factory=list)
 
@@ -72,33 +69,24 @@ def emit(result: Result, env) -> None:
 
 def _write_jsonl(records, out, per_line_flush: bool) -> None:
     """One compact document a line. Bytes go straight to the binary buffer when there is one
-    (no str round trip per record); on a terminal each line is flushed as it comes. Records given
-    as a Spread are made on worker processes when that pays (output/spread.py), never on a terminal."""
+    (no str round trip per record); on a terminal each line is flushed as it comes."""
     option = _JSON_OPTS | orjson.OPT_APPEND_NEWLINE
     buffer = getattr(out, "buffer", None)
-    pool = 0 if buffer is None or per_line_flush else spread.workers()
-    if isinstance(records, spread.Spread):
-        if pool:
-            lines = spread.lines(records, option, pool)
-        else:
-            records = map(records.convert, records.items)
     if buffer is None:
         write = out.write
         for record in records:
             write(orjson.dumps(record, option=option).decode())
         return
-    if not pool or not isinstance(records, spread.Spread):
-        lines = (orjson.dumps(record, option=option) for record in records)
     out.flush()  # keep anything already written through the text layer first
     write = buffer.write
     count = 0
     try:
-        with closing(lines):  # a pool stops with its generator, whatever ends the loop
-            for line in lines:
-                write(line)
-                count += 1
-                if per_line_flush:
-                    buffer.flush()
+        for record in records:
+            line = orjson.dumps(record, option=option)
+            write(line)
+            count += 1
+            if per_line_flush:
+                buffer.flush()
     except KeyboardInterrupt:
         buffer.flush()
         raise InterruptedWork(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 
-import pytest
-
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps, readledger
 from tests.codec.samples import LOG_PREFIX, PA_ML, TC_ML, pending_ack, tc_lifecycle
@@ -253,44 +251,3 @@ def test_repeated_hex_values_are_numbered_in_order(cli):
     assert "error: entry --hex #1: the entry is the single byte 0x0E" in result.stderr
     assert "error: entry --hex #3: the line is not hexadecimal" in result.stderr
     assert len(result.jsonl()) == 1
-
-
-# ---------------------------------------------------------------- lines made on worker processes
-
-
-def _mixed_dump(copies: int) -> str:
-    """Batched and single entries of both logs, an unknown version (a warning), entries of the
-    other log, a line without a position, and in the middle a bad entry."""
-    rows = []
-    for i in range(copies):
-        rows += [
-            (TC_ML, 7, 5 * i, BATCH),
-            (PA_ML, 8, 5 * i + 1, PA_BATCH),
-            (TC_ML, 7, 5 * i + 2, SINGLE),
-            (TC_ML, 7, 5 * i + 3, codec.encode_batch(tc_lifecycle(i + 3), version=2)),
-            (None, None, None, codec.encode_single(tc_lifecycle(i)[1])),
-        ]
-        if i == copies // 2:
-            rows.append((TC_ML, 7, 0, b"\x0e"))
-    return jsonl_dump(*rows)
-
-
-@pytest.mark.parametrize("strict", [False, True])
-def test_jsonl_from_worker_processes_is_byte_identical(cli, monkeypatch, strict):
-    from pulsar_txn_cli.output import spread
-
-    args = ["decode", "--log", "tc", "--force-log", "-o", "jsonl", *(["--strict"] if strict else [])]
-    text = _mixed_dump(40)
-    monkeypatch.setattr(spread, "workers", lambda: 0)
-    alone = cli(args, input=text)
-    made = []
-    original = spread._pooled
-    monkeypatch.setattr(spread, "_pooled", lambda *a: made.append(1) or original(*a))
-    monkeypatch.setattr(spread, "workers", lambda: 2)
-    monkeypatch.setattr(spread, "WARMUP", 3)  # the pool starts after the first entry or two
-    monkeypatch.setattr(spread, "CHUNK", 4)  # and gets many small tasks
-    pooled = cli(args, input=text)
-    assert made == [1]
-    assert (pooled.exit_code, pooled.stdout, pooled.stderr) == (alone.exit_code, alone.stdout, alone.stderr)
-    assert alone.exit_code == 3 and len(alone.stdout.splitlines()) == (105 if strict else 200)
-    assert "warning: entry 7:3: unknown batch version 2" in alone.stderr
