@@ -1,18 +1,27 @@
 """Engine throughput and batching: records/s and entries per 1,000 records, batching on vs off.
 
     .venv/bin/python -m bench engine [--transactions=N] [--concurrency=C] [--subscriptions=S] [--repeat=R] [--profile]
+    .venv/bin/python -m bench engine --scale [--scale-transactions=N] [--scale-topics=T]
 
 Runs `engine simulate` in process on fresh engines (tmp dirs), same seed for both modes, default
 batch settings. Records/s is wall time of the whole simulate (coordinator, pending-ack stores,
 transaction buffer, SQLite commits), counting TC-log records and all log records. With --repeat,
 each mode runs R times and the rates are reported as the median and the range. --profile runs the
 batching-on workload once more under cProfile and prints where its time goes, by part of the engine.
+
+--scale instead runs issue #24 §3's large case as a real process: `pulsar-txn engine simulate` of
+100,000 transactions over 1,000 topics (concurrency 200, batching on for both logs) on a fresh engine,
+then `pulsar-txn engine verify`, and prints the wall time, the CPU time and the peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -79,6 +88,45 @@ def profile_shares(args) -> None:
         print(f"  {part:<34} {100 * seconds / whole:5.1f}%")
 
 
+def scale(transactions: int, topics: int, concurrency: int) -> None:
+    """The large simulate as `pulsar-txn` processes: wall, CPU and peak RSS of the simulate alone."""
+    exe = Path(sys.executable).parent / "pulsar-txn"
+    cli = [str(exe)] if exe.exists() else [sys.executable, "-m", "pulsar_txn_cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        where = ["--engine-dir", str(Path(tmp) / "engine")]
+        for args in (
+            ["engine", "init"],
+            ["engine", "config", "set", "transactionLogBatchedWriteEnabled", "true"],
+            ["engine", "config", "set", "transactionPendingAckBatchedWriteEnabled", "true"],
+            ["engine", "reload"],
+        ):
+            subprocess.run([*cli, *args, *where], check=True, capture_output=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*cli, "engine", "simulate", "-n", str(transactions), "--topics", str(topics)]
+            + ["--concurrency", str(concurrency), "-o", "json", *where],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        verify = subprocess.run([*cli, "engine", "verify", *where], capture_output=True, text=True)
+    result = json.loads(done.stdout)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    tc = result["records"]["tc"]
+    print(
+        f"engine simulate: {transactions:,} txns over {topics:,} topics, concurrency {concurrency}, batching "
+        f"{'on' if all(result['batching'].values()) else result['batching']}: {tc:,} TC-log records in "
+        f"{result['entries']['tc']:,} entries"
+    )
+    # ru_maxrss of the children is the largest of them: the simulate (init, config and reload are small).
+    print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s, {tc / wall:,.0f} TC-log records/s wall")
+    print(f"  peak RSS {after.ru_maxrss / 1024:.0f} MiB")
+    print(f"  engine verify: exit {verify.returncode}, {verify.stdout.strip().splitlines()[-1:]}")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench engine")
     parser.add_argument("--transactions", type=int, default=10_000)
@@ -87,7 +135,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeat", type=int, default=1, help="runs per mode; rates are reported as median and range")
     parser.add_argument("--profile", action="store_true", help="also profile one batching-on run")
+    parser.add_argument("--scale", action="store_true", help="only the large simulate as a process (see above)")
+    parser.add_argument("--scale-transactions", type=int, default=100_000)
+    parser.add_argument("--scale-topics", type=int, default=1_000)
     args = parser.parse_args(argv)
+    if args.scale:
+        scale(args.scale_transactions, args.scale_topics, args.concurrency)
+        return
     rows = {}
     for batch in (True, False):
         runs = [
