@@ -36,7 +36,7 @@ from harness import BrokerStartError, WorkloadRun, _kill_group, _log4j_xml, free
 COORDINATORS = 4
 CLUSTER = "cluster-a"
 READY_TIMEOUT = float(os.environ.get("PULSAR_TXN_CLUSTER_READY_TIMEOUT", "240"))
-MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_CLUSTER_MAX_LIFETIME", "1800"))
+MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_CLUSTER_MAX_LIFETIME", "5400"))
 
 COMMON_FLAGS = [
     "-XX:+UseG1GC",

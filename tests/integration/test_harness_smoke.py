@@ -70,6 +70,9 @@ def test_broker_starts_with_transactions(pulsar_broker):
     assert st == 200
     assert runtime["transactionCoordinatorEnabled"] == "true"
     assert runtime["systemTopicEnabled"] == "true"
+    # The session broker is shared: an earlier test may have unloaded a coordinator, and a real broker loads
+    # one again only when a transactional client connects (docs/real-broker-findings.md), which this does.
+    pulsar_broker.wait_coordinators_ready()
     st, stats = pulsar_broker.rest("GET", "/admin/v3/transactions/coordinatorStats")
     assert st == 200 and stats and all(v["state"] == "Ready" for v in stats.values())
     st, coords = pulsar_broker.rest("GET", "/admin/v3/transactions/coordinators")

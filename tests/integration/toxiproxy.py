@@ -23,7 +23,7 @@ from harness import _kill_group, free_port
 HERE = Path(__file__).resolve().parent
 VERSION = "v2.9.0"
 BINARY = Path(os.environ.get("PULSAR_TXN_TOXIPROXY", HERE / "toxiproxy" / "bin" / "toxiproxy-server"))
-MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_TOXIPROXY_MAX_LIFETIME", "1800"))
+MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_TOXIPROXY_MAX_LIFETIME", "5400"))
 
 
 class ToxiproxyMissing(RuntimeError):
