@@ -123,7 +123,8 @@ def carry_target(text: str, env) -> str:
     return text
 
 
-_DOWNGRADE_QUOTED = re.compile(r"`(pulsar-txn downgrade (?:check|reset)\b[^`]*)`")
+_ON_CHECKPOINT = r"pulsar-txn downgrade (?:check|reset)\b"  # the commands that take --checkpoint
+_ON_CHECKPOINT_QUOTED = re.compile(rf"`({_ON_CHECKPOINT}[^`]*)`")
 
 
 def with_checkpoint(text: str, path: str | None, *, quoted: bool = True) -> str:
@@ -133,11 +134,11 @@ def with_checkpoint(text: str, path: str | None, *, quoted: bool = True) -> str:
         return text
 
     def add(cmd: str) -> str:
-        if "--checkpoint" in cmd.split() or not re.match(r"pulsar-txn downgrade (check|reset)\b", cmd):
+        if "--checkpoint" in cmd.split() or not re.match(_ON_CHECKPOINT, cmd):
             return cmd
         return f"{cmd} --checkpoint {shlex.quote(path)}"
 
-    return add(text) if not quoted else _DOWNGRADE_QUOTED.sub(lambda m: f"`{add(m.group(1))}`", text)
+    return add(text) if not quoted else _ON_CHECKPOINT_QUOTED.sub(lambda m: f"`{add(m.group(1))}`", text)
 
 
 def _has_target(text: str) -> bool:
