@@ -52,7 +52,7 @@ def diagnose(
     lac = Position.find(log.last_confirmed)
     if open_across_switch(log, batch_index) and (mark is None or mark[0] <= recorded):
         return CAUSE_OPEN_ACROSS, OPEN_ACROSS_ADVICE
-    if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index):
+    if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
         return CAUSE_NOT_ROLLED, (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
             f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}"

@@ -52,6 +52,21 @@ class Checkpoint:
                 subscriptions.setdefault((key[1], key[2]), record)
         return replace(self, coordinators=coordinators, subscriptions=subscriptions)
 
+    def with_nothing_batched_before(self, oldest: dict) -> "Checkpoint":
+        """A copy whose records say no ledger from `oldest[key]` on is batched ({item key: ledger id}).
+
+        Only lowers a record, and only on evidence that the log's one ledger holds no batched entry
+        (the brokers' metrics): the record then names the ledger before it, so the log stays clear
+        when that ledger rolls over and is no longer its only one."""
+        coordinators = dict(self.coordinators)
+        subscriptions = dict(self.subscriptions)
+        for key, ledger in oldest.items():
+            table, k = (coordinators, key[1]) if key[0] == "coordinator" else (subscriptions, key[1:])
+            record = table.get(k)
+            if record is not None and record.last_batched_ledger_id >= ledger:
+                table[k] = replace(record, last_batched_ledger_id=ledger - 1)
+        return replace(self, coordinators=coordinators, subscriptions=subscriptions)
+
     def with_marks(self, logs, taken_at: str) -> "Checkpoint":
         """A copy whose records know each log's cursor, and since when it stands where it is."""
         coordinators = dict(self.coordinators)
@@ -144,7 +159,7 @@ def _rows(data: dict, name: str, bad):
 def _record(row: dict, bad) -> Record:
     ledger, at = row.get("lastBatchedLedgerId"), row.get("recordedAt")
     mark, since = row.get("markDeletePosition"), row.get("markSince")  # absent in files before them
-    if not isinstance(ledger, int) or isinstance(ledger, bool) or ledger < 0 or not isinstance(at, str):
+    if not isinstance(ledger, int) or isinstance(ledger, bool) or ledger < -1 or not isinstance(at, str):
         raise bad(f"bad record {row!r}")
     if (mark, since) != (None, None) and not (isinstance(mark, str) and isinstance(since, str)):
         raise bad(f"bad record {row!r}")

@@ -116,17 +116,23 @@ def downgrade_verdict(
         )
         usable = usable.without_records()
 
+    since = obs.unbatched_since_ms if findings.step1_clean else None
     new_records = {}
     if findings.step1_clean and usable is not None:
         for log in obs.logs:
             if usable.record_for(log.key) is None and not log.error and log.ledgers:
                 new_records[log.key] = Record(max(log.ledgers), obs.taken_at)
         usable = usable.with_records(new_records)
+        # A log whose only ledger holds no batched entry has no batched ledger at all: recorded as
+        # such, it stays clear once that ledger rolls over, as an idle ledger does on its own after
+        # managedLedgerMaxLedgerRolloverTimeMinutes, and the metrics rule no longer applies.
+        usable = usable.with_nothing_batched_before(
+            {log.key: min(log.ledgers) for log in obs.logs if _holds_no_batch(log, since)}
+        )
     if usable is not None:
         usable = usable.with_marks(obs.logs, obs.taken_at)
 
     batch_index = _batch_index_deletion(obs)
-    since = obs.unbatched_since_ms if findings.step1_clean else None
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
     engine = obs.key.startswith("engine ")
@@ -271,9 +277,7 @@ def _item(
             "retry once the log is loaded (a managed ledger always has a current ledger)",
         )
     oldest, newest = min(log.ledgers), max(log.ledgers)
-    if unbatched_since is not None and len(log.ledgers) == 1 and (log.current_created_ms or -1) >= unbatched_since:
-        # Its only ledger was created after every broker's buffered-writer metrics started, and they
-        # counted no batch: it cannot hold a batched entry (a ledger is written by its creator only).
+    if _holds_no_batch(log, unbatched_since):
         return ItemVerdict(
             log,
             oldest,
@@ -318,6 +322,17 @@ def _item(
         f"oldest ledger {oldest} <= last batched ledger {recorded}: {cause_text(cause, log, recorded)}",
         cause,
         advice,
+    )
+
+
+def _holds_no_batch(log: LogObservation, unbatched_since: int | None) -> bool:
+    """Its only ledger was created after every broker's buffered-writer metrics started, and they
+    counted no batch: it cannot hold a batched entry (a ledger is written by its creator only)."""
+    return (
+        unbatched_since is not None
+        and not log.error
+        and len(log.ledgers) == 1
+        and (log.current_created_ms or -1) >= unbatched_since
     )
 
 

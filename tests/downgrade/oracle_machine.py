@@ -6,7 +6,7 @@ Every step goes through the CLI in process (run_cli) or the library the CLI call
 always read through `downgrade check -o json` / `upgrade check -o json`, as an operator reads them.
 
 After every step: SAFE => no batched entry is stored in a transaction log (engine verify
---downgrade-oracle's batchedReachable); BLOCKED => traffic and time alone do not clear them, and following
+--downgrade-oracle's batchedReachable), and time alone keeps it SAFE (on a copy); BLOCKED => traffic and time alone do not clear them, and following
 every printed fix (on a copy) gives WAIT or SAFE; WAIT => traffic and time alone clear them (and, in the
 full profile, a --wait on a copy ends in SAFE or BLOCKED); upgrade COMPLETE => every store batches.
 
@@ -167,9 +167,12 @@ class VerdictOracle(RuleBasedStateMachine):
 
     @rule(count=st.integers(2, 4), timeout=st.sampled_from(["30s", "1h"]))
     def open_transactions(self, count, timeout):
-        """A client opens transactions, acknowledges in them, and keeps them open."""
+        """A client opens transactions, acknowledges in them, and keeps them open. A second after the check
+        before it, as on a real cluster: the engine's clock stands still between steps, and a transaction
+        opened at the very instant a check saw the cursor stop cannot be told from one open at that check."""
         timeout_ms = {"30s": 30_000, "1h": 3_600_000}[timeout]
         with self.engine() as engine:
+            advance(engine, 1000)
             tc = engine.tc(0)
             opened = []
             for _ in range(count):
@@ -235,11 +238,36 @@ class VerdictOracle(RuleBasedStateMachine):
             with self.engine() as engine:
                 reachable = [log for log in batched_ledgers(engine) if log["reachable"]]
             assert not reachable, self.failure("SAFE while batched entries are reachable", doc, reachable)
+            self.safe_stays_safe(doc)
         elif verdict == "BLOCKED":
             self.blocked_needs_an_operator(doc)
         else:
             self.wait_ends_by_itself(doc)
         self.upgrade_follows_the_storage()
+
+    def safe_stays_safe(self, doc):
+        """SAFE, then time alone (idle ledgers roll over, timeouts, trims; no traffic, no operator) on a
+        copy: still SAFE. Nothing batched can appear with batching off, so a later WAIT would be the
+        verdict forgetting what it knew, and a --wait started then would never end. The full profile only:
+        its copies would change the fast profile's fixed examples."""
+        if not self.thorough:
+            return
+        copy, checkpoint = self.copy()
+        try:
+            with Engine.open(copy, auto_init=False) as engine:
+                advance(engine, horizon_ms(engine))
+            after = self.check(copy, checkpoint)
+            assert after["verdict"] == "SAFE", self.failure(
+                f"SAFE, then {after['verdict']} once time passed with no traffic and no operator",
+                doc,
+                [
+                    (i.get("coordinatorId"), i.get("topic"), i["reason"])
+                    for i in after["coordinators"] + after["subscriptions"]
+                    if not i["clear"]
+                ],
+            )
+        finally:
+            shutil.rmtree(copy.parent, ignore_errors=True)
 
     def blocked_needs_an_operator(self, doc):
         # Batching configured on is BLOCKED whatever the stores do now: a restart or an unload, which

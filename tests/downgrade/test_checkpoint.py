@@ -55,7 +55,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         '{"format": 2, "target": "x", "createdAt": "t"}',
         '{"format": 1, "target": 3, "createdAt": "t"}',
         '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": "0", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
-        '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": -1, "recordedAt": "t"}]}',
+        '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": -2, "recordedAt": "t"}]}',
         '{"format": 1, "target": "x", "createdAt": "t", "coordinators": [{"coordinatorId": 0, "lastBatchedLedgerId": 1, "recordedAt": "t"}, {"coordinatorId": 0, "lastBatchedLedgerId": 2, "recordedAt": "t"}]}',
         '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": [{"topic": "", "subscription": "s", "lastBatchedLedgerId": 1, "recordedAt": "t"}]}',
         '{"format": 1, "target": "x", "createdAt": "t", "subscriptions": {}}',

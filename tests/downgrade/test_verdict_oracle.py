@@ -171,3 +171,24 @@ def test_known_a_switch_on_and_off_without_reload_is_blocked_for_want_of_knowled
         machine.verdicts_follow_the_oracle()
     finally:
         machine.teardown()
+
+
+def test_regression_safe_turned_wait_when_idle_ledgers_rolled_over(cli, monkeypatch, tmp_path):
+    """Issue #23: a cluster that never batched is SAFE (each log's only ledger was created after the
+    brokers' buffered-writer metrics started, and they counted no batch). Then, with no traffic, each idle
+    pending-ack ledger rolled over at managedLedgerMaxLedgerRolloverTimeMinutes, and the next check said
+    WAIT for good ("oldest ledger 7 <= last batched ledger 7: the cursor does not move"): the record took
+    the one ledger for a batched one. Seen on the real faults cluster, whose ledgers roll after a minute."""
+    isolate(monkeypatch, tmp_path)
+    directory, checkpoint = tmp_path / "engine", tmp_path / "cp.json"
+    target = ["--engine-dir", directory, "--checkpoint", checkpoint, "-o", "json"]
+    assert cli(["engine", "init", "--coordinators", "1", "--engine-dir", directory]).exit_code == 0
+    assert cli(["engine", "simulate", "-n", "20", "--engine-dir", directory]).exit_code == 0
+    before = cli(["downgrade", "check", *target])
+    assert before.exit_code == 0 and before.json()["verdict"] == "SAFE", before.stdout
+    rolled = cli(["engine", "advance", "5h", "--engine-dir", directory, "-o", "json"])
+    assert rolled.json()["ledgersRolled"] >= 8, rolled.stdout  # every idle log rolled over
+    after = cli(["downgrade", "check", *target])
+    doc = after.json()
+    assert after.exit_code == 0 and doc["verdict"] == "SAFE", [i["reason"] for i in doc["subscriptions"]]
+    assert len(doc["subscriptions"]) == 8 and all(i["clear"] for i in doc["subscriptions"])
