@@ -153,7 +153,7 @@ def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout:
     offset = log.mark()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(home))
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(home), cwd=ROOT)
         try:
             _, status, usage = _wait4(proc, timeout)
         finally:
