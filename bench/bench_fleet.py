@@ -52,6 +52,9 @@ BROKER_CONF = {
 }
 
 
+SLOW_MS = 1000  # a request the broker took this long on is printed with the command's figures
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -92,11 +95,15 @@ def seen(name: str, out) -> int:
 
 # --------------------------------------------------------------------------- the broker's own request count
 
-REQUEST_LOG = re.compile(r'RequestLog - \S+ - \S+ \[[^\]]+\] "(\w+) (\S+) HTTP/[\d.]+" (\d+) \S+ "[^"]*" "([^"]*)"')
+# Jetty's NCSA line: "METHOD PATH HTTP/x" STATUS BYTES "REFERER" "AGENT" MILLISECONDS
+REQUEST_LOG = re.compile(
+    r'RequestLog - \S+ - \S+ \[[^\]]+\] "(\w+) (\S+) HTTP/[\d.]+" (\d+) \S+ "[^"]*" "([^"]*)" (\d+)'
+)
 
 
 class AccessLog:
-    """The requests Jetty logged in broker.log from one offset on, as (method, path, status), one user agent's."""
+    """The requests Jetty logged in broker.log from one offset on, as (method, path, status, ms), one user
+    agent's (ms: the broker's own time for the request)."""
 
     def __init__(self, path: Path, agent: str = "pulsar-txn"):
         self.path, self.agent = path, agent
@@ -104,7 +111,7 @@ class AccessLog:
     def mark(self) -> int:
         return self.path.stat().st_size
 
-    def since(self, offset: int) -> list[tuple[str, str, int]]:
+    def since(self, offset: int) -> list[tuple[str, str, int, int]]:
         # Jetty logs a request as it completes: wait until the log stops growing.
         size = -1
         while size != self.path.stat().st_size:
@@ -114,13 +121,13 @@ class AccessLog:
             f.seek(offset)
             text = f.read().decode("utf-8", errors="replace")
         return [
-            (m[1], m[2], int(m[3]))
+            (m[1], m[2], int(m[3]), int(m[5]))
             for m in (REQUEST_LOG.search(line) for line in text.splitlines())
             if m and m[4] == self.agent
         ]
 
 
-def failed(requests: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+def failed(requests: list[tuple]) -> list[tuple]:
     """The requests the broker failed, but the tool's probe for an engine (/pulsar-txn/...: a broker's 404 is how
     the tool knows it is not talking to `engine serve`)."""
     return [r for r in requests if r[2] >= 400 and not r[1].startswith("/pulsar-txn/")]
@@ -184,7 +191,7 @@ def _wait4(proc: subprocess.Popen, timeout: float):
 # --------------------------------------------------------------------------- the floor
 
 
-def floor(url: str, requests: list[tuple[str, str, int]], concurrency: int) -> tuple[float, int]:
+def floor(url: str, requests: list[tuple], concurrency: int) -> tuple[float, int]:
     """The same GETs fired by a bare asyncio HTTP/1.1 client, `concurrency` keep-alive connections at a time:
     (seconds, answers whose status differs from the command's).
 
@@ -203,7 +210,7 @@ async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
         reader, writer = await asyncio.open_connection(host, port)
         try:
             while queue:
-                _, path, status = queue.pop()
+                _, path, status, _ms = queue.pop()
                 head = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\r\n"
                 writer.write(head.encode())
                 got = await _response(reader)
@@ -356,6 +363,12 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
             "floorSkipped": count - gets,  # never replayed: only GETs are
             "anchorSeconds": anchor_call * count,
             "stderr": run.stderr[-2000:] if run.exit_code not in command.ok_exits else "",
+            # the broker's slowest answer to the command: a stall shows here, not only in the wall time
+            "slowest": max(run.requests, key=lambda r: r[3], default=None),
+            # what the command says of itself, when it does (doctor: its run's seconds and requests)
+            "own": {
+                k: run.output[k] for k in ("seconds", "requests") if isinstance(run.output, dict) and k in run.output
+            },
         }
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["anchorRatio"] = row["anchorSeconds"] / run.seconds
@@ -367,6 +380,12 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
             f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor | pulsar-admin "
             f"{row['anchorSeconds']:7.0f} s ({row['anchorRatio']:.0f}x)"
         )
+        if row["own"]:
+            out(f"      by its own count: {row['own']}")
+        if row["slowest"] and row["slowest"][3] >= SLOW_MS:
+            out(
+                f"      the broker's slowest answer: {row['slowest'][3]} ms for {row['slowest'][0]} {row['slowest'][1]}"
+            )
     return rows
 
 
