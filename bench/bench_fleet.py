@@ -127,6 +127,12 @@ class AccessLog:
         ]
 
 
+def not_run(output) -> list[dict]:
+    """The doctor's checks that could not run, with why (a request that failed or timed out, for one)."""
+    checks = output.get("checks", []) if isinstance(output, dict) else []
+    return [{"check": c.get("check"), "why": c.get("why")} for c in checks if not c.get("ran")]
+
+
 def failed(requests: list[tuple]) -> list[tuple]:
     """The requests the broker failed, but the tool's probe for an engine (/pulsar-txn/...: a broker's 404 is how
     the tool knows it is not talking to `engine serve`)."""
@@ -369,6 +375,7 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
             "own": {
                 k: run.output[k] for k in ("seconds", "requests") if isinstance(run.output, dict) and k in run.output
             },
+            "notRun": not_run(run.output),
         }
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["anchorRatio"] = row["anchorSeconds"] / run.seconds
@@ -382,6 +389,8 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
         )
         if row["own"]:
             out(f"      by its own count: {row['own']}")
+        if row["notRun"]:
+            out(f"      checks that did not run: {row['notRun']}")
         if row["slowest"] and row["slowest"][3] >= SLOW_MS:
             out(
                 f"      the broker's slowest answer: {row['slowest'][3]} ms for {row['slowest'][0]} {row['slowest'][1]}"
