@@ -60,7 +60,9 @@ def test_every_command_ran_and_saw_every_subscription(measured):
         assert row["ok"], what
         assert row["seen"] == row["size"], what
         assert row["failedRequests"] == 0, what
-        assert row["notRun"] == [], what  # the doctor ran every check
+        # the doctor ran every check but its downgrade's, which runs only while a downgrade is under way (a
+        # checkpoint in the state directory; `downgrade check` here keeps its own, --checkpoint FILE)
+        assert [c for c in row["notRun"] if c["check"] != "downgrade"] == [], what
         assert row["requests"] >= row["size"], what  # at least one request a subscription: it looked at each
 
 
