@@ -139,8 +139,8 @@ def _unbatched_since(admin, url: str | None, counter: Counter) -> int | None:
     if error or not isinstance(text, str):
         return None
     created, batches = [], 0.0
-    for name, _labels, value in writer_metrics.parse(text):
-        if "_bufferedwriter_" not in name:
+    for name, _labels, value in writer_metrics.parse(text, only=writer_metrics.WRITER):
+        if writer_metrics.WRITER not in name:
             continue
         if name.endswith("_created"):
             created.append(value)

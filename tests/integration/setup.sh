@@ -4,6 +4,7 @@
 #   - a JDK 17 with the JDK-8351933 ForkJoinPool fix (>= 17.0.17) and Maven, from Debian packages
 #   - the pinned Pulsar classpath in ~/.m2 plus the harness workload jar (mvn package of the module)
 #   - the OAuth2 server of the `secured` OAuth2 tests (mock-oauth2-server's classpath, oauth2server/)
+#   - pulsar-admin itself, the anchor of the `scale` set (pulsar-client-tools' classpath, admincli/)
 #   - Toxiproxy for the `faults` tests (go install of a pinned release into toxiproxy/bin/)
 # Exit status is non-zero if something needed could not be installed.
 set -euo pipefail
@@ -92,6 +93,20 @@ else
   o2_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$O2/pom.xml" generate-resources)
   "${o2_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading mock-oauth2-server from Maven Central"; "${o2_cmd[@]}"; }
   say "mock-oauth2-server classpath: $(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars"
+fi
+# pulsar-admin (PulsarAdminTool, pulsar-client-tools), the anchor of the `scale` set: its own classpath
+ADM="$HERE/admincli"
+adm_fresh=0
+if [ -f "$ADM/target/classpath.txt" ] && [ "$ADM/target/classpath.txt" -nt "$ADM/pom.xml" ]; then
+  adm_fresh=1
+  for f in $(tr ':' ' ' < "$ADM/target/classpath.txt"); do [ -f "$f" ] || { adm_fresh=0; break; }; done
+fi
+if [ "$adm_fresh" = 1 ]; then
+  say "pulsar-admin classpath ready ($(tr ':' '\n' < "$ADM/target/classpath.txt" | wc -l) jars)"
+else
+  adm_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$ADM/pom.xml" generate-resources)
+  "${adm_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading pulsar-client-tools from Maven Central"; "${adm_cmd[@]}"; }
+  say "pulsar-admin classpath: $(tr ':' '\n' < "$ADM/target/classpath.txt" | wc -l) jars"
 fi
 # Toxiproxy, the fault-injecting TCP proxy of the `faults` tests (toxiproxy.py), built from the Go module proxy
 TOXIPROXY_VERSION=v2.9.0

@@ -42,7 +42,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * "ops":[{"op":"produce","topic":T,"msgId":"l:e:p"},{"op":"ack","topic":T,"sub":S,"msgId":...}]}.
  * A final {"event":"done",...} line summarises the run ("seeded": the plain messages it produced). With --dump
  * SUB, a new subscription SUB reads every topic from the earliest message and prints each message a reader gets
- * ({"event":"msg","topic":T,"value":V}).
+ * ({"event":"msg","topic":T,"value":V}). With --fleet N, a fleet of transactional subscriptions instead: see fleet().
  */
 public final class TxnWorkload {
 
@@ -86,6 +86,11 @@ public final class TxnWorkload {
                 }
                 System.out.println("{\"event\":\"done\",\"ping\":" + n + "}");
             }
+            System.exit(0);
+        }
+
+        if (a.containsKey("fleet")) {
+            fleet(a, serviceUrl, adminUrl, Integer.parseInt(a.get("fleet")), prefix, txnTimeoutSec);
             System.exit(0);
         }
 
@@ -355,6 +360,71 @@ public final class TxnWorkload {
             }
         }
         System.exit(0);
+    }
+
+    /**
+     * --fleet N: the partitioned topic {prefix}-fleet grown to N partitions (created, or its partition count
+     * raised), and on every partition that has no subscription "fleet" yet: one plain message, the subscription,
+     * and a committed transaction that acks the message, so each partition's subscription gets its pending-ack
+     * log. A second run with a larger N only pays for the new partitions. --parallel P partitions at once
+     * (default 16). Prints {"event":"done","fleet":N,"created":C}.
+     */
+    private static void fleet(Map<String, String> a, String serviceUrl, String adminUrl, int n, String prefix,
+            long txnTimeoutSec) throws Exception {
+        String topic = "persistent://public/default/" + prefix + "-fleet";
+        String sub = "fleet";
+        List<Integer> todo = new ArrayList<>();
+        try (PulsarAdmin admin = adminBuilder(a).serviceHttpUrl(adminUrl).build()) {
+            int have = 0;
+            try {
+                have = admin.topics().getPartitionedTopicMetadata(topic).partitions;
+            } catch (PulsarAdminException.NotFoundException e) {
+                // not created yet
+            }
+            if (have == 0) {
+                admin.topics().createPartitionedTopic(topic, n);
+            } else if (have < n) {
+                admin.topics().updatePartitionedTopic(topic, n);
+            }
+            for (int i = 0; i < n; i++) {
+                String partition = topic + "-partition-" + i;
+                if (i >= have || !admin.topics().getSubscriptions(partition).contains(sub)) {
+                    todo.add(i);
+                }
+            }
+        }
+        int parallel = Integer.parseInt(arg(a, "parallel", "16"));
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(parallel);
+        try (PulsarClient client = clientBuilder(a).serviceUrl(serviceUrl).enableTransaction(true)
+                .operationTimeout(60, TimeUnit.SECONDS).build()) {
+            List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+            for (int i : todo) {
+                String partition = topic + "-partition-" + i;
+                done.add(pool.submit(() -> {
+                    try (Producer<byte[]> p = client.newProducer().topic(partition).enableBatching(false).create()) {
+                        p.send(("fleet-" + partition).getBytes(StandardCharsets.UTF_8));
+                    }
+                    try (Consumer<byte[]> c = client.newConsumer().topic(partition).subscriptionName(sub)
+                            .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
+                        Message<byte[]> m = c.receive(60, TimeUnit.SECONDS);
+                        if (m == null) {
+                            throw new IllegalStateException("no message on " + partition);
+                        }
+                        Transaction txn = newTxn(client, txnTimeoutSec);
+                        c.acknowledgeAsync(m.getMessageId(), txn).get(60, TimeUnit.SECONDS);
+                        txn.commit().get(60, TimeUnit.SECONDS);
+                    }
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : done) {
+                f.get(600, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        System.out.println("{\"event\":\"done\",\"fleet\":" + n + ",\"created\":" + todo.size() + "}");
+        System.out.flush();
     }
 
     private static synchronized void emit(TxnID id, String outcome, List<String> ops) {

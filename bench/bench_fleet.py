@@ -1,0 +1,478 @@
+"""A real Pulsar 4.0.7 broker at fleet scale (issue #24 §1): pulsar-txn's fleet-wide commands against the REST
+floor and against pulsar-admin.
+
+One standalone broker (tests/integration/harness.py) with batched coordinator and pending-ack logs; one partitioned
+topic grown to each size in turn (100, 300, 1,000 partitions: the build is paid once), one subscription a partition,
+each with a pending-ack log (a committed transactional ack; TxnWorkload --fleet). At each size, every command runs
+as a real CLI process against the broker's admin URL: wall time, peak RSS, and its requests counted by the broker
+itself (Jetty's request log in broker.log, User-Agent pulsar-txn). Then:
+
+- the floor: the same requests (same paths, same count), fired by a bare asyncio HTTP/1.1 client (stdlib streams)
+  at the command's concurrency, back to back with the command; the ratio of requests/s is the command's efficiency;
+- the anchor: the same number of calls made as `pulsar-admin` (PulsarAdminTool, one JVM per call, as operators
+  script it): one call timed, multiplied by the count.
+
+    python -m bench fleet [--sizes=100,300,1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+INTEGRATION = ROOT / "tests" / "integration"
+ADMIN_CLI = INTEGRATION / "admincli"  # pulsar-admin's classpath (its own Maven module)
+SIZES = (100, 300, 1000)
+PREFIX = "fl"  # the fleet's topic: persistent://public/default/fl-fleet, subscription "fleet"
+FLEET_TOPIC = f"persistent://public/default/{PREFIX}-fleet"
+FLEET_SUB = "fleet"
+
+# Batched logs on (what a fleet that needs `downgrade check` runs), and none of the harness's fast rollovers and
+# one-second cursor flushes, which on 2,000+ ledgers would keep the broker busy with itself.
+BROKER_CONF = {
+    "transactionLogBatchedWriteEnabled": "true",
+    "transactionPendingAckBatchedWriteEnabled": "true",
+    "managedLedgerMaxEntriesPerLedger": 50000,
+    "managedLedgerMaxLedgerRolloverTimeMinutes": 240,
+    "managedLedgerCursorMaxEntriesPerLedger": 50000,
+    "managedLedgerCursorRolloverTimeInSeconds": 14400,
+    "managedLedgerCursorPositionFlushSeconds": 60,
+}
+
+
+SLOW_MS = 1000  # a request the broker took this long on is printed with the command's figures
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    args: tuple[str, ...]
+    concurrency: int  # admin calls in flight: the command's default, passed explicitly where it has the option
+    ok_exits: tuple[int, ...] = (0,)
+
+
+def commands(checkpoint: Path) -> list[Command]:
+    return [
+        # BLOCKED (6) is its honest verdict: batching is on.
+        Command(
+            "downgrade check", ("downgrade", "check", "--checkpoint", str(checkpoint), "--concurrency", "16"), 16, (6,)
+        ),
+        Command("subscriptions", ("subscriptions", "--concurrency", "8"), 8),
+        Command("get-txn-pending-ack-batch-log-stat", ("get-txn-pending-ack-batch-log-stat", "--concurrency", "8"), 8),
+        # one partition after the other: the command has no --concurrency
+        Command("stuck-readers -n", ("stuck-readers", "-n", "public/default"), 1),
+        # WARN (5): the doctor finds the batched logs a downgrade would need off.
+        Command("doctor", ("doctor", "--concurrency", "16"), 16, (0, 5)),
+    ]
+
+
+def seen(name: str, out) -> int:
+    """How many of the fleet's subscriptions (or partitions) the command's JSON output covers."""
+    if name == "subscriptions":
+        return sum(1 for r in out if r["topic"].startswith(FLEET_TOPIC) and r["subscription"] == FLEET_SUB)
+    if name == "get-txn-pending-ack-batch-log-stat":
+        return sum(1 for r in out["subscriptionArray"] for key in r if key.startswith(FLEET_TOPIC + "-partition-"))
+    if name == "downgrade check":
+        return sum(1 for r in out["subscriptions"] if r["topic"].startswith(FLEET_TOPIC))
+    if name == "stuck-readers -n":
+        return out["checked"]
+    if name == "doctor":
+        return out["checked"]["subscriptions"]
+    raise ValueError(name)
+
+
+# --------------------------------------------------------------------------- the broker's own request count
+
+# Jetty's NCSA line: "METHOD PATH HTTP/x" STATUS BYTES "REFERER" "AGENT" MILLISECONDS
+REQUEST_LOG = re.compile(
+    r'RequestLog - \S+ - \S+ \[[^\]]+\] "(\w+) (\S+) HTTP/[\d.]+" (\d+) \S+ "[^"]*" "([^"]*)" (\d+)'
+)
+
+
+class AccessLog:
+    """The requests Jetty logged in broker.log from one offset on, as (method, path, status, ms), one user
+    agent's (ms: the broker's own time for the request)."""
+
+    def __init__(self, path: Path, agent: str = "pulsar-txn"):
+        self.path, self.agent = path, agent
+
+    def mark(self) -> int:
+        return self.path.stat().st_size
+
+    def since(self, offset: int) -> list[tuple[str, str, int, int]]:
+        # Jetty logs a request as it completes: wait until the log stops growing.
+        size = -1
+        while size != self.path.stat().st_size:
+            size = self.path.stat().st_size
+            time.sleep(0.3)
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", errors="replace")
+        return [
+            (m[1], m[2], int(m[3]), int(m[5]))
+            for m in (REQUEST_LOG.search(line) for line in text.splitlines())
+            if m and m[4] == self.agent
+        ]
+
+
+def not_run(output) -> list[dict]:
+    """The doctor's checks that could not run, with why (a request that failed or timed out, for one)."""
+    checks = output.get("checks", []) if isinstance(output, dict) else []
+    return [{"check": c.get("check"), "why": c.get("why")} for c in checks if not c.get("ran")]
+
+
+def failed(requests: list[tuple]) -> list[tuple]:
+    """The requests the broker failed, but the tool's probe for an engine (/pulsar-txn/...: a broker's 404 is how
+    the tool knows it is not talking to `engine serve`)."""
+    return [r for r in requests if r[2] >= 400 and not r[1].startswith("/pulsar-txn/")]
+
+
+# --------------------------------------------------------------------------- the command, as a process
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss_mib: float
+    exit_code: int
+    output: object
+    requests: list = field(default_factory=list)
+    stderr: str = ""
+
+
+def cli_env(home: Path) -> dict:
+    """The tool's environment: this tree first, state and config in a scratch directory, no target but the flag."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULSAR_TXN_", "PULSAR_CLIENT_CONF"))}
+    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", HOME=str(home))
+    for kind in ("STATE", "DATA", "CONFIG", "CACHE"):
+        env[f"XDG_{kind}_HOME"] = str(home / kind.lower())
+    return env
+
+
+def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout: float = 600) -> Run:
+    argv = [sys.executable, "-m", "pulsar_txn_cli", *command.args, "--admin-url", url, "-o", "json", "-q"]
+    offset = log.mark()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(home), cwd=ROOT)
+        try:
+            _, status, usage = _wait4(proc, timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        text, stderr = out.read().decode(), err.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    output = json.loads(text) if text.strip() else None
+    return Run(seconds, usage.ru_maxrss / 1024, code, output, log.since(offset), stderr)
+
+
+def _wait4(proc: subprocess.Popen, timeout: float):
+    """os.wait4 (the child's own peak RSS), bounded: a hung command is killed after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return pid, status, usage
+        time.sleep(0.02)
+    proc.kill()
+    raise TimeoutError(f"{proc.args[3:5]} still running after {timeout:g}s")
+
+
+# --------------------------------------------------------------------------- the floor
+
+
+def floor(url: str, requests: list[tuple], concurrency: int) -> tuple[float, int]:
+    """The same GETs fired by a bare asyncio HTTP/1.1 client, `concurrency` keep-alive connections at a time:
+    (seconds, answers whose status differs from the command's).
+
+    Bare stdlib streams, not httpx's AsyncClient (the venv has no aiohttp): at 16 connections httpx's async pool
+    got 291 req/s from this broker where pulsar-txn's own doctor got 755, so it measured itself, not the broker."""
+    return asyncio.run(_floor(url, [r for r in requests if r[0] == "GET"], concurrency))
+
+
+async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
+    host, port = urlsplit(url).hostname, urlsplit(url).port or 80
+    queue = list(reversed(requests))
+    differs = 0
+
+    async def worker() -> None:
+        nonlocal differs
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while queue:
+                _, path, status, _ms = queue.pop()
+                head = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\r\n"
+                writer.write(head.encode())
+                got = await _response(reader)
+                differs += got != status
+        finally:
+            writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(requests)))))
+    return time.perf_counter() - start, differs
+
+
+async def _response(reader: asyncio.StreamReader) -> int:
+    """Read one response (Content-Length or chunked body) off a keep-alive connection; its status."""
+    status = int((await reader.readline()).split()[1])
+    length, chunked = 0, False
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+        elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
+            chunked = True
+    if not chunked:
+        await reader.readexactly(length)
+        return status
+    while size := int((await reader.readline()).split(b";")[0], 16):
+        await reader.readexactly(size + 2)
+    await reader.readline()  # the empty trailer
+    return status
+
+
+# --------------------------------------------------------------------------- the anchor: pulsar-admin
+
+
+def admin_cli_classpath() -> str:
+    """pulsar-admin's runtime classpath (tests/integration/admincli), resolved by Maven when missing."""
+    cp_file = ADMIN_CLI / "target" / "classpath.txt"
+    if not cp_file.exists():
+        cmd = ["mvn", "-B", "-q", "-s", str(INTEGRATION / "harness" / "settings.xml"), "-f", str(ADMIN_CLI / "pom.xml")]
+        subprocess.run([*cmd, "generate-resources"], check=True, timeout=1800)
+    return cp_file.read_text().strip()
+
+
+def pulsar_admin(url: str, args: list[str], scratch: Path) -> subprocess.CompletedProcess:
+    """One `pulsar-admin ARGS` call: a JVM running PulsarAdminTool (bin/pulsar-admin's class, memory flags and
+    client.conf), plus C1 only (-XX:TieredStopAtLevel=1, faster start-up: in pulsar-admin's favour)."""
+    conf = scratch / "client.conf"
+    conf.write_text(f"webServiceUrl={url}\n")
+    quiet = scratch / "log4j2-admin.xml"
+    quiet.write_text(
+        '<Configuration status="WARN"><Appenders><Console name="err" target="SYSTEM_ERR"/></Appenders>'
+        '<Loggers><Root level="WARN"><AppenderRef ref="err"/></Root></Loggers></Configuration>\n'
+    )
+    cmd = [
+        "java", "-Xmx128m", "-XX:MaxDirectMemorySize=128m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+        f"-Dlog4j.configurationFile={quiet}", "-cp", admin_cli_classpath(),
+        "org.apache.pulsar.admin.cli.PulsarAdminTool", str(conf), *args,
+    ]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def anchor_call_seconds(url: str, scratch: Path, repeat: int = 3) -> float:
+    """Median wall time of one `pulsar-admin transactions pending-ack-internal-stats` (the per-subscription call)."""
+    args = ["transactions", "pending-ack-internal-stats", "-t", f"{FLEET_TOPIC}-partition-0", "-s", FLEET_SUB]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = pulsar_admin(url, args, scratch)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0 or "ledgers" not in done.stdout:
+            raise RuntimeError(f"pulsar-admin {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return statistics.median(times)
+
+
+# --------------------------------------------------------------------------- what a request costs the tool
+
+
+def transport_cost(url: str, n: int = 500) -> dict:
+    """CPU and wall ms per request, one request at a time, of the same GET (a partition's txnBufferStats) through
+    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (httpx and the tool's layer):
+    where a command's time goes besides the broker's."""
+    import http.client
+
+    import httpx
+
+    from pulsar_txn_cli.admin import connect
+    from pulsar_txn_cli.admin.target_settings import TargetFlags
+
+    topic = f"{FLEET_TOPIC}-partition-0"
+    path = f"/admin/v3/transactions/transactionBufferStats/{topic.split('://')[1]}?lowWaterMarks=false"
+    parts = urlsplit(url)
+    stdlib = http.client.HTTPConnection(parts.hostname, parts.port)
+    client = httpx.Client(headers={"Accept": "application/json"})
+    admin = connect(TargetFlags(admin_url=url))
+
+    def plain() -> None:
+        stdlib.request("GET", path, headers={"Accept": "application/json"})
+        json.loads(stdlib.getresponse().read())
+
+    ways = {
+        "http.client": plain,
+        "httpx.Client": lambda: client.get(url + path).json(),
+        "PulsarAdmin": lambda: admin.transaction_buffer_stats(topic),
+    }
+    costs = {}
+    try:
+        for name, call in ways.items():
+            call()  # the connection opened, untimed
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                call()
+            costs[name] = {
+                "wallMs": 1000 * (time.perf_counter() - wall) / n,
+                "cpuMs": 1000 * (time.process_time() - cpu) / n,
+            }
+    finally:
+        stdlib.close()
+        client.close()
+        admin.close()
+    return costs
+
+
+# --------------------------------------------------------------------------- one size
+
+
+def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: float, out=print) -> list[dict]:
+    rows = []
+    for command in commands(home / "checkpoint.json"):
+        (home / "checkpoint.json").unlink(missing_ok=True)
+        run = run_command(url, command, log, home)
+        count = len(run.requests)
+        floor_seconds, floor_differs = floor(url, run.requests, command.concurrency)
+        gets = sum(1 for r in run.requests if r[0] == "GET")
+        row = {
+            "size": size,
+            "command": command.name,
+            "seconds": run.seconds,
+            "requests": count,
+            "rps": count / run.seconds,
+            "rssMiB": run.rss_mib,
+            "exit": run.exit_code,
+            "ok": run.exit_code in command.ok_exits,
+            "seen": seen(command.name, run.output) if run.output is not None else 0,
+            "failedRequests": len(failed(run.requests)),
+            "perSubMs": 1000 * run.seconds / size,
+            "concurrency": command.concurrency,
+            "floorSeconds": floor_seconds,
+            "floorRps": gets / floor_seconds if floor_seconds else 0.0,
+            "floorDiffers": floor_differs,
+            "floorSkipped": count - gets,  # never replayed: only GETs are
+            "anchorSeconds": anchor_call * count,
+            "stderr": run.stderr[-2000:] if run.exit_code not in command.ok_exits else "",
+            # the broker's slowest answer to the command: a stall shows here, not only in the wall time
+            "slowest": max(run.requests, key=lambda r: r[3], default=None),
+            # what the command says of itself, when it does (doctor: its run's seconds and requests)
+            "own": {
+                k: run.output[k] for k in ("seconds", "requests") if isinstance(run.output, dict) and k in run.output
+            },
+            "notRun": not_run(run.output),
+        }
+        row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
+        row["anchorRatio"] = row["anchorSeconds"] / run.seconds
+        rows.append(row)
+        out(
+            f"{size:>5} subs  {command.name:<36} {run.seconds:6.2f} s  {count:>5} requests  {row['rps']:6.0f} req/s"
+            f"  peak RSS {run.rss_mib:5.0f} MiB  exit {run.exit_code}  seen {row['seen']}  "
+            f"{row['perSubMs']:.2f} ms/sub | floor (c={command.concurrency}) {floor_seconds:5.2f} s "
+            f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor | pulsar-admin "
+            f"{row['anchorSeconds']:7.0f} s ({row['anchorRatio']:.0f}x)"
+        )
+        if row["own"]:
+            out(f"      by its own count: {row['own']}")
+        if row["notRun"]:
+            out(f"      checks that did not run: {row['notRun']}")
+        if row["slowest"] and row["slowest"][3] >= SLOW_MS:
+            out(
+                f"      the broker's slowest answer: {row['slowest'][3]} ms for {row['slowest'][0]} {row['slowest'][1]}"
+            )
+    return rows
+
+
+def start_broker(out=print):
+    sys.path.insert(0, str(INTEGRATION))
+    import harness
+
+    broker = harness.start_broker(BROKER_CONF, name="fleet", log=out)
+    broker.wait_coordinators_ready()
+    return broker
+
+
+def grow(broker, size: int) -> tuple[float, dict]:
+    start = time.perf_counter()
+    lines = broker.run_workload(timeout=900, fleet=size, prefix=PREFIX, parallel=16)
+    return time.perf_counter() - start, lines[-1]
+
+
+def run(broker, sizes, scratch: Path, out=print) -> dict:
+    """Grow the fleet to each size and measure there; the anchor's one call is timed once, on the first size."""
+    log = AccessLog(broker.log_path)
+    rows, builds, anchor_call = [], {}, None
+    for size in sizes:
+        seconds, done = grow(broker, size)
+        builds[size] = seconds
+        out(f"fleet grown to {size} transactional subscriptions (+{done['created']}) in {seconds:.1f}s")
+        if anchor_call is None:
+            anchor_call = anchor_call_seconds(broker.admin_url, scratch)
+            out(f"pulsar-admin transactions pending-ack-internal-stats, one JVM: {anchor_call:.2f} s (median of 3)")
+        rows += measure_size(broker.admin_url, size, log, scratch, anchor_call, out)
+    costs = transport_cost(broker.admin_url)
+    out(
+        "one request at a time, the same GET: "
+        + "; ".join(f"{k} {v['cpuMs']:.3f} ms CPU, {v['wallMs']:.3f} ms wall" for k, v in costs.items())
+    )
+    summary = summarise(rows, sizes)
+    for name, s in summary.items():
+        out(
+            f"{name}: {s['perSubMsSmall']:.2f} -> {s['perSubMsLarge']:.2f} ms/sub ({s['perSubGrowth']:+.0%} from "
+            f"{sizes[0]} to {sizes[-1]}: {s['fixedSeconds']:.2f} s fixed + {s['marginalMsPerSub']:.2f} ms a subscription); "
+            f"{s['ofFloorMin']:.2f}-{s['ofFloorMax']:.2f} of the floor's req/s; "
+            f"pulsar-admin {s['anchorRatioMin']:.0f}-{s['anchorRatioMax']:.0f}x slower"
+        )
+    return {"rows": rows, "builds": builds, "anchorCall": anchor_call, "summary": summary, "transport": costs}
+
+
+def summarise(rows: list[dict], sizes) -> dict:
+    summary = {}
+    for name in dict.fromkeys(r["command"] for r in rows):
+        mine = [r for r in rows if r["command"] == name]
+        small = next(r for r in mine if r["size"] == sizes[0])
+        large = next(r for r in mine if r["size"] == sizes[-1])
+        slope = (large["seconds"] - small["seconds"]) / (large["size"] - small["size"])
+        summary[name] = {
+            # the line through the smallest and the largest size: a fixed cost and a cost per subscription
+            "marginalMsPerSub": 1000 * slope,
+            "fixedSeconds": small["seconds"] - slope * small["size"],
+            "perSubMsSmall": small["perSubMs"],
+            "perSubMsLarge": large["perSubMs"],
+            "perSubGrowth": large["perSubMs"] / small["perSubMs"] - 1,
+            "ofFloorMin": min(r["ofFloor"] for r in mine),
+            "ofFloorMax": max(r["ofFloor"] for r in mine),
+            "anchorRatioMin": min(r["anchorRatio"] for r in mine),
+            "anchorRatioMax": max(r["anchorRatio"] for r in mine),
+        }
+    return summary
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="bench fleet")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="fleet sizes, smallest first")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    t0 = time.perf_counter()
+    broker = start_broker()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
+            run(broker, sizes, Path(tmp))
+    finally:
+        broker.cleanup()
+    print(f"bench fleet: {time.perf_counter() - t0:.0f} s in all, broker start included", flush=True)
