@@ -234,12 +234,10 @@ def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) ->
 
 
 def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
-    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over 0 ms);
-    None when it cannot be told: the verdict then does not rest on it. When none has been open that long,
-    every open one was opened at the moment of asking, after any earlier check: that moment stands for it
-    (the engine's clock stands still between a client's steps, so there it is the common case)."""
-    asked_at = admin.now_ms()
-    data, error = _attempt(counter, admin.slow_transactions, 0, tc_id)
+    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over -1 ms:
+    every open one; over 0 ms missed those opened in the same millisecond, always so on the engine's clock);
+    None when it cannot be told: the verdict then does not rest on it."""
+    data, error = _attempt(counter, admin.slow_transactions, -1, tc_id)
     if error or not isinstance(data, dict):
         return None
     stamps = [
@@ -247,7 +245,7 @@ def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
         for meta in data.values()
         if isinstance(meta, dict) and isinstance(meta.get("openTimestamp"), int)
     ]
-    return min(stamps) if stamps else asked_at
+    return min(stamps) if stamps else None
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:

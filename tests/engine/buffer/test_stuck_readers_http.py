@@ -181,3 +181,56 @@ def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
         f"pulsar-admin --admin-url {server.url} topics unload persistent://public/default/orders-partition-0"
         in table.stdout
     )
+
+
+def test_a_coordinator_not_loaded_is_named_not_a_failure(cli):
+    """A real broker answers 500 to slowTransactions for all coordinators while one is not loaded (it loads
+    when a transactional client connects). The exporter's observation failed whole on it, for as long as no
+    client connected (issue #23's faults set, after an interrupted reload). Each coordinator is asked on its
+    own; the one not loaded is named, and a partition no loaded coordinator explains says it may be its."""
+    from pulsar_txn_cli.protocol import TC_ASSIGN_PARTITIONS
+
+    not_loaded = (
+        500,
+        {},
+        {
+            "reason": "org.apache.pulsar.client.admin.PulsarAdminException$NotFoundException: "
+            "Transaction coordinator not found! coordinator id : 0"
+        },
+    )
+
+    def answer(request):
+        path, _, query = request.path.partition("?")
+        if path == "/admin/v3/transactions/slowTransactions/-1":
+            if "coordinatorId=1" in query:
+                return 200, {}, {"(1,9)": YOUNGER}
+            return not_loaded
+        if path == TC_ASSIGN_PARTITIONS:
+            return 200, {}, {"partitions": 2}
+        body = ROUTES.get(path)
+        return (200, {}, body) if body is not None else (404, {}, {"reason": "Topic not found"})
+
+    with ScriptedServer(answer) as server:
+        result = cli(["stuck-readers", "-t", "orders", "--admin-url", server.url, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    report = result.json()
+    assert report["coordinatorsNotLoaded"] == [0] and (report["checked"], report["held"]) == (2, 1), report
+    [held] = report["partitions"]
+    assert [h["txnId"] for h in held["holders"]] == ["(1,9)"]  # what the loaded coordinator lists
+
+
+def test_no_coordinator_loaded_leaves_a_held_partition_explained(cli):
+    def answer(request):
+        path = request.path.split("?")[0]
+        if path == "/admin/v3/transactions/slowTransactions/-1":
+            return 500, {}, {"reason": "Transaction coordinator not found!"}
+        if path.endswith("transaction_coordinator_assign/partitions"):
+            return 200, {}, {"partitions": 1}
+        body = ROUTES.get(path)
+        return (200, {}, body) if body is not None else (404, {}, {"reason": "Topic not found"})
+
+    with ScriptedServer(answer) as server:
+        result = cli(["stuck-readers", "-t", "orders", "--admin-url", server.url, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    [held] = result.json()["partitions"]
+    assert not held["holders"] and "coordinator(s) 0 are not loaded" in held["note"], held
