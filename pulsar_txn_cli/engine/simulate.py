@@ -86,6 +86,9 @@ class Workload:
         self.progress = progress
         self.clock = engine.clock
         self.rng = random.Random(opts.seed)
+        # randint(1, m) is 1 + _randbelow(m) (random.py): the same numbers without randint's checks,
+        # which cost more than the engine work of a request.
+        self._randbelow = self.rng._randbelow
         self.partitions = partition_names(opts)
         self.subscriptions = [
             (self.partitions[j % len(self.partitions)], f"sim-sub-{j}") for j in range(opts.subscriptions)
@@ -123,7 +126,8 @@ class Workload:
 
     def later(self, fn) -> None:
         """Run fn after a client's think time."""
-        self.clock.call_at(self.clock.now_us + self.rng.randint(1, self.opts.think_us_max), fn)
+        clock = self.clock
+        clock.call_at(clock.now_us + 1 + self._randbelow(self.opts.think_us_max), fn)
 
     def timed(self, fn):
         """fn as a callback that records the latency from now until it is called."""
@@ -195,9 +199,10 @@ class _Transaction:
         # Each transaction's plan comes from its own generator, so the same seed gives the same
         # transactions whatever the batching (which changes the order things happen in).
         plan = random.Random(opts.seed * 1_000_003 + index)
-        produce = plan.sample(workload.partitions, min(len(workload.partitions), plan.randint(0, 2)))
-        acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), plan.randint(1, 2)))
-        acks_per_sub = [plan.randint(1, 3) for _ in acked]
+        below = plan._randbelow  # randint(a, b) is a + _randbelow(b - a + 1), as in later()
+        produce = plan.sample(workload.partitions, min(len(workload.partitions), below(3)))
+        acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), 1 + below(2)))
+        acks_per_sub = [1 + below(3) for _ in acked]
         roll = plan.random()
         self.outcome = (
             "timedOut"
