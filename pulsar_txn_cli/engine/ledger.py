@@ -475,17 +475,20 @@ class Cursor:
         self.mark_delete = key
         self.deleted = {k for k in self.deleted if k > key}
         self.batch_deleted = {k: v for k, v in self.batch_deleted.items() if k > key}
-        self._advance()
+        self._advance(moved=True)
         self._dirty()
 
-    def _advance(self) -> None:
+    def _advance(self, moved: bool = False) -> None:
+        start = self.mark_delete
         while self.deleted:
             nxt = self.ml.next_position(self.mark_delete)
             if nxt is None or nxt not in self.deleted:
                 break
             self.deleted.discard(nxt)
             self.mark_delete = nxt
-        self.ml.trim()
+        # Only a moved mark-delete can free a ledger (everything else that can calls trim itself).
+        if moved or self.mark_delete != start:
+            self.ml.trim()
 
     def individually_deleted_text(self) -> str:
         """Pulsar's range-set text, e.g. [(3:4..3:6], (3:8..3:9]]."""
