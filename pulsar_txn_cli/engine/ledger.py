@@ -226,10 +226,7 @@ class ManagedLedger:
         return out
 
     def _flush_rows(self, rows) -> None:
-        if len(rows) == 1:
-            self.store.db.execute("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows[0])
-        else:
-            self.store.db.executemany("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows)
+        self.store.add_rows(rows)  # inserted at the commit, with every other entry of it
 
     def _full(self, ledger: Ledger) -> bool:
         """ManagedLedgerImpl.currentLedgerIsFull with the settings the ledger was opened with."""
@@ -280,6 +277,7 @@ class ManagedLedger:
 
     def read_after(self, pos: tuple[int, int]):
         """(ledgerId, entryId, data) of every stored entry after pos, in order."""
+        self.store.flush_rows()
         ids = [l.ledger_id for l in self.ledgers if l.ledger_id >= pos[0] and l.entries]
         for lid in ids:
             start = pos[1] + 1 if lid == pos[0] else 0
@@ -329,6 +327,7 @@ class ManagedLedger:
         return [l.ledger_id for l in gone]
 
     def _drop(self, gone) -> None:
+        self.store.flush_rows()
         for ledger in gone:
             self.ledgers.remove(ledger)
             del self._by_id[ledger.ledger_id]
@@ -339,6 +338,7 @@ class ManagedLedger:
     def delete(self) -> None:
         """Drop the managed ledger and everything in it."""
         with self.store.tx():
+            self.store.flush_rows()
             for ledger in self.ledgers:
                 self.store.db.execute("DELETE FROM entries WHERE ledger_id=?", (ledger.ledger_id,))
             self.store.db.execute("DELETE FROM ledgers WHERE ml=?", (self.name,))

@@ -76,6 +76,7 @@ class Store:
             self._release()
             raise EngineError(f"the engine database {self.directory / DB_NAME} cannot be opened: {exc}") from None
         self._depth = 0
+        self._rows: list[tuple] = []  # entries rows to insert, in one executemany at the next commit
         self._before: dict[int, object] = {}  # objects to save (id -> obj with .save())
         self._after: list = []
         self._on_rollback: list = []
@@ -95,6 +96,8 @@ class Store:
 
     def _commit(self) -> None:
         try:
+            if self._rows:
+                self.flush_rows()
             # Dirty objects ride along with the next real write (or save_all()): state that a
             # crash could lose here is rebuilt by replay.
             while self._before and (self.db.in_transaction or self._force):
@@ -116,6 +119,7 @@ class Store:
                     fn()
 
     def _rollback(self) -> None:
+        self._rows = []
         try:
             self.db.rollback()
         except sqlite3.Error:
@@ -134,6 +138,19 @@ class Store:
                 pass
         finally:
             self._force = False
+
+    def add_rows(self, rows: list[tuple]) -> None:
+        """(ledger_id, entry_id, data) rows for the entries table, inserted together before the commit.
+
+        One executemany per commit instead of one statement per entry; whoever reads or deletes
+        entries inside the same transaction calls flush_rows() first.
+        """
+        self._rows += rows
+
+    def flush_rows(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self.db.executemany("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows)
 
     def dirty(self, obj) -> None:
         """obj.save() runs once just before the next commit."""
