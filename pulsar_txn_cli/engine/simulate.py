@@ -129,16 +129,6 @@ class Workload:
         clock = self.clock
         clock.call_at(clock.now_us + 1 + self._randbelow(self.opts.think_us_max), fn)
 
-    def timed(self, fn):
-        """fn as a callback that records the latency from now until it is called."""
-        issued = self.clock.now_us
-
-        def callback(result):
-            self.latencies.append(self.clock.now_us - issued)
-            fn(result)
-
-        return callback
-
     def log(self, line: str) -> None:
         if self.ack_log is not None:
             self.ack_log.write(line + "\n")
@@ -216,11 +206,22 @@ class _Transaction:
             self.steps += [("sub", pair), ("ack", pair, k)]
         self.least = None
         self.next = 0
+        self.issued = 0  # when the request in flight was issued (one at a time: a closed loop)
+        self.topic = ""  # the partition of the ADD_PARTITION in flight
+
+    def _issued(self) -> None:
+        self.issued = self.workload.clock.now_us
+
+    def _acked(self) -> None:
+        w = self.workload
+        w.latencies.append(w.clock.now_us - self.issued)
 
     def begin(self) -> None:
-        self.tc.new_transaction(self.workload.opts.txn_timeout_ms, self.workload.timed(self.created), self.failed)
+        self._issued()
+        self.tc.new_transaction(self.workload.opts.txn_timeout_ms, self.created, self.failed)
 
     def created(self, least: int) -> None:
+        self._acked()
         self.least = least
         self.workload.log(f"new {self.tc.tc_id} {least}")
         self.workload.later(self.step)
@@ -237,21 +238,30 @@ class _Transaction:
             self._end()
 
     def _issue(self, step) -> None:
-        w, tc, least = self.workload, self.tc, self.least
+        tc, least = self.tc, self.least
+        self._issued()
         if step[0] == "part":
-
-            def produced(pos, topic=step[1]):
-                w.engine.buffers.produce(topic, (tc.tc_id, least))  # the transaction's message
-                w.later(self.step)
-
-            tc.add_partitions(least, [step[1]], w.timed(produced), self.failed)
+            self.topic = step[1]
+            tc.add_partitions(least, [step[1]], self._produced, self.failed)
         elif step[0] == "sub":
-            tc.add_subscriptions(least, [step[1]], w.timed(lambda pos: w.later(self.step)), self.failed)
+            tc.add_subscriptions(least, [step[1]], self._stepped, self.failed)
         else:
-            store = w.pending_ack(step[1])
-            store.ack(
-                tc.tc_id, least, store.take_messages(step[2]), w.timed(lambda pos: w.later(self.step)), self.failed
-            )
+            store = self.workload.pending_ack(step[1])
+            store.ack(tc.tc_id, least, store.take_messages(step[2]), self._stepped, self.failed)
+
+    def _produced(self, pos) -> None:
+        self._acked()
+        w = self.workload
+        w.engine.buffers.produce(self.topic, (self.tc.tc_id, self.least))  # the transaction's message
+        w.later(self.step)
+
+    def _stepped(self, pos) -> None:
+        self._acked()
+        self.workload.later(self.step)
+
+    def _ended(self, pos) -> None:
+        self._acked()
+        self.workload.done(self.outcome)
 
     def _end(self) -> None:
         w = self.workload
@@ -261,13 +271,8 @@ class _Transaction:
             w.done("timedOut")
             return
         w.log(f"end {self.tc.tc_id} {self.least}")
-        self.workload.engine.end_transaction(
-            self.tc.tc_id,
-            self.least,
-            self.outcome == "committed",
-            w.timed(lambda pos: w.done(self.outcome)),
-            self.failed,
-        )
+        self._issued()
+        w.engine.end_transaction(self.tc.tc_id, self.least, self.outcome == "committed", self._ended, self.failed)
 
 
 def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:
