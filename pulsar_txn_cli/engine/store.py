@@ -309,7 +309,9 @@ class _Scope:
         store._depth -= 1
         if store._depth == 0:
             if exc_type is None:
-                store._commit()
+                # Most scopes (a timer instant whose adds were only buffered) have nothing to commit.
+                if store._rows or store._after or store.db.in_transaction or store._force or store.fail_commits:
+                    store._commit()
             else:
                 store._rollback()
         return False
