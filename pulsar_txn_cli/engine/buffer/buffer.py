@@ -130,7 +130,7 @@ class TransactionBuffer:
             self._check_not_ended(txn)
             self._first_snapshot()
         now = self.clock()
-        position = self.log.append(messages.encode(messages.TopicEntry(txn, None, payload, now)))
+        position = self.log.append(messages.encode_fields(txn, None, payload, now))
         if txn is None:
             if not self.ongoing:
                 self._set_max_read(position)
@@ -149,7 +149,7 @@ class TransactionBuffer:
     def _end(self, txn: TxnID, marker: str, low_water_mark: int | None) -> Position:
         self._require_ready()
         self._first_snapshot()
-        position = self.log.append(messages.encode(messages.TopicEntry(txn, marker, b"", self.clock())))
+        position = self.log.append(messages.encode_fields(txn, marker, b"", self.clock()))
         if marker == messages.ABORT:
             self.aborts.trim(self.log.ledger_exists)  # cheap: stops at the first id still readable
             self.aborts.put(txn, position)
