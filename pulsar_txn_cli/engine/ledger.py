@@ -444,23 +444,26 @@ class Cursor:
         ManagedCursorImpl does when batchDeletedIndexes is null. Returns how many were ignored.
         """
         ignored = 0
+        mark_delete, deleted, batch_deleted = self.mark_delete, self.deleted, self.batch_deleted
         for p in positions:
             key = tuple(p)
-            if key <= self.mark_delete or key in self.deleted:
+            if key <= mark_delete or key in deleted:
                 continue
             size = p.batch_size if isinstance(p, BatchedPosition) else None
             if size and size > 1:
                 if not self.batch_index_deletion:
                     ignored += 1
                     continue
-                entry = self.batch_deleted.get(key)
-                bits = entry[0] if entry else (1 << size) - 1
-                bits &= ~(1 << p.batch_index)
+                entry = batch_deleted.get(key)
+                bits = (entry[0] if entry else (1 << size) - 1) & ~(1 << p.batch_index)
                 if bits:
-                    self.batch_deleted[key] = [bits, size]
+                    if entry:
+                        entry[0], entry[1] = bits, size
+                    else:
+                        batch_deleted[key] = [bits, size]
                     continue
-                self.batch_deleted.pop(key, None)
-            self.deleted.add(key)
+                batch_deleted.pop(key, None)
+            deleted.add(key)
             self.consumed += 1
         self.ignored_deletes += ignored
         self._advance()
