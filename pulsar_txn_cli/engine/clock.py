@@ -62,7 +62,8 @@ class Clock:
             with scope:
                 while timers and timers[0][0] == at:
                     pop(timers)[2]()
-            self._dirty()
+            if self.now_us != self._saved:  # _dirty(), inline: once per instant
+                self.store.dirty(self)
         self._dirty()
 
     def advance_ms(self, ms: int) -> None:

@@ -281,7 +281,10 @@ class Coordinator:
 
         def done(pos):
             meta.positions.append(pos)
-            meta.partitions.extend(p for p in partitions if p not in meta.partitions)
+            known = meta.partitions
+            for p in partitions:
+                if p not in known:
+                    known.append(p)
             callback(pos)
 
         self.writer.add(data, done, failed)

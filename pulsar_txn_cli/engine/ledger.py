@@ -199,19 +199,19 @@ class ManagedLedger:
             raise EngineError(f"managed ledger {self.name} is not open")
         out = []
         rows = []
-        db = self.store.db
+        store = self.store
+        ledger = self._by_id[self.current]
         for data in datas:
-            ledger = self._by_id[self.current]
-            entry_id = ledger.entries
-            rows.append((ledger.ledger_id, entry_id, data))
-            ledger.entries += 1
+            ledger_id, entry_id = ledger.ledger_id, ledger.entries
+            rows.append((ledger_id, entry_id, data))
+            ledger.entries = entry_id + 1
             ledger.size += len(data)
             self.entries_added += 1
-            out.append((ledger.ledger_id, entry_id))
+            out.append((ledger_id, entry_id))
             if self._full(ledger):
-                self._flush_rows(rows)
+                store.add_rows(rows)  # queued before a trim below may delete ledgers' entries
                 rows = []
-                db.execute(
+                store.db.execute(
                     "UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?",
                     (ledger.entries, ledger.size, ledger.ledger_id),
                 )
@@ -219,14 +219,12 @@ class ManagedLedger:
                 self._close_ledger(ledger)
                 self._create_ledger()
                 self.trim()
+                ledger = self._by_id[self.current]
         if rows:
-            self._flush_rows(rows)
-            self._touched.add(self._by_id[self.current])  # its counters are written by save()
+            store.add_rows(rows)  # inserted at the commit, with every other entry of it
+            self._touched.add(ledger)  # its counters are written by save()
         self._dirty()
         return out
-
-    def _flush_rows(self, rows) -> None:
-        self.store.add_rows(rows)  # inserted at the commit, with every other entry of it
 
     def _full(self, ledger: Ledger) -> bool:
         """ManagedLedgerImpl.currentLedgerIsFull with the settings the ledger was opened with."""
