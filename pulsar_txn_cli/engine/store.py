@@ -4,7 +4,8 @@ One database per engine directory. A process lock (flock on `engine.lock`) keeps
 process out: it waits briefly (saying so through notices), then fails with EngineBusy; `engine
 serve` adds its URL to the lock file, so a command that finds it locked can point to the server.
 Work happens inside `tx()`; the outermost `tx()` commits once, then runs the after-commit
-callbacks, so a writer's callback can never announce an add that a crash could still lose.
+callbacks, so a writer's callback can never announce an add that a crash could still lose. The
+entries rows of a transaction are queued (add_rows) and inserted together just before its commit.
 """
 
 from __future__ import annotations
