@@ -7,6 +7,7 @@ raises InvalidName, which the CLI's error mapping (cli/main.py) reports as a usa
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 from urllib.parse import quote
@@ -61,8 +62,9 @@ class TopicName:
         return self.full
 
 
+@functools.lru_cache(maxsize=4096)
 def full_topic(name: str) -> str:
-    """persistent://tenant/ns/topic from any of Pulsar's short forms."""
+    """persistent://tenant/ns/topic from any of Pulsar's short forms (cached: the engine asks per message)."""
     return TopicName(name).full
 
 

@@ -135,10 +135,12 @@ def encode_batch(records, version: int = VERSION) -> bytes:
 def encode_batch_serialized(serialized: list[bytes], version: int = VERSION) -> bytes:
     """A batched entry from already-serialized records, without re-encoding them."""
     parts = [struct.pack(">HH", MAGIC, version)]
+    append = parts.append
     for body in serialized:
-        parts.append(b"\x0a")  # field 1, length-delimited
-        parts.append(_varint(len(body)))
-        parts.append(body)
+        size = len(body)
+        # field 1, length-delimited; the header of a short record (most of them) comes from a table
+        append(_SHORT_HEADERS[size] if size < 128 else b"\x0a" + _varint(size))
+        append(body)
     return b"".join(parts)
 
 
@@ -149,3 +151,6 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SHORT_HEADERS = [b"\x0a" + bytes((size,)) for size in range(128)]

@@ -310,7 +310,9 @@ class Engine:
             return
         subs = list(meta.subscriptions)
         if meta.partitions:
-            self.buffers.end_transaction((meta.most, least), meta.partitions, commit, tc.low_water_mark())
+            low_water_mark = tc.low_water_mark()
+            for topic in meta.partitions:  # end_transaction() without the text of each marker's position
+                self.buffers.end(topic, (meta.most, least), commit, low_water_mark)
         remaining = [len(subs)]
 
         def finish():

@@ -28,35 +28,42 @@ class Clock:
 
     def call_at(self, at_us: int, fn) -> None:
         """Run fn() when the clock reaches at_us (timers are not persisted: a broker's are not either)."""
-        heapq.heappush(self._timers, (max(at_us, self.now_us), next(self._seq), fn))
+        now = self.now_us
+        heapq.heappush(self._timers, (at_us if at_us > now else now, next(self._seq), fn))
 
     def next_timer(self) -> int | None:
         return self._timers[0][0] if self._timers else None
 
     def run_until(self, until_us: int) -> None:
         """Fire every timer due up to until_us in time order, then set the clock to until_us."""
-        timers = self._timers
-        pop = heapq.heappop
-        while timers and timers[0][0] <= until_us:
-            at = timers[0][0]
-            if at > self.now_us:
-                self.now_us = at
-            # Everything due at one instant shares one database commit (group commit); the
-            # callbacks of the adds run after it.
-            with self.store.tx():
-                while timers and timers[0][0] == at:
-                    pop(timers)[2]()
+        self._run(until_us, 1 << 62)
         if until_us > self.now_us:
             self.now_us = until_us
         self._dirty()
 
     def run_until_idle(self, limit: int = 10_000_000) -> None:
         """Fire timers (and what they schedule) until none are left."""
-        for _ in range(limit):
-            at = self.next_timer()
-            if at is None:
+        self._run(1 << 62, limit)
+
+    def _run(self, until_us: int, instants: int) -> None:
+        """Fire the timers due up to until_us, at most `instants` distinct instants of them."""
+        timers = self._timers
+        pop = heapq.heappop
+        scope = self.store.tx()
+        while timers and instants > 0:
+            at = timers[0][0]
+            if at > until_us:
                 break
-            self.run_until(at)
+            instants -= 1
+            if at > self.now_us:
+                self.now_us = at
+            # Everything due at one instant shares one database commit (group commit); the
+            # callbacks of the adds run after it.
+            with scope:
+                while timers and timers[0][0] == at:
+                    pop(timers)[2]()
+            if self.now_us != self._saved:  # _dirty(), inline: once per instant
+                self.store.dirty(self)
         self._dirty()
 
     def advance_ms(self, ms: int) -> None:

@@ -216,17 +216,6 @@ class Coordinator:
 
     # ---------------------------------------------------------------- operations
 
-    def _record(self, op: int, meta_most: int, least: int, **fields) -> bytes:
-        now = self.engine.clock.now_ms
-        return _Record(
-            metadata_op=op,
-            txnid_most_bits=meta_most,
-            txnid_least_bits=least,
-            last_modification_time=now,
-            max_local_txn_id=self.sequence,
-            **fields,
-        ).SerializeToString()
-
     def _ready(self, failed) -> bool:
         if self.state != "Ready":
             _fail(failed, EngineError(f"transaction coordinator {self.tc_id} is not ready ({self.state})"))
@@ -242,10 +231,19 @@ class Coordinator:
         self.ml.properties["max_local_txn_id"] = str(least)
         self.engine.store.dirty(self.ml)
         now = self.engine.clock.now_ms
-        fields = {"timeout_ms": timeout_ms, "start_time": now}
+        # Records are built field by field in each operation: a shared helper's **fields cost more than the record.
+        record = _Record(
+            metadata_op=NEW,
+            txnid_most_bits=self.tc_id,
+            txnid_least_bits=least,
+            last_modification_time=now,
+            max_local_txn_id=self.sequence,
+            timeout_ms=timeout_ms,
+            start_time=now,
+        )
         if owner:
-            fields["owner"] = owner
-        data = self._record(NEW, self.tc_id, least, **fields)
+            record.owner = owner
+        data = record.SerializeToString()
 
         def done(pos):
             meta = TxnMeta(self.tc_id, least, timeout_ms, now, owner)
@@ -272,11 +270,21 @@ class Coordinator:
         meta = self._open_txn(least, failed)
         if meta is None:
             return
-        data = self._record(ADD_PARTITION, self.tc_id, least, partitions=partitions)
+        data = _Record(
+            metadata_op=ADD_PARTITION,
+            txnid_most_bits=self.tc_id,
+            txnid_least_bits=least,
+            last_modification_time=self.engine.clock.now_ms,
+            max_local_txn_id=self.sequence,
+            partitions=partitions,
+        ).SerializeToString()
 
         def done(pos):
             meta.positions.append(pos)
-            meta.partitions.extend(p for p in partitions if p not in meta.partitions)
+            known = meta.partitions
+            for p in partitions:
+                if p not in known:
+                    known.append(p)
             callback(pos)
 
         self.writer.add(data, done, failed)
@@ -321,7 +329,15 @@ class Coordinator:
                 InvalidTxnStatus(f"transaction {meta.txn_id} is {STATUS[meta.status]}, expected {STATUS[expected]}"),
             )
             return
-        data = self._record(UPDATE, self.tc_id, least, expected_status=expected, new_status=new_status)
+        data = _Record(
+            metadata_op=UPDATE,
+            txnid_most_bits=self.tc_id,
+            txnid_least_bits=least,
+            last_modification_time=self.engine.clock.now_ms,
+            max_local_txn_id=self.sequence,
+            expected_status=expected,
+            new_status=new_status,
+        ).SerializeToString()
 
         def done(pos):
             meta.positions.append(pos)
@@ -359,8 +375,7 @@ class Coordinator:
         }
 
     def low_water_mark(self) -> int:
-        live = [least for least, m in self.txns.items()]
-        return (min(live) - 1) if live else max(self.sequence, 0)
+        return (min(self.txns) - 1) if self.txns else max(self.sequence, 0)
 
     def internal_stats(self, metadata: bool = False) -> dict:
         return {

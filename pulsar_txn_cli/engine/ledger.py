@@ -199,19 +199,19 @@ class ManagedLedger:
             raise EngineError(f"managed ledger {self.name} is not open")
         out = []
         rows = []
-        db = self.store.db
+        store = self.store
+        ledger = self._by_id[self.current]
         for data in datas:
-            ledger = self._by_id[self.current]
-            entry_id = ledger.entries
-            rows.append((ledger.ledger_id, entry_id, data))
-            ledger.entries += 1
+            ledger_id, entry_id = ledger.ledger_id, ledger.entries
+            rows.append((ledger_id, entry_id, data))
+            ledger.entries = entry_id + 1
             ledger.size += len(data)
             self.entries_added += 1
-            out.append((ledger.ledger_id, entry_id))
+            out.append((ledger_id, entry_id))
             if self._full(ledger):
-                self._flush_rows(rows)
+                store.add_rows(rows)  # queued before a trim below may delete ledgers' entries
                 rows = []
-                db.execute(
+                store.db.execute(
                     "UPDATE ledgers SET entries=?, size=? WHERE ledger_id=?",
                     (ledger.entries, ledger.size, ledger.ledger_id),
                 )
@@ -219,17 +219,12 @@ class ManagedLedger:
                 self._close_ledger(ledger)
                 self._create_ledger()
                 self.trim()
+                ledger = self._by_id[self.current]
         if rows:
-            self._flush_rows(rows)
-            self._touched.add(self._by_id[self.current])  # its counters are written by save()
+            store.add_rows(rows)  # inserted at the commit, with every other entry of it
+            self._touched.add(ledger)  # its counters are written by save()
         self._dirty()
         return out
-
-    def _flush_rows(self, rows) -> None:
-        if len(rows) == 1:
-            self.store.db.execute("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows[0])
-        else:
-            self.store.db.executemany("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows)
 
     def _full(self, ledger: Ledger) -> bool:
         """ManagedLedgerImpl.currentLedgerIsFull with the settings the ledger was opened with."""
@@ -280,6 +275,7 @@ class ManagedLedger:
 
     def read_after(self, pos: tuple[int, int]):
         """(ledgerId, entryId, data) of every stored entry after pos, in order."""
+        self.store.flush_rows()
         ids = [l.ledger_id for l in self.ledgers if l.ledger_id >= pos[0] and l.entries]
         for lid in ids:
             start = pos[1] + 1 if lid == pos[0] else 0
@@ -329,6 +325,7 @@ class ManagedLedger:
         return [l.ledger_id for l in gone]
 
     def _drop(self, gone) -> None:
+        self.store.flush_rows()
         for ledger in gone:
             self.ledgers.remove(ledger)
             del self._by_id[ledger.ledger_id]
@@ -339,6 +336,7 @@ class ManagedLedger:
     def delete(self) -> None:
         """Drop the managed ledger and everything in it."""
         with self.store.tx():
+            self.store.flush_rows()
             for ledger in self.ledgers:
                 self.store.db.execute("DELETE FROM entries WHERE ledger_id=?", (ledger.ledger_id,))
             self.store.db.execute("DELETE FROM ledgers WHERE ml=?", (self.name,))
@@ -444,23 +442,26 @@ class Cursor:
         ManagedCursorImpl does when batchDeletedIndexes is null. Returns how many were ignored.
         """
         ignored = 0
+        mark_delete, deleted, batch_deleted = self.mark_delete, self.deleted, self.batch_deleted
         for p in positions:
             key = tuple(p)
-            if key <= self.mark_delete or key in self.deleted:
+            if key <= mark_delete or key in deleted:
                 continue
             size = p.batch_size if isinstance(p, BatchedPosition) else None
             if size and size > 1:
                 if not self.batch_index_deletion:
                     ignored += 1
                     continue
-                entry = self.batch_deleted.get(key)
-                bits = entry[0] if entry else (1 << size) - 1
-                bits &= ~(1 << p.batch_index)
+                entry = batch_deleted.get(key)
+                bits = (entry[0] if entry else (1 << size) - 1) & ~(1 << p.batch_index)
                 if bits:
-                    self.batch_deleted[key] = [bits, size]
+                    if entry:
+                        entry[0], entry[1] = bits, size
+                    else:
+                        batch_deleted[key] = [bits, size]
                     continue
-                self.batch_deleted.pop(key, None)
-            self.deleted.add(key)
+                batch_deleted.pop(key, None)
+            deleted.add(key)
             self.consumed += 1
         self.ignored_deletes += ignored
         self._advance()
@@ -475,17 +476,20 @@ class Cursor:
         self.mark_delete = key
         self.deleted = {k for k in self.deleted if k > key}
         self.batch_deleted = {k: v for k, v in self.batch_deleted.items() if k > key}
-        self._advance()
+        self._advance(moved=True)
         self._dirty()
 
-    def _advance(self) -> None:
+    def _advance(self, moved: bool = False) -> None:
+        start = self.mark_delete
         while self.deleted:
             nxt = self.ml.next_position(self.mark_delete)
             if nxt is None or nxt not in self.deleted:
                 break
             self.deleted.discard(nxt)
             self.mark_delete = nxt
-        self.ml.trim()
+        # Only a moved mark-delete can free a ledger (everything else that can calls trim itself).
+        if moved or self.mark_delete != start:
+            self.ml.trim()
 
     def individually_deleted_text(self) -> str:
         """Pulsar's range-set text, e.g. [(3:4..3:6], (3:8..3:9]]."""

@@ -33,6 +33,7 @@ MAX_ROUND_TRANSACTIONS = 3000
 def batched_ledgers(engine) -> list[dict]:
     """Every transaction log's ledgers, which hold batched entries, and how many a replay would read."""
     out = []
+    engine.store.flush_rows()
     db = engine.store.db
     for name in engine.managed_ledger_names():
         if name.startswith(TC_LOG_PREFIX):

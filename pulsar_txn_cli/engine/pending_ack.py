@@ -212,21 +212,31 @@ class PendingAckStore:
 
     def ack(self, most: int, least: int, positions, callback, failed=None, ack_type: int = INDIVIDUAL) -> None:
         record = _Record(pending_ack_op=ACK, ack_type=ack_type, txnid_most_bits=most, txnid_least_bits=least)
+        add = record.pending_ack_metadata.add
         for lid, eid in positions:
-            record.pending_ack_metadata.add(ledgerId=lid, entryId=eid)
-        self._append(record, callback, failed)
+            add(ledgerId=lid, entryId=eid)
+        acked = [(ack_type, (p.ledgerId, p.entryId)) for p in record.pending_ack_metadata]
+        self._append(record, (most, least), acked, callback, failed)
 
     def end(self, most: int, least: int, commit: bool, callback, failed=None) -> None:
         record = _Record(pending_ack_op=COMMIT if commit else ABORT, txnid_most_bits=most, txnid_least_bits=least)
-        self._append(record, callback, failed)
+        self._append(record, (most, least), None, callback, failed)
 
-    def _append(self, record, callback, failed) -> None:
+    def _append(self, record, txn, acked, callback, failed) -> None:
+        """acked: the ACK record's (ackType, position) pairs; None for a COMMIT or ABORT record."""
         data = record.SerializeToString()
-        txn = (record.txnid_most_bits, record.txnid_least_bits)
 
         def done(pos):
-            ended = None if record.pending_ack_op == ACK else [p for _, p in self.acks.get(txn, ())]
-            self._apply(record)
+            # What _apply(record) does, from the values at hand rather than the protobuf's fields.
+            if acked is not None:
+                ended = None
+                entry = self.acks.get(txn)
+                if entry is None:
+                    self.acks[txn] = list(acked)
+                else:
+                    entry += acked
+            else:
+                ended = [p for _, p in self.acks.pop(txn, ())]
             # With batching the index moves once per entry, at the batch's last record.
             self._pending.append(record)
             if pos.batch_size is None or pos.batch_index == pos.batch_size - 1:

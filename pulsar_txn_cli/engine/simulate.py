@@ -10,6 +10,7 @@ to COMMITTED/ABORTED); a timed-out one stops and the coordinator aborts it at it
 
 from __future__ import annotations
 
+import gc
 import random
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from pulsar_txn_cli.errors import EngineError, InterruptedWork, UsageError
 from pulsar_txn_cli.names import expand_partitions
 
 SIM_NAMESPACE = "public/default"
+SIM_PAYLOAD = b"simulated"
 
 
 @dataclass
@@ -86,6 +88,9 @@ class Workload:
         self.progress = progress
         self.clock = engine.clock
         self.rng = random.Random(opts.seed)
+        # randint(1, m) is 1 + _randbelow(m) (random.py): the same numbers without randint's checks,
+        # which cost more than the engine work of a request.
+        self._randbelow = self.rng._randbelow
         self.partitions = partition_names(opts)
         self.subscriptions = [
             (self.partitions[j % len(self.partitions)], f"sim-sub-{j}") for j in range(opts.subscriptions)
@@ -106,6 +111,11 @@ class Workload:
         writers_before, triggers_before = _writer_counts(engine), _triggers(engine)
         self.ack_log = open(opts.ack_log, "a", buffering=1) if opts.ack_log else None
         start_us = clock.now_us
+        # The engine's long-lived objects (loaded ledgers, configuration, modules) need no cycle
+        # collection: frozen, they are not traversed again by each collection during the run.
+        gc.freeze()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(20_000, 20, 20)
         try:
             for _ in range(min(opts.concurrency, opts.transactions)):
                 self.later(self.start_next)
@@ -115,6 +125,8 @@ class Workload:
         except KeyboardInterrupt:
             raise InterruptedWork(_interrupted(opts, self.started, self.counts)) from None
         finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
             if self.ack_log is not None:
                 self.ack_log.close()
         return self.summary(writers_before, triggers_before, start_us)
@@ -123,17 +135,8 @@ class Workload:
 
     def later(self, fn) -> None:
         """Run fn after a client's think time."""
-        self.clock.call_at(self.clock.now_us + self.rng.randint(1, self.opts.think_us_max), fn)
-
-    def timed(self, fn):
-        """fn as a callback that records the latency from now until it is called."""
-        issued = self.clock.now_us
-
-        def callback(result):
-            self.latencies.append(self.clock.now_us - issued)
-            fn(result)
-
-        return callback
+        clock = self.clock
+        clock.call_at(clock.now_us + 1 + self._randbelow(self.opts.think_us_max), fn)
 
     def log(self, line: str) -> None:
         if self.ack_log is not None:
@@ -195,9 +198,10 @@ class _Transaction:
         # Each transaction's plan comes from its own generator, so the same seed gives the same
         # transactions whatever the batching (which changes the order things happen in).
         plan = random.Random(opts.seed * 1_000_003 + index)
-        produce = plan.sample(workload.partitions, min(len(workload.partitions), plan.randint(0, 2)))
-        acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), plan.randint(1, 2)))
-        acks_per_sub = [plan.randint(1, 3) for _ in acked]
+        below = plan._randbelow  # randint(a, b) is a + _randbelow(b - a + 1), as in later()
+        produce = plan.sample(workload.partitions, min(len(workload.partitions), below(3)))
+        acked = plan.sample(workload.subscriptions, min(len(workload.subscriptions), 1 + below(2)))
+        acks_per_sub = [1 + below(3) for _ in acked]
         roll = plan.random()
         self.outcome = (
             "timedOut"
@@ -211,11 +215,22 @@ class _Transaction:
             self.steps += [("sub", pair), ("ack", pair, k)]
         self.least = None
         self.next = 0
+        self.issued = 0  # when the request in flight was issued (one at a time: a closed loop)
+        self.topic = ""  # the partition of the ADD_PARTITION in flight
+
+    def _issued(self) -> None:
+        self.issued = self.workload.clock.now_us
+
+    def _acked(self) -> None:
+        w = self.workload
+        w.latencies.append(w.clock.now_us - self.issued)
 
     def begin(self) -> None:
-        self.tc.new_transaction(self.workload.opts.txn_timeout_ms, self.workload.timed(self.created), self.failed)
+        self._issued()
+        self.tc.new_transaction(self.workload.opts.txn_timeout_ms, self.created, self.failed)
 
     def created(self, least: int) -> None:
+        self._acked()
         self.least = least
         self.workload.log(f"new {self.tc.tc_id} {least}")
         self.workload.later(self.step)
@@ -232,21 +247,31 @@ class _Transaction:
             self._end()
 
     def _issue(self, step) -> None:
-        w, tc, least = self.workload, self.tc, self.least
+        tc, least = self.tc, self.least
+        self._issued()
         if step[0] == "part":
-
-            def produced(pos, topic=step[1]):
-                w.engine.buffers.produce(topic, (tc.tc_id, least))  # the transaction's message
-                w.later(self.step)
-
-            tc.add_partitions(least, [step[1]], w.timed(produced), self.failed)
+            self.topic = step[1]
+            tc.add_partitions(least, [step[1]], self._produced, self.failed)
         elif step[0] == "sub":
-            tc.add_subscriptions(least, [step[1]], w.timed(lambda pos: w.later(self.step)), self.failed)
+            tc.add_subscriptions(least, [step[1]], self._stepped, self.failed)
         else:
-            store = w.pending_ack(step[1])
-            store.ack(
-                tc.tc_id, least, store.take_messages(step[2]), w.timed(lambda pos: w.later(self.step)), self.failed
-            )
+            store = self.workload.pending_ack(step[1])
+            store.ack(tc.tc_id, least, store.take_messages(step[2]), self._stepped, self.failed)
+
+    def _produced(self, pos) -> None:
+        self._acked()
+        w = self.workload
+        # The transaction's message, as produce() writes it (without the text of its position).
+        w.engine.buffers.publish(self.topic, SIM_PAYLOAD, (self.tc.tc_id, self.least))
+        w.later(self.step)
+
+    def _stepped(self, pos) -> None:
+        self._acked()
+        self.workload.later(self.step)
+
+    def _ended(self, pos) -> None:
+        self._acked()
+        self.workload.done(self.outcome)
 
     def _end(self) -> None:
         w = self.workload
@@ -256,13 +281,8 @@ class _Transaction:
             w.done("timedOut")
             return
         w.log(f"end {self.tc.tc_id} {self.least}")
-        self.workload.engine.end_transaction(
-            self.tc.tc_id,
-            self.least,
-            self.outcome == "committed",
-            w.timed(lambda pos: w.done(self.outcome)),
-            self.failed,
-        )
+        self._issued()
+        w.engine.end_transaction(self.tc.tc_id, self.least, self.outcome == "committed", self._ended, self.failed)
 
 
 def _interrupted(opts: SimOptions, started: int, counts: dict) -> str:

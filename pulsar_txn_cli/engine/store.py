@@ -4,7 +4,8 @@ One database per engine directory. A process lock (flock on `engine.lock`) keeps
 process out: it waits briefly (saying so through notices), then fails with EngineBusy; `engine
 serve` adds its URL to the lock file, so a command that finds it locked can point to the server.
 Work happens inside `tx()`; the outermost `tx()` commits once, then runs the after-commit
-callbacks, so a writer's callback can never announce an add that a crash could still lose.
+callbacks, so a writer's callback can never announce an add that a crash could still lose. The
+entries rows of a transaction are queued (add_rows) and inserted together just before its commit.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Store:
             self._release()
             raise EngineError(f"the engine database {self.directory / DB_NAME} cannot be opened: {exc}") from None
         self._depth = 0
+        self._rows: list[tuple] = []  # entries rows to insert, in one executemany at the next commit
         self._before: dict[int, object] = {}  # objects to save (id -> obj with .save())
         self._after: list = []
         self._on_rollback: list = []
@@ -95,6 +97,8 @@ class Store:
 
     def _commit(self) -> None:
         try:
+            if self._rows:
+                self.flush_rows()
             # Dirty objects ride along with the next real write (or save_all()): state that a
             # crash could lose here is rebuilt by replay.
             while self._before and (self.db.in_transaction or self._force):
@@ -116,6 +120,7 @@ class Store:
                     fn()
 
     def _rollback(self) -> None:
+        self._rows = []
         try:
             self.db.rollback()
         except sqlite3.Error:
@@ -134,6 +139,19 @@ class Store:
                 pass
         finally:
             self._force = False
+
+    def add_rows(self, rows: list[tuple]) -> None:
+        """(ledger_id, entry_id, data) rows for the entries table, inserted together before the commit.
+
+        One executemany per commit instead of one statement per entry; whoever reads or deletes
+        entries inside the same transaction calls flush_rows() first.
+        """
+        self._rows += rows
+
+    def flush_rows(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self.db.executemany("INSERT INTO entries(ledger_id, entry_id, data) VALUES(?, ?, ?)", rows)
 
     def dirty(self, obj) -> None:
         """obj.save() runs once just before the next commit."""
@@ -292,7 +310,9 @@ class _Scope:
         store._depth -= 1
         if store._depth == 0:
             if exc_type is None:
-                store._commit()
+                # Most scopes (a timer instant whose adds were only buffered) have nothing to commit.
+                if store._rows or store._after or store.db.in_transaction or store._force or store.fail_commits:
+                    store._commit()
             else:
                 store._rollback()
         return False

@@ -49,6 +49,7 @@ def verify(engine, acked_log: str | None = None) -> dict:
 
 
 def _check_ledger(ml: ManagedLedger, problems: list[str]) -> None:
+    ml.store.flush_rows()
     db = ml.store.db
     name = ml.name
     if ml.current is not None and ml.current not in {l.ledger_id for l in ml.ledgers}:

@@ -73,11 +73,14 @@ class BufferedWriter:
         if self.state != "OPEN":
             _fail(failed, WriterClosed("Transaction log buffered write has closed"))
             return
-        try:
-            data = self.serialize(record)
-        except Exception as exc:  # noqa: BLE001 - any serializer error fails this add only
-            _fail(failed, SerializeFailed(f"the record could not be serialized: {exc}"))
-            return
+        if self.serialize is _identity:  # the engine's logs hand over serialized records
+            data = record
+        else:
+            try:
+                data = self.serialize(record)
+            except Exception as exc:  # noqa: BLE001 - any serializer error fails this add only
+                _fail(failed, SerializeFailed(f"the record could not be serialized: {exc}"))
+                return
         if not self.batch_enabled:
             self._write_single(data, callback, failed)
             return
@@ -87,14 +90,15 @@ class BufferedWriter:
                 self._flush("large_data")
             self._write_single(data, callback, failed)
             return
-        if not self._datas:
+        datas = self._datas
+        if not datas:
             self._first_us = self.clock.now_us
             if not self._armed:
                 self._arm()
-        self._datas.append(data)
+        datas.append(data)
         self._callbacks.append((callback, failed))
         self._bytes += size
-        if len(self._datas) >= self.max_records:
+        if len(datas) >= self.max_records:
             self._flush("max_records")
         elif self._bytes >= self.max_size:
             self._flush("max_size")
@@ -139,8 +143,9 @@ class BufferedWriter:
         entry = encode_batch_serialized(datas)
 
         def done(lid, eid):
+            position = BatchedPosition
             for i, (cb, _) in enumerate(callbacks):
-                cb(BatchedPosition(lid, eid, count, i))
+                cb(position(lid, eid, count, i))
 
         def fail_all(exc):
             for _, failed in callbacks:

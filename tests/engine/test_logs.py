@@ -277,6 +277,29 @@ def test_cursor_individual_deletes_and_text(tmp_path):
         rig.close()
 
 
+def test_entries_added_in_a_transaction_are_read_and_rolled_back_with_it(tmp_path):
+    """Entries rows are inserted together at the commit; a read inside the transaction still sees them,
+    and a rollback drops them with everything else."""
+    from tests.engine.helpers import Rig
+
+    rig = Rig(tmp_path / "e")
+    try:
+        with rig.store.tx():
+            rig.ml.add_entries([b"a", b"b"])
+            assert [bytes(d) for _, _, d in rig.ml.read_all()] == [b"a", b"b"]
+            rig.ml.add_entries([b"c"])
+        assert [bytes(d) for _, _, d in rig.ml.read_all()] == [b"a", b"b", b"c"]
+        with pytest.raises(RuntimeError):
+            with rig.store.tx():
+                rig.ml.add_entries([b"lost"])
+                raise RuntimeError("refused")
+        with rig.store.tx():
+            pass
+        assert rig.store.db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 3
+    finally:
+        rig.close()
+
+
 def test_internal_stats_shape(engine_factory):
     engine = engine_factory()
     stats = engine.tc(0).internal_stats(metadata=True)

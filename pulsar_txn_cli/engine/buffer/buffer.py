@@ -74,6 +74,10 @@ class TransactionBuffer:
         self.ongoing: dict[TxnID, Ongoing] = {}  # oldest first
         self.max_read_position = log.last_confirmed()
         self.low_water_marks: dict[int, int] = {}
+        # coordinator -> the mark its ongoing transactions were last checked against: after a check,
+        # none at or below it is ongoing, and publish refuses such a transaction, so the same mark
+        # needs no second look.
+        self._checked_marks: dict[int, int] = {}
         self.changes = 0  # maxReadPosition moves and aborts since the last snapshot
         self.last_snapshot_timestamp = 0  # taken by this load; 0 until then, as on a broker
         self.timer_origin = 0  # the snapshot timer runs every min_time_ms from here
@@ -130,7 +134,7 @@ class TransactionBuffer:
             self._check_not_ended(txn)
             self._first_snapshot()
         now = self.clock()
-        position = self.log.append(messages.encode(messages.TopicEntry(txn, None, payload, now)))
+        position = self.log.append(messages.encode_fields(txn, None, payload, now))
         if txn is None:
             if not self.ongoing:
                 self._set_max_read(position)
@@ -149,7 +153,7 @@ class TransactionBuffer:
     def _end(self, txn: TxnID, marker: str, low_water_mark: int | None) -> Position:
         self._require_ready()
         self._first_snapshot()
-        position = self.log.append(messages.encode(messages.TopicEntry(txn, marker, b"", self.clock())))
+        position = self.log.append(messages.encode_fields(txn, marker, b"", self.clock()))
         if marker == messages.ABORT:
             self.aborts.trim(self.log.ledger_exists)  # cheap: stops at the first id still readable
             self.aborts.put(txn, position)
@@ -170,7 +174,10 @@ class TransactionBuffer:
         if low_water_mark > self.low_water_marks.get(coordinator, -1):
             self.low_water_marks[coordinator] = low_water_mark
         mark = self.low_water_marks.get(coordinator, -1)  # -1: the coordinator's first txn is still open
+        if self._checked_marks.get(coordinator) == mark:
+            return []
         stale = [t for t in self.ongoing if t.most == coordinator and t.least <= mark]
+        self._checked_marks[coordinator] = mark
         for txn in stale:
             self._end(txn, messages.ABORT, None)
         return stale

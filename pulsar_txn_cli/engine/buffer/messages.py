@@ -33,13 +33,18 @@ class TopicEntry:
 
 
 def encode(entry: TopicEntry) -> bytes:
-    doc: dict = {"publishTime": entry.publish_time}
-    if entry.txn is not None:
-        doc["txnidMostBits"], doc["txnidLeastBits"] = entry.txn
-    if entry.marker:
-        doc["markerType"] = entry.marker
+    return encode_fields(entry.txn, entry.marker, entry.payload, entry.publish_time)
+
+
+def encode_fields(txn: TxnID | None, marker: str | None, payload: bytes, publish_time: int) -> bytes:
+    """encode(TopicEntry(...)) without building the entry (the buffer writes one per message)."""
+    doc: dict = {"publishTime": publish_time}
+    if txn is not None:
+        doc["txnidMostBits"], doc["txnidLeastBits"] = txn
+    if marker:
+        doc["markerType"] = marker
     else:
-        doc["payload"] = base64.b64encode(entry.payload).decode()
+        doc["payload"] = base64.b64encode(payload).decode()
     return orjson.dumps(doc)
 
 

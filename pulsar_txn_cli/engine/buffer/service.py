@@ -74,6 +74,9 @@ class BufferService:
 
     def buffer(self, topic: str, *, create: bool = False) -> TransactionBuffer:
         """The topic's buffer, recovered on first use; TopicNotFound unless it exists or create."""
+        buffer = self.buffers.get(topic)  # keyed by full names: a full name needs no parsing
+        if buffer is not None:
+            return buffer
         topic = full_topic(topic)
         buffer = self.buffers.get(topic)
         if buffer is not None:
