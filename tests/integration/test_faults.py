@@ -627,7 +627,12 @@ def _proc_figures(pid: int) -> dict:
     status = Path(f"/proc/{pid}/status").read_text()
     rss_kib = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1))
     threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
-    sockets = sum(1 for fd in Path(f"/proc/{pid}/fd").iterdir() if os.readlink(fd).startswith("socket:"))
+    sockets = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            sockets += os.readlink(fd).startswith("socket:")
+        except FileNotFoundError:  # closed while listed
+            pass
     return {"rssMiB": rss_kib / 1024, "threads": threads, "sockets": sockets}
 
 
@@ -662,7 +667,7 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
             except OSError as exc:
                 failures.append(f"scrape {n}: {exc}")
             latencies.append(time.perf_counter() - started)
-            if n % 50 == 0:
+            if n % 25 == 0:
                 samples.append(_proc_figures(pid))
             time.sleep(0.02)
         restarter.join(240)
@@ -680,11 +685,15 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
         exporter.kill()
     assert not failures, failures[:5]
     assert len(latencies) >= 1000, len(latencies)  # thousands of scrapes within the time bound
-    start, rest = samples[warm // 50], samples[warm // 50 :]
-    growth = {key: max(s[key] for s in rest) - start[key] for key in start}
-    # Flat once warm: at most 16 MiB more resident memory, 4 more threads and 8 more sockets than at the
-    # warm-up mark, across both restarts (a leak per scrape or per observation would exceed these).
-    assert growth["rssMiB"] <= 16 and growth["threads"] <= 4 and growth["sockets"] <= 8, (start, growth)
+    # Flat once warm: the peaks of the second half (both restarts behind) against those of the first half
+    # after warm-up, which already hold an observation's own threads and connections (--concurrency 8):
+    # at most 16 MiB more resident memory, 4 more threads and 8 more sockets (a leak per scrape or per
+    # observation, thousands and a hundred of them here, would exceed these).
+    warmed = samples[warm // 25 : -1]
+    half = len(warmed) // 2
+    start = {key: max(s[key] for s in warmed[:half]) for key in warmed[0]}
+    growth = {key: max(s[key] for s in warmed[half:] + samples[-1:]) - start[key] for key in start}
+    assert growth["rssMiB"] <= 16 and growth["threads"] <= 4 and growth["sockets"] <= 8, (start, growth, samples)
     ordered = sorted(latencies)
     FIGURES["exporterSoak"] = {
         "scrapes": len(latencies),
