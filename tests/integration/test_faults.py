@@ -509,7 +509,6 @@ def test_a_bookie_killed_and_restarted_during_wait(rig):
 def test_zookeeper_restarted_during_wait(rig):
     c = rig.cluster
     wait_across(rig, lambda: c.zookeeper.kill(), lambda: c._start_zookeeper(time.monotonic() + 180), "zookeeperRestart")
-    print("\nfaults figures:", json.dumps(FIGURES), "\nruns:", rig.runs)
 
 
 # --------------------------------------------------------------------------- two operators at once
@@ -703,4 +702,4 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
         "warm": start,
         "growth": {k: round(v, 1) for k, v in growth.items()},
     }
-    print("\nexporter soak:", json.dumps(FIGURES["exporterSoak"]))
+    print("\nfaults figures:", json.dumps(FIGURES), "\nruns:", rig.runs)
