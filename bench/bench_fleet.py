@@ -296,7 +296,7 @@ def anchor_call_seconds(url: str, scratch: Path, repeat: int = 3) -> float:
 
 def transport_cost(url: str, n: int = 500) -> dict:
     """CPU and wall ms per request, one request at a time, of the same GET (a partition's txnBufferStats) through
-    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (httpx and the tool's layer):
+    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (its http_pool and the tool's layer):
     where a command's time goes besides the broker's."""
     import http.client
 
