@@ -285,4 +285,8 @@ def _param(value) -> str:
 
 def _origin(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port}" if parts.port else f"{parts.scheme}://{parts.hostname}"
+    try:
+        port = parts.port
+    except ValueError:  # not a number: show it as given
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    return f"{parts.scheme}://{parts.hostname}:{port}" if port else f"{parts.scheme}://{parts.hostname}"

@@ -80,8 +80,15 @@ class ConnectionPool:
     def request(self, method: str, url: str, body: bytes | None, headers: dict) -> Response:
         """One exchange, the whole body read; a stale kept-alive connection is replaced when that is safe."""
         parts = urlsplit(url)
-        origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-        target = quote(parts.path or "/", safe=PATH_SAFE) + (f"?{parts.query}" if parts.query else "")
+        try:
+            origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        except ValueError as exc:  # a port that is not a number, as a redirect may carry
+            raise TransportError(f"invalid URL: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError(f"invalid URL: {url}")
+        target = quote(parts.path or "/", safe=PATH_SAFE)
+        if parts.query:
+            target += "?" + quote(parts.query, safe=PATH_SAFE + "?")
         connection, reused = self._take(origin)
         try:
             return self._exchange(origin, connection, method, target, body, headers)

@@ -328,3 +328,17 @@ def test_tls_connections_are_kept_alive_too(self_signed):
         for _ in range(5):
             assert admin.tenants() == TENANTS
     assert len(server.requests) == 5 and len({r.peer for r in server.requests}) == 1
+
+
+def test_a_redirect_is_sent_escaped_and_a_bad_one_is_one_sentence():
+    def redirect(request):
+        if "?" in request.path:
+            return json_answer(TENANTS)
+        return 307, {"Location": "/admin/v2/tenants?owner=a b"}, b""
+
+    with ScriptedServer(redirect) as server:
+        assert rest_admin(server.url).tenants() == TENANTS
+    assert server.requests[1].path == "/admin/v2/tenants?owner=a%20b"
+    with ScriptedServer(always((307, {"Location": "http://127.0.0.1:notaport/x"}, b""))) as server:
+        with pytest.raises(ConnectionFailed, match=r"failed \(invalid URL: .*notaport"):
+            rest_admin(server.url).tenants()
