@@ -3,12 +3,16 @@
 Builds a small engine (simulate), then measures
 - requests per second for coordinator-stats: in process vs over HTTP (admin/server.py);
 - `subscriptions` discovery and get-txn-pending-ack-batch-log-stat at concurrency 1 vs 8 against
-  `engine serve --latency-ms N` (a remote broker's round trip).
+  `engine serve --latency-ms N` (a remote broker's round trip);
+- the transport's CPU per request (stdlib http.client, httpx.Client, pulsar-txn's RestTransport) against a
+  small keep-alive server in another process (so the figure is the client's CPU alone).
 Options: --latency-ms N (default 5), --subscriptions N (default 32), --requests N (default 300).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,6 +49,71 @@ def _timed(label, fn):
     return result
 
 
+# A fixed small JSON answer over keep-alive HTTP/1.1: the server costs the measuring process nothing.
+SERVER = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+BODY = b'{"ongoingTxnSize": 0, "recoverStartTime": 0, "state": "Ready"}'
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def transport_cpu(n: int) -> None:
+    """CPU ms per GET, one at a time, through each client (the server is another process)."""
+    import http.client
+    import json
+
+    import httpx
+
+    from pulsar_txn_cli.admin.http_client import RestTransport
+    from pulsar_txn_cli.admin.target_settings import Target
+
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        url, path = f"http://127.0.0.1:{port}", "/admin/v3/transactions/coordinatorStats?coordinatorId=0"
+        stdlib = http.client.HTTPConnection("127.0.0.1", port)
+        client = httpx.Client(headers={"Accept": "application/json"})
+        transport = RestTransport(Target(kind="cluster", url=url, request_timeout=10.0))
+
+        def plain():
+            stdlib.request("GET", path, headers={"Accept": "application/json"})
+            return json.loads(stdlib.getresponse().read())
+
+        ways = {
+            "http.client (bare)": plain,
+            "httpx.Client": lambda: client.get(url + path).json(),
+            "RestTransport (pulsar-txn)": lambda: json.loads(transport.request("GET", path)[2]),
+        }
+        print(f"transport CPU per request ({n} GETs one at a time, a local keep-alive server in another process):")
+        for name, call in ways.items():
+            call()  # the connection opened, untimed
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                call()
+            cpu_ms, wall_ms = 1000 * (time.process_time() - cpu) / n, 1000 * (time.perf_counter() - wall) / n
+            print(f"  {name:<44} {cpu_ms:9.3f} ms CPU   ({wall_ms:.3f} ms wall)")
+        stdlib.close()
+        client.close()
+        transport.close()
+    finally:
+        server.kill()
+        server.wait()
+
+
 def main(argv):
     from pulsar_txn_cli.admin import batchlog, server
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
@@ -52,6 +121,7 @@ def main(argv):
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
     opts = _opts(argv)
+    transport_cpu(max(opts["--requests"], 1000))
     with tempfile.TemporaryDirectory() as tmp:
         directory = str(Path(tmp) / "engine")
         engine = Engine.init(directory, coordinators=4)

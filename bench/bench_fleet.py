@@ -12,7 +12,10 @@ itself (Jetty's request log in broker.log, User-Agent pulsar-txn). Then:
 - the anchor: the same number of calls made as `pulsar-admin` (PulsarAdminTool, one JVM per call, as operators
   script it): one call timed, multiplied by the count.
 
-    python -m bench fleet [--sizes=100,300,1000]
+    python -m bench fleet [--sizes=100,300,1000] [--profile=DIR]
+
+--profile=DIR runs each command under cProfile (bench/profiled.py, every thread) and leaves
+DIR/SIZE-COMMAND.prof: where a command's CPU goes. Its times are then not the published ones.
 """
 
 from __future__ import annotations
@@ -161,8 +164,14 @@ def cli_env(home: Path) -> dict:
     return env
 
 
+PROFILE: dict = {}  # {"dir": Path, "size": int} with --profile
+
+
 def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout: float = 600) -> Run:
     argv = [sys.executable, "-m", "pulsar_txn_cli", *command.args, "--admin-url", url, "-o", "json", "-q"]
+    if PROFILE:
+        out = PROFILE["dir"] / f"{PROFILE['size']}-{command.name.split()[0]}.prof"
+        argv[1:3] = ["-m", "bench.profiled", str(out)]
     offset = log.mark()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -296,7 +305,7 @@ def anchor_call_seconds(url: str, scratch: Path, repeat: int = 3) -> float:
 
 def transport_cost(url: str, n: int = 500) -> dict:
     """CPU and wall ms per request, one request at a time, of the same GET (a partition's txnBufferStats) through
-    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (httpx and the tool's layer):
+    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (its http_pool and the tool's layer):
     where a command's time goes besides the broker's."""
     import http.client
 
@@ -344,6 +353,8 @@ def transport_cost(url: str, n: int = 500) -> dict:
 
 def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: float, out=print) -> list[dict]:
     rows = []
+    if PROFILE:
+        PROFILE["size"] = size
     for command in commands(home / "checkpoint.json"):
         (home / "checkpoint.json").unlink(missing_ok=True)
         run = run_command(url, command, log, home)
@@ -466,8 +477,12 @@ def summarise(rows: list[dict], sizes) -> dict:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench fleet")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="fleet sizes, smallest first")
+    parser.add_argument("--profile", help="a directory: run each command under cProfile, its stats there")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.profile:
+        PROFILE["dir"] = Path(args.profile).resolve()
+        PROFILE["dir"].mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     broker = start_broker()
     try:

@@ -1,4 +1,4 @@
-"""The REST transport: Pulsar's admin API over httpx.
+"""The REST transport: Pulsar's admin API over http_pool (the standard library's http.client).
 
 - Redirects are followed by hand: Pulsar answers 307 to the broker that owns a topic, and
   generic clients drop `Authorization` when the host changes. The header is kept, the hop count
@@ -19,14 +19,13 @@ import email.utils
 import random
 import ssl
 import time
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
-import httpx
-
+from pulsar_txn_cli.admin import http_pool
+from pulsar_txn_cli.admin.http_pool import IDEMPOTENT, Response
 from pulsar_txn_cli.admin.redact import redact, redact_headers
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_RETRY_AFTER = 60.0
@@ -72,15 +71,15 @@ class RestTransport:
             self.oauth = TokenSource(
                 target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout, log=self._log
             )
-        self.client = httpx.Client(
-            verify=verify, timeout=target.request_timeout, follow_redirects=False, trust_env=False
+        self.pool = http_pool.ConnectionPool(
+            timeout=target.request_timeout, ssl_context=verify if isinstance(verify, ssl.SSLContext) else None
         )
 
     def __repr__(self) -> str:
         return f"RestTransport({self.base!r})"
 
     def close(self) -> None:
-        self.client.close()
+        self.pool.close()
 
     def url_for(self, path: str) -> str:
         return path if path.startswith(("http://", "https://")) else self.base + path
@@ -89,7 +88,8 @@ class RestTransport:
         """(status, headers, body bytes) after redirects and retries."""
         url = self.url_for(path)
         if params:
-            url = str(httpx.URL(url, params={k: _param(v) for k, v in params.items() if v is not None}))
+            query = urlencode({k: _param(v) for k, v in params.items() if v is not None})
+            url = urlunsplit(urlsplit(url)._replace(query=query))
         content, headers = None, dict(self.headers)
         if body is not None:
             import orjson
@@ -99,28 +99,28 @@ class RestTransport:
         seen = {url}
         for _hop in range(self.max_hops + 1):
             response = self._authorized(method, url, content, headers)
-            if response.status_code not in REDIRECTS:
-                return response.status_code, response.headers, response.content
+            if response.status not in REDIRECTS:
+                return response.status, response.headers, response.content
             location = response.headers.get("location")
             if not location:
-                return response.status_code, response.headers, response.content
+                return response.status, response.headers, response.content
             next_url = urljoin(url, location)
             if urlsplit(url).scheme == "https" and urlsplit(next_url).scheme == "http" and "Authorization" in headers:
                 raise ConnectionFailed(
                     f"{method} {path} on {self.target.describe()} was redirected from https to plain http "
                     f"({_origin(next_url)}); refusing to send the token unencrypted — check the brokers' advertised web addresses",
-                    status=response.status_code,
+                    status=response.status,
                 )
             if next_url in seen:
                 raise ConnectionFailed(
                     f"{method} {path} on {self.target.describe()} ran into a redirect loop at {_origin(next_url)}; "
                     "check the brokers' advertised addresses and topic ownership",
-                    status=response.status_code,
+                    status=response.status,
                 )
             seen.add(next_url)
-            if response.status_code == 303:
+            if response.status == 303:
                 method, content = "GET", None
-            self._log(f"redirect {response.status_code} -> {redact(next_url)} (Authorization kept)")
+            self._log(f"redirect {response.status} -> {redact(next_url)} (Authorization kept)")
             url = next_url
         raise ConnectionFailed(
             f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
@@ -128,26 +128,26 @@ class RestTransport:
             status=307,
         )
 
-    def _authorized(self, method: str, url: str, content, headers) -> httpx.Response:
+    def _authorized(self, method: str, url: str, content, headers) -> Response:
         """The request with an OAuth2 bearer token when configured; a 401 gets one fresh token and one retry."""
         if not self.oauth:
             return self._with_retries(method, url, content, headers)
         token = self.oauth.bearer()
         headers["Authorization"] = f"Bearer {token}"
         response = self._with_retries(method, url, content, headers)
-        if response.status_code == 401:
+        if response.status == 401:
             self._log("HTTP 401 with the cached OAuth2 token; fetching a new one and retrying once")
             self.oauth.invalidate(token)
             headers["Authorization"] = f"Bearer {self.oauth.bearer()}"
             response = self._with_retries(method, url, content, headers)
         return response
 
-    def _with_retries(self, method: str, url: str, content, headers) -> httpx.Response:
+    def _with_retries(self, method: str, url: str, content, headers) -> Response:
         attempt = 0
         while True:
             try:
                 response = self._send(method, url, content, headers)
-            except httpx.HTTPError as exc:
+            except http_pool.TransportError as exc:
                 if attempt < self.retries and _retriable_error(exc, method):
                     delay = self._delay(attempt)
                     self._log(f"{type(exc).__name__}; retry {attempt + 1}/{self.retries} in {delay:.2f}s")
@@ -155,28 +155,28 @@ class RestTransport:
                     attempt += 1
                     continue
                 raise self._transport_failure(exc, method, url) from None
-            if response.status_code in RETRY_STATUSES and method in IDEMPOTENT and attempt < self.retries:
-                delay = self._retry_after(response) if response.status_code in (429, 503) else None
+            if response.status in RETRY_STATUSES and method in IDEMPOTENT and attempt < self.retries:
+                delay = self._retry_after(response) if response.status in (429, 503) else None
                 if delay is None:
                     delay = self._delay(attempt)
                 if delay > MAX_RETRY_AFTER:
                     return response
-                self._log(f"HTTP {response.status_code}; retry {attempt + 1}/{self.retries} in {delay:.2f}s")
+                self._log(f"HTTP {response.status}; retry {attempt + 1}/{self.retries} in {delay:.2f}s")
                 self.sleep(delay)
                 attempt += 1
                 continue
             return response
 
-    def _send(self, method: str, url: str, content, headers) -> httpx.Response:
+    def _send(self, method: str, url: str, content, headers) -> Response:
         if self.log:
             self._log(f"> {method} {redact(url)}")
             for key, value in redact_headers(headers).items():
                 self._log(f"> {key}: {value}")
         started = time.monotonic()
-        response = self.client.request(method, url, content=content, headers=headers)
+        response = self.pool.request(method, url, content, headers)
         if self.log:
             self._log(
-                f"< {response.status_code} {response.reason_phrase} ({(time.monotonic() - started) * 1000:.0f} ms, {len(response.content)} bytes)"
+                f"< {response.status} {response.reason} ({(time.monotonic() - started) * 1000:.0f} ms, {len(response.content)} bytes)"
             )
         return response
 
@@ -200,24 +200,24 @@ class RestTransport:
             return None
         return max(0.0, when.timestamp() - time.time())
 
-    def _transport_failure(self, exc: httpx.HTTPError, method: str, url: str) -> ConnectionFailed:
+    def _transport_failure(self, exc: http_pool.TransportError, method: str, url: str) -> ConnectionFailed:
         where = f"{self.target.describe()} ({_origin(url)})"
         text = redact(str(exc)) or type(exc).__name__
-        if isinstance(exc, httpx.ConnectError) and ("SSL" in text or "certificate" in text.lower()):
+        if isinstance(exc, http_pool.ConnectError) and exc.tls:
             msg = (
                 f"TLS handshake with {where} failed ({text}); check --tls-trust-cert-path, the certificate's host name "
                 "(--no-tls-enable-hostname-verification) or, only for testing, --tls-allow-insecure"
             )
-        elif isinstance(exc, httpx.ConnectTimeout):
+        elif isinstance(exc, http_pool.ConnectTimeout):
             msg = f"connecting to {where} timed out; check the URL, the port and the network"
-        elif isinstance(exc, httpx.ConnectError):
+        elif isinstance(exc, http_pool.ConnectError):
             msg = f"cannot connect to {where} ({text}); check the URL and that the broker's web service is up"
-        elif isinstance(exc, httpx.TimeoutException):
+        elif isinstance(exc, http_pool.ReadTimeout):
             msg = (
                 f"{method} {urlsplit(url).path} on {where} got no answer within {self.target.request_timeout:g}s; "
                 "raise --request-timeout or check the broker's load"
             )
-        elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:
             msg = f"{method} {urlsplit(url).path} on {where} failed ({text})"
@@ -228,12 +228,13 @@ class RestTransport:
             self.log(redact(message))
 
 
-def _retriable_error(exc: httpx.HTTPError, method: str) -> bool:
-    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-        text = str(exc)
-        return not ("SSL" in text or "certificate" in text.lower())  # a TLS error does not heal
+def _retriable_error(exc: http_pool.TransportError, method: str) -> bool:
+    if isinstance(exc, http_pool.ConnectError):
+        return not exc.tls  # a TLS error does not heal
+    if isinstance(exc, http_pool.ConnectTimeout):
+        return True
     # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
-    return method in IDEMPOTENT and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError))
+    return method in IDEMPOTENT and isinstance(exc, http_pool.ReadError)
 
 
 def _issuer_ssl_context(target):
@@ -284,4 +285,8 @@ def _param(value) -> str:
 
 def _origin(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port}" if parts.port else f"{parts.scheme}://{parts.hostname}"
+    try:
+        port = parts.port
+    except ValueError:  # not a number: show it as given
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    return f"{parts.scheme}://{parts.hostname}:{port}" if port else f"{parts.scheme}://{parts.hostname}"

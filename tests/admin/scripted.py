@@ -1,8 +1,9 @@
 """A real local HTTP server that answers from a script, to misbehave on purpose.
 
 `ScriptedServer(handler)` calls handler(request) for every request; the handler returns
-(status, headers, body) or one of the actions DROP (close the socket without answering) and
-("sleep", seconds, answer). Every request is recorded with its headers.
+(status, headers, body) or one of the actions DROP (close the socket without answering),
+("sleep", seconds, answer) and ("close", answer) (answer, then close the kept-alive connection
+without saying so, as a server's idle timeout does). Every request is recorded with its headers.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Request:
     path: str
     headers: dict
     body: bytes
+    peer: tuple = ()  # the client's (host, port): one per connection
 
 
 class ScriptedServer:
@@ -38,13 +40,20 @@ class ScriptedServer:
             def _any(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 request = Request(
-                    self.command, self.path, dict(self.headers), self.rfile.read(length) if length else b""
+                    self.command,
+                    self.path,
+                    dict(self.headers),
+                    self.rfile.read(length) if length else b"",
+                    self.client_address,
                 )
                 owner.requests.append(request)
                 answer = owner.handler(request)
                 if isinstance(answer, tuple) and answer and answer[0] == "sleep":
                     time.sleep(answer[1])
                     answer = answer[2]
+                close = isinstance(answer, tuple) and answer and answer[0] == "close"
+                if close:
+                    answer = answer[1]
                 if answer == DROP:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -61,6 +70,8 @@ class ScriptedServer:
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    if close:
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

@@ -1,9 +1,11 @@
 """The REST transport against real local servers that misbehave on purpose."""
 
 import ssl
+import time
 
 import pytest
 
+from pulsar_txn_cli.admin import http_pool
 from pulsar_txn_cli.errors import ConnectionFailed
 from tests.admin.conftest import TOKEN, Sleeps, rest_admin
 from tests.admin.scripted import DROP, ScriptedServer, json_answer
@@ -266,3 +268,77 @@ def test_basic_authentication_is_sent_and_never_shown(cli):
     assert server.requests[0].headers["Authorization"] == f"Basic {credential}"
     assert result.exit_code == 4
     assert "pa55-word" not in result.stdout + result.stderr and credential not in result.stdout + result.stderr
+
+
+# --- the connection pool (admin/http_pool.py) ------------------------------------------------
+
+
+def test_requests_share_one_kept_alive_connection():
+    with ScriptedServer(always(json_answer(TENANTS))) as server:
+        admin = rest_admin(server.url)
+        for _ in range(3):
+            assert admin.tenants() == TENANTS
+    assert len({r.peer for r in server.requests}) == 1
+
+
+def test_concurrent_requests_each_get_a_connection_and_give_it_back():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ScriptedServer(always(json_answer(TENANTS))) as server:
+        admin = rest_admin(server.url)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: admin.tenants(), range(200)))
+    assert answers == [TENANTS] * 200
+    assert len(server.requests) == 200
+    assert len({r.peer for r in server.requests}) <= 8
+
+
+def test_a_connection_the_server_closed_is_not_used_for_a_post():
+    sleeps = Sleeps()
+    with ScriptedServer(sequence(("close", json_answer(TENANTS)), (204, {}, b""))) as server:
+        admin = rest_admin(server.url, retries=0, sleeps=sleeps)
+        assert admin.tenants() == TENANTS
+        time.sleep(0.3)  # the server closes its side after answering
+        admin.update_dynamic_config("transactionLogBatchedWriteEnabled", True)
+    assert [r.method for r in server.requests] == ["GET", "POST"]
+    assert server.requests[0].peer != server.requests[1].peer
+    assert sleeps == []
+
+
+def test_a_stale_connection_is_replaced_transparently_for_a_get_only(monkeypatch):
+    """The server closed a kept-alive connection unnoticed: a GET is sent again, a POST is not."""
+    monkeypatch.setattr(http_pool, "_usable", lambda connection: connection.sock is not None)
+    sleeps = Sleeps()
+    with ScriptedServer(always(("close", json_answer(TENANTS)))) as server:
+        admin = rest_admin(server.url, retries=0, sleeps=sleeps)
+        assert admin.tenants() == TENANTS
+        time.sleep(0.3)
+        assert admin.tenants() == TENANTS  # on a fresh connection, without the transport's retries
+        assert len(server.requests) == 2 and sleeps == []
+        time.sleep(0.3)
+        with pytest.raises(ConnectionFailed, match="dropped the connection"):
+            admin.update_dynamic_config("transactionLogBatchedWriteEnabled", True)
+    assert [r.method for r in server.requests] == ["GET", "GET"]
+
+
+def test_tls_connections_are_kept_alive_too(self_signed):
+    cert, key = self_signed
+    with ScriptedServer(always(json_answer(TENANTS)), ssl_context=tls_server_context(cert, key)) as server:
+        admin = rest_admin(server.url, tls_trust_cert_path=str(cert))
+        for _ in range(5):
+            assert admin.tenants() == TENANTS
+    assert len(server.requests) == 5 and len({r.peer for r in server.requests}) == 1
+
+
+def test_a_redirect_is_sent_escaped_and_a_bad_one_is_one_sentence():
+    def redirect(request):
+        if "?" in request.path:
+            return json_answer(TENANTS)
+        return 307, {"Location": "/admin/v2/tenants?owner=a b"}, b""
+
+    with ScriptedServer(redirect) as server:
+        assert rest_admin(server.url).tenants() == TENANTS
+    assert server.requests[1].path == "/admin/v2/tenants?owner=a%20b"
+    with ScriptedServer(always((307, {"Location": "http://127.0.0.1:notaport/x"}, b""))) as server:
+        with pytest.raises(ConnectionFailed, match=r"failed \(invalid URL: .*notaport"):
+            rest_admin(server.url).tenants()
