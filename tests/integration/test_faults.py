@@ -366,6 +366,8 @@ def sample(text: str, name: str, labels: str = "") -> float | None:
 
 
 def test_the_exporter_fails_closed_while_cut_and_recovers_by_itself(rig):
+    # The reload cut before may leave a coordinator unloaded until a client connects: SAFE needs every log.
+    rig.cluster.wait_coordinators_ready(180)
     exporter = Background(
         rig, "exporter", "--port", "0", "--interval", "1", "--checkpoint", rig.checkpoint, "--request-timeout", "2"
     )
