@@ -80,34 +80,26 @@ else
   fi
   say "classpath: $(tr ':' '\n' < "$cp_file" | wc -l) jars"
 fi
+# A Maven module whose only product is target/classpath.txt: fresh when newer than its pom and every jar
+# it names exists; else resolved offline first, then from Maven Central.
+module_classpath() {
+  local dir="$1" what="$2" fresh=0
+  if [ -f "$dir/target/classpath.txt" ] && [ "$dir/target/classpath.txt" -nt "$dir/pom.xml" ]; then
+    fresh=1
+    for f in $(tr ':' ' ' < "$dir/target/classpath.txt"); do [ -f "$f" ] || { fresh=0; break; }; done
+  fi
+  if [ "$fresh" = 1 ]; then
+    say "$what classpath ready ($(tr ':' '\n' < "$dir/target/classpath.txt" | wc -l) jars)"
+  else
+    local cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$dir/pom.xml" generate-resources)
+    "${cmd[@]}" -o >/dev/null 2>&1 || { say "downloading $what from Maven Central"; "${cmd[@]}"; }
+    say "$what classpath: $(tr ':' '\n' < "$dir/target/classpath.txt" | wc -l) jars"
+  fi
+}
 # mock-oauth2-server (the real OAuth2/OIDC server of test_oauth2_broker.py), its own classpath
-O2="$HERE/oauth2server"
-o2_fresh=0
-if [ -f "$O2/target/classpath.txt" ] && [ "$O2/target/classpath.txt" -nt "$O2/pom.xml" ]; then
-  o2_fresh=1
-  for f in $(tr ':' ' ' < "$O2/target/classpath.txt"); do [ -f "$f" ] || { o2_fresh=0; break; }; done
-fi
-if [ "$o2_fresh" = 1 ]; then
-  say "mock-oauth2-server classpath ready ($(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars)"
-else
-  o2_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$O2/pom.xml" generate-resources)
-  "${o2_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading mock-oauth2-server from Maven Central"; "${o2_cmd[@]}"; }
-  say "mock-oauth2-server classpath: $(tr ':' '\n' < "$O2/target/classpath.txt" | wc -l) jars"
-fi
+module_classpath "$HERE/oauth2server" "mock-oauth2-server"
 # pulsar-admin (PulsarAdminTool, pulsar-client-tools), the anchor of the `scale` set: its own classpath
-ADM="$HERE/admincli"
-adm_fresh=0
-if [ -f "$ADM/target/classpath.txt" ] && [ "$ADM/target/classpath.txt" -nt "$ADM/pom.xml" ]; then
-  adm_fresh=1
-  for f in $(tr ':' ' ' < "$ADM/target/classpath.txt"); do [ -f "$f" ] || { adm_fresh=0; break; }; done
-fi
-if [ "$adm_fresh" = 1 ]; then
-  say "pulsar-admin classpath ready ($(tr ':' '\n' < "$ADM/target/classpath.txt" | wc -l) jars)"
-else
-  adm_cmd=(mvn -B -q -s "$MODULE/settings.xml" -f "$ADM/pom.xml" generate-resources)
-  "${adm_cmd[@]}" -o >/dev/null 2>&1 || { say "downloading pulsar-client-tools from Maven Central"; "${adm_cmd[@]}"; }
-  say "pulsar-admin classpath: $(tr ':' '\n' < "$ADM/target/classpath.txt" | wc -l) jars"
-fi
+module_classpath "$HERE/admincli" "pulsar-admin"
 # Toxiproxy, the fault-injecting TCP proxy of the `faults` tests (toxiproxy.py), built from the Go module proxy
 TOXIPROXY_VERSION=v2.9.0
 TOXI="$HERE/toxiproxy/bin/toxiproxy-server"
