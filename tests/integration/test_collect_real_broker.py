@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import time
 
 import pytest
 
@@ -107,3 +108,88 @@ def _agrees(stats: dict, analyzed: dict, was_open: set) -> int:
                 assert n == count, (name, info, got)
             checked += 1
     return checked
+
+
+# What a distribution's conf/log4j2 does for the shell: everything from INFO up, on the console.
+_LAUNCHER_LOG4J = """status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_OUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} - %-5p - [%t:%c{1}] - %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def _launcher(directory, classpath: str):
+    """A `bookkeeper` script doing what a distribution's bin/bookkeeper does for `shell` (only that)."""
+    log4j = directory / "log4j2.properties"
+    log4j.write_text(_LAUNCHER_LOG4J)
+    script = directory / "bookkeeper"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        "# Stands in for a distribution's bin/bookkeeper launcher: `shell` only.\n"
+        'if [ "$1" != shell ]; then echo "bookkeeper: only the shell command is here" >&2; exit 2; fi\n'
+        "shift\n"
+        'BOOKIE_CONF="${BOOKIE_CONF:?BOOKIE_CONF names no file}"\n'
+        f'exec java -Xmx256m -Dlog4j.configurationFile="{log4j}" -Dlog4j2.is.webapp=false -cp "{classpath}" '
+        'org.apache.bookkeeper.bookie.BookieShell -conf "$BOOKIE_CONF" "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def only_trimmed(failed: list, listed: set) -> None:
+    """Assert every ledger collect could not read is one the broker no longer lists: consumed TC-log
+    ledgers are trimmed, and one listed when collect began may be gone when its shell runs."""
+    gone = {(f["managedLedger"], f["ledgerId"]) for f in failed}
+    assert not gone & listed, [f for f in failed if (f["managedLedger"], f["ledgerId"]) in listed]
+
+
+def _collected(tool: Tool, out) -> tuple[dict, dict]:
+    """({(managed ledger, ledger id): entries} analyzed, {(managed ledger, ledger id): open when read})."""
+    report = tool.run("analyze", out, "--engine", "local", "-o", "json", target=False).json()
+    assert report["totals"]["decodeErrors"] == 0
+    done = [json.loads(line) for line in (out / "_collect" / "done.jsonl").read_text().splitlines()]
+    analyzed = {(m["name"], l["ledgerId"]): l["entries"] for m in report["managedLedgers"] for l in m["ledgers"]}
+    return analyzed, {(r["managedLedger"], r["ledgerId"]): r["open"] for r in done}
+
+
+def test_collect_through_a_bookkeeper_launcher_reads_what_the_classpath_reads(pulsar_broker, tmp_path):
+    b = pulsar_broker
+    tool = Tool(b.admin_url, tmp_path / "state")
+    b.wait_coordinators_ready()
+    b.run_workload(seed=67, txns=12, aborts=2, ops=3, parallel=4, prefix="collect-sh")
+    common = ("--concurrency", "2", "-o", "json")
+    t0 = time.monotonic()
+    by_cp = tool.run(
+        "collect", "--out", tmp_path / "cp", "--bookkeeper-classpath", b.tools_classpath, *common, expect=(0, 3)
+    ).json()
+    t1 = time.monotonic()
+    script = _launcher(tmp_path, b.tools_classpath)
+    by_sh = tool.run("collect", "--out", tmp_path / "sh", "--bookkeeper-shell", script, *common, expect=(0, 3)).json()
+    t2 = time.monotonic()
+    print(
+        f"\ncollect: {by_cp['read']} ledgers by classpath in {t1 - t0:.0f} s, {by_sh['read']} by launcher in {t2 - t1:.0f} s"
+    )
+    assert by_sh["metadataServiceUri"] == by_cp["metadataServiceUri"]
+    cp, cp_open = _collected(tool, tmp_path / "cp")
+    sh, sh_open = _collected(tool, tmp_path / "sh")
+    assert sum(cp.values()) > 0, cp
+    # The broker goes on between the two reads (ledgers roll over, consumed ones are trimmed), so: a
+    # ledger closed in both reads has the same entries; one open in either (BookieShell reads to the
+    # bookies' LAC, which may lag by one; it may have grown) at least as many less one; and every
+    # ledger the classpath read found closed, and that the broker still lists, the launcher read too.
+    listed = {(name, l["ledgerId"]) for name, ml in _internal_stats(tool).items() for l in ml["ledgers"]}
+    only_trimmed(by_cp["failed"] + by_sh["failed"], listed)
+    both = set(cp_open) & set(sh_open)
+    closed = [key for key in both if not cp_open[key] and not sh_open[key]]
+    for key in both:
+        if key in closed:
+            assert sh.get(key) == cp.get(key), (key, cp.get(key), sh.get(key))
+        else:
+            assert sh.get(key, 0) >= cp.get(key, 0) - 1, (key, cp.get(key), sh.get(key))
+    missed = [key for key, was_open in cp_open.items() if not was_open and key in listed and key not in sh_open]
+    assert not missed, missed
+    assert len(closed) >= 3, (sorted(cp_open.items()), sorted(sh_open.items()))

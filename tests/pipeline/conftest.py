@@ -132,3 +132,12 @@ def spark():
     active = session.__enter__()
     yield active
     session.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A real S3-compatible server (S3Proxy) for a module of the spark_cluster set."""
+    from .standalone import S3Proxy
+
+    with S3Proxy(tmp_path_factory.mktemp("s3proxy")) as server:
+        yield server

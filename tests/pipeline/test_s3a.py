@@ -20,12 +20,6 @@ pytestmark = pytest.mark.spark_cluster
 TC2 = "pulsar/system/persistent/__transaction_log_2"
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with S3Proxy(tmp_path_factory.mktemp("s3proxy")) as server:
-        yield server
-
-
 def run(args, s3, *, credentials=True):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_"))}
     env.update(s3.env() if credentials else {})

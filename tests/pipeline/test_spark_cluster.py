@@ -1,11 +1,13 @@
 """analyze on a real Spark standalone cluster (a master and two workers, each its own JVM) whose
 executors run a Python with only PySpark, pyarrow and pandas: the tool ships its own code, and
-the reports equal the local runner's. One cluster for the module (starting it takes a while)."""
+the reports equal the local runner's, for local inputs and for a bucket of a real S3-compatible server
+(S3Proxy) read through Hadoop's S3A connector. One cluster for the module (starting it takes a while)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from pulsar_txn_cli.pipeline import inputs, local
 
-from .standalone import Standalone, executor_python, importable
+from .standalone import S3Proxy, Standalone, executor_python, importable
 
 pytestmark = pytest.mark.spark_cluster
 
@@ -105,3 +107,44 @@ def test_spark_submit_on_the_cluster_with_the_pure_python_path(cluster, many_inp
     said = done.stdout  # spark-submit passes the Python driver's stderr to its stdout
     assert "no native scanner: the executors decode with the pure-Python path" in said
     assert "executors decoded with: pure-Python (no native scanner shipped) (2 tasks)" in said
+
+
+def test_s3a_analysis_on_the_cluster_matches_local(cli, cluster, s3, many_inputs, tmp_path):
+    """`analyze s3a://bucket/prefix/` with --spark-master: the driver adds the S3A connector, the
+    executors on the two workers read the bucket; the report is the local runner's of the same files."""
+    prefix = s3.bucket("cluster") / "dumps"
+    prefix.mkdir()
+    for name in many_inputs:
+        shutil.copy(name, prefix / Path(name).name)
+    settings = {**cluster.driver_conf(cluster.python), **s3.spark_conf()}
+    conf = [arg for key, value in settings.items() for arg in ("--spark-conf", f"{key}={value}")]
+    env = {k: v for k, v in driver_env().items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "pulsar-txn"),
+            "analyze",
+            "s3a://cluster/dumps/",
+            "-m",
+            TC2,
+            "--spark-master",
+            cluster.master,
+            *conf,
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**env, **s3.env()},
+        timeout=600,
+    )
+    assert S3Proxy.SECRET_KEY not in done.stdout + done.stderr
+    assert done.returncode == 3, done.stderr  # the inputs hold corrupt entries
+    assert "added spark.jars.packages org.apache.hadoop:hadoop-aws:" in done.stderr
+    assert f"engine: spark ({cluster.master})" in done.stderr, done.stderr
+    assert "executors decoded with: native scanner" in done.stderr, done.stderr
+    local_copy = tmp_path / "same"
+    shutil.copytree(prefix, local_copy)
+    expected = cli(["analyze", str(local_copy), "-m", TC2, "--engine", "local", "-o", "json"])
+    report = json.loads(done.stdout)
+    assert report["totals"] == expected.json()["totals"] and report["totals"]["entries"] > 0
+    assert report == json.loads(expected.stdout.replace(str(local_copy), "s3a://cluster/dumps"))
