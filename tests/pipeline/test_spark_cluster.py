@@ -44,28 +44,21 @@ def driver_env() -> dict:
     return {**env, "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
-def test_cli_on_the_cluster_ships_its_code_and_matches_local(cli, cluster, many_inputs):
-    conf = [
-        arg for key, value in cluster.driver_conf(cluster.python).items() for arg in ("--spark-conf", f"{key}={value}")
-    ]
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "pulsar-txn"),
-            "analyze",
-            *many_inputs,
-            "-m",
-            TC2,
-            "--spark-master",
-            cluster.master,
-            *conf,
-            "-o",
-            "json",
-        ],
+def analyze_on(cluster, sources: list, settings: dict, env: dict) -> subprocess.CompletedProcess:
+    """`pulsar-txn analyze SOURCES -m TC2 -o json` on the standalone cluster, as an operator runs it."""
+    conf = [arg for key, value in settings.items() for arg in ("--spark-conf", f"{key}={value}")]
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "pulsar-txn"), "analyze", *sources, "-m", TC2]
+        + ["--spark-master", cluster.master, *conf, "-o", "json"],
         capture_output=True,
         text=True,
-        env=driver_env(),
+        env=env,
         timeout=600,
     )
+
+
+def test_cli_on_the_cluster_ships_its_code_and_matches_local(cli, cluster, many_inputs):
+    done = analyze_on(cluster, many_inputs, cluster.driver_conf(cluster.python), driver_env())
     assert done.returncode == 3, done.stderr  # the inputs hold corrupt entries
     assert json.loads(done.stdout) == cli(["analyze", *many_inputs, "-m", TC2, "-o", "json"]).json()
     assert "shipped to the executors: pulsar_txn_cli-" in done.stderr and "_scan.cpython-" in done.stderr
@@ -117,26 +110,8 @@ def test_s3a_analysis_on_the_cluster_matches_local(cli, cluster, s3, many_inputs
     for name in many_inputs:
         shutil.copy(name, prefix / Path(name).name)
     settings = {**cluster.driver_conf(cluster.python), **s3.spark_conf()}
-    conf = [arg for key, value in settings.items() for arg in ("--spark-conf", f"{key}={value}")]
     env = {k: v for k, v in driver_env().items() if not k.startswith("AWS_")}
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "pulsar-txn"),
-            "analyze",
-            "s3a://cluster/dumps/",
-            "-m",
-            TC2,
-            "--spark-master",
-            cluster.master,
-            *conf,
-            "-o",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        env={**env, **s3.env()},
-        timeout=600,
-    )
+    done = analyze_on(cluster, ["s3a://cluster/dumps/"], settings, {**env, **s3.env()})
     assert S3Proxy.SECRET_KEY not in done.stdout + done.stderr
     assert done.returncode == 3, done.stderr  # the inputs hold corrupt entries
     assert "added spark.jars.packages org.apache.hadoop:hadoop-aws:" in done.stderr
