@@ -61,7 +61,7 @@ class Checkpoint:
         coordinators = dict(self.coordinators)
         subscriptions = dict(self.subscriptions)
         for key, ledger in oldest.items():
-            table, k = (coordinators, key[1]) if key[0] == "coordinator" else (subscriptions, key[1:])
+            table, k = _slot(coordinators, subscriptions, key)
             record = table.get(k)
             if record is not None and record.last_batched_ledger_id >= ledger:
                 table[k] = replace(record, last_batched_ledger_id=ledger - 1)
@@ -72,7 +72,7 @@ class Checkpoint:
         coordinators = dict(self.coordinators)
         subscriptions = dict(self.subscriptions)
         for log in logs:
-            table, key = (coordinators, log.key[1]) if log.key[0] == "coordinator" else (subscriptions, log.key[1:])
+            table, key = _slot(coordinators, subscriptions, log.key)
             record = table.get(key)
             if record is not None and log.mark_delete and record.mark_delete != log.mark_delete:
                 table[key] = replace(record, mark_delete=log.mark_delete, mark_since=taken_at)
@@ -84,6 +84,11 @@ class Checkpoint:
     @property
     def size(self) -> int:
         return len(self.coordinators) + len(self.subscriptions)
+
+
+def _slot(coordinators: dict, subscriptions: dict, key: tuple) -> tuple[dict, object]:
+    """The table an item key's record lives in, and its key there."""
+    return (coordinators, key[1]) if key[0] == "coordinator" else (subscriptions, key[1:])
 
 
 class CheckpointError(DataError):
