@@ -54,6 +54,17 @@ def pulsar_broker():
     harness.release_broker(broker)
 
 
+@pytest.fixture
+def collect_broker():
+    """A broker of its own for each collect test. BookieShell reads its bookie beside the broker, and
+    twice in CI the session broker's bookie stopped answering writes right after such reads (adds and
+    ledger creation timed out for minutes, a restart did not clear it), failing every later test of
+    the session: here nothing else shares that bookie. Small ledgers, so a short workload closes some."""
+    broker = harness.start_broker_or_fail({"managedLedgerMaxEntriesPerLedger": 10}, name="collect")
+    yield broker
+    harness.release_broker(broker)
+
+
 # A failed test may leave the session broker wedged (seen once at load average 8: a coordinator
 # timed out and every later test failed with it). The failure stands; the next test gets the
 # broker restarted on its data, so one failure does not hide the rest of the suite.

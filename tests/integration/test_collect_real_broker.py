@@ -35,8 +35,8 @@ def _internal_stats(tool: Tool) -> dict:
     return out
 
 
-def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_broker, tmp_path):
-    b = pulsar_broker
+def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(collect_broker, tmp_path):
+    b = collect_broker
     tool = Tool(b.admin_url, tmp_path / "state")
     out = tmp_path / "collected"
     collect = ("collect", "--out", out, "--bookkeeper-classpath", b.tools_classpath, "--concurrency", "2", "-o", "json")
@@ -47,10 +47,9 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
         b.run_workload(seed=61, txns=24, aborts=3, ops=3, parallel=4, prefix="collect-x")
         first = tool.run(*collect, expect=(0, 3)).json()
         before = _internal_stats(tool)
-    finally:  # batching off again for the rest of the suite; the reload also closes every current ledger
-        # --force: another module's held transactions may still be open on the shared broker
-        tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--force")
-        tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes", "--force")
+    finally:  # batching off again: the reload closes every current ledger, for the second run to read
+        tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes")
+        tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
         b.wait_coordinators_ready()
     assert first["failed"] == [], first["failed"]
     assert all("belongs to no existing subscription" in p for p in first["problems"]), first["problems"]
@@ -84,10 +83,16 @@ def test_collect_then_analyze_agrees_with_the_brokers_internal_stats(pulsar_brok
         "no batched TC entry collected"
     )
     assert any(m["batchedEntries"] for m in report["managedLedgers"] if m["log"] == "pending-ack")
-    # Before the reload: every closed ledger exactly; the open ones (read up to the bookies' LAC, one
-    # behind at most, and read again once closed if they still exist) at least that far.
+    # Before the reload: every closed ledger exactly; the open ones (read up to the bookies' LAC, and
+    # read again once closed if they still exist) at least that far.
     assert _agrees(before, analyzed, was_open) > 0
     _agrees(after, analyzed, set())  # after the second run: every closed ledger that still exists, exactly
+
+
+# How far short a ledger open when read may be: BookieShell reads to the bookies' LAC, which trails the
+# broker by the adds in flight at the last add, at most one per concurrent transaction (parallel=4 in
+# these tests' workloads; 2 seen).
+OPEN_LAG = 4
 
 
 def _agrees(stats: dict, analyzed: dict, was_open: set) -> int:
@@ -103,7 +108,7 @@ def _agrees(stats: dict, analyzed: dict, was_open: set) -> int:
                 continue
             n = got.get(info["ledgerId"], 0)
             if index == len(ledgers) - 1 or (name, info["ledgerId"]) in was_open:
-                assert n >= count - 1, (name, info, ml["lastConfirmedEntry"], got)
+                assert n >= count - OPEN_LAG, (name, info, ml["lastConfirmedEntry"], got)
             else:
                 assert n == count, (name, info, got)
             checked += 1
@@ -156,11 +161,15 @@ def _collected(tool: Tool, out) -> tuple[dict, dict]:
     return analyzed, {(r["managedLedger"], r["ledgerId"]): r["open"] for r in done}
 
 
-def test_collect_through_a_bookkeeper_launcher_reads_what_the_classpath_reads(pulsar_broker, tmp_path):
-    b = pulsar_broker
+def test_collect_through_a_bookkeeper_launcher_reads_what_the_classpath_reads(collect_broker, tmp_path):
+    b = collect_broker
     tool = Tool(b.admin_url, tmp_path / "state")
     b.wait_coordinators_ready()
     b.run_workload(seed=67, txns=12, aborts=2, ops=3, parallel=4, prefix="collect-sh")
+    # a reload reopens every store on a new ledger: the ledgers written so far are read closed
+    tool.run("set-txn-pending-ack-batch-log", "--disable", "--reload", "--yes")
+    tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes")
+    b.wait_coordinators_ready()
     common = ("--concurrency", "2", "-o", "json")
     t0 = time.monotonic()
     by_cp = tool.run(

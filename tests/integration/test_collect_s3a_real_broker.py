@@ -41,8 +41,8 @@ def run(argv, s3, state: Path):
     return done
 
 
-def test_collect_into_s3a_from_the_real_broker_then_analyze_agrees(pulsar_broker, s3, tmp_path):
-    b = pulsar_broker
+def test_collect_into_s3a_from_the_real_broker_then_analyze_agrees(collect_broker, s3, tmp_path):
+    b = collect_broker
     tool = Tool(b.admin_url, tmp_path / "state")
     bucket = s3.bucket("realbroker")
     b.wait_coordinators_ready()
