@@ -22,6 +22,7 @@ import time
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
 from pulsar_txn_cli.admin import http_pool
+from pulsar_txn_cli.admin.http_errors import no_answer_hint
 from pulsar_txn_cli.admin.http_pool import IDEMPOTENT, Response
 from pulsar_txn_cli.admin.redact import redact, redact_headers
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
@@ -213,10 +214,8 @@ class RestTransport:
         elif isinstance(exc, http_pool.ConnectError):
             msg = f"cannot connect to {where} ({text}); check the URL and that the broker's web service is up"
         elif isinstance(exc, http_pool.ReadTimeout):
-            msg = (
-                f"{method} {urlsplit(url).path} on {where} got no answer within {self.target.request_timeout:g}s; "
-                "raise --request-timeout or check the broker's load"
-            )
+            path = urlsplit(url).path
+            msg = f"{method} {path} on {where} got no answer within {self.target.request_timeout:g}s; {no_answer_hint(path)}"
         elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:

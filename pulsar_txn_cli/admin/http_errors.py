@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from pulsar_txn_cli.admin.redact import redact
 from pulsar_txn_cli.errors import ConnectionFailed
@@ -97,11 +98,34 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
             f"{what}: the topic has no such subscription (500): the broker fails with a NullPointerException "
             "there; check the subscription name (`pulsar-txn subscriptions` lists those that use transactions)"
         )
+    elif status == 500 and _LISTS_TRANSACTIONS.search(path) and (topic := _UNLOADED_TOPIC.search(reason)):
+        msg = (
+            f"{what}: the broker cannot list a transaction while {topic[1]}, a topic it touched, is not loaded "
+            f"(500, as after a broker restart); `pulsar-admin topics stats {topic[1]}` loads it, then run this "
+            "again (the next such topic is named then; docs/doctor.md)"
+        )
     elif status == 500:
         msg = f"{what} failed inside the broker (500){said}; retry, and check the broker's log if it persists"
     else:
         msg = f"{what} failed with HTTP {status}{said}"
     return ConnectionFailed(msg, status=status)
+
+
+# The calls that list transactions with the stats of every topic each touched (Pulsar's getTransactionMetadata):
+# a real 4.0.7 broker fails them while one of those topics is not loaded (docs/real-broker-findings.md).
+_LISTS_TRANSACTIONS = re.compile(r"/transactions/(slowTransactions|transactionMetadata)/")
+_UNLOADED_TOPIC = re.compile(r"Topic not found (persistent://[^\s'\"]+)")
+
+
+def no_answer_hint(path: str) -> str:
+    """What to do about a call that got no answer in time."""
+    if _LISTS_TRANSACTIONS.search(path):
+        return (
+            "a Pulsar broker does not answer this while a topic an open transaction produced to is not loaded (as "
+            "after a restart): load the topics its clients produce to (`pulsar-admin topics stats TOPIC`), or raise "
+            "--request-timeout (docs/doctor.md)"
+        )
+    return "raise --request-timeout or check the broker's load"
 
 
 def endpoint_of(path: str) -> str:

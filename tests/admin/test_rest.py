@@ -342,3 +342,44 @@ def test_a_redirect_is_sent_escaped_and_a_bad_one_is_one_sentence():
     with ScriptedServer(always((307, {"Location": "http://127.0.0.1:notaport/x"}, b""))) as server:
         with pytest.raises(ConnectionFailed, match=r"failed \(invalid URL: .*notaport"):
             rest_admin(server.url).tenants()
+
+
+# A real 4.0.7 broker's answers while a topic an open transaction touched is not loaded (after a restart,
+# docs/real-broker-findings.md): 500 naming a topic it acknowledged on; no answer for one it produced to.
+_UNLOADED = (
+    "\n --- An unexpected error occurred in the server ---\n\nMessage: org.apache.pulsar.client.admin.PulsarAdminException"
+    "$ServerSideErrorException: \n --- An unexpected error occurred in the server ---\n\nMessage: Topic not found "
+    "persistent://public/default/orders\n\nStacktrace:\n\norg.apache.pulsar.client.admin.PulsarAdminException...\n"
+)
+
+
+def test_listing_transactions_past_an_unloaded_topic_says_which_and_how_to_load_it():
+    with ScriptedServer(always(json_answer({"reason": _UNLOADED}, status=500))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url).slow_transactions(-1)
+    message = str(info.value)
+    assert (
+        "cannot list a transaction while persistent://public/default/orders, a topic it touched, is not loaded"
+        in message
+    )
+    assert "`pulsar-admin topics stats persistent://public/default/orders` loads it" in message
+    assert "Stacktrace" not in message and "\n" not in message
+
+
+def test_a_500_naming_a_topic_elsewhere_keeps_the_generic_sentence():
+    with ScriptedServer(always(json_answer({"reason": _UNLOADED}, status=500))) as server:
+        with pytest.raises(ConnectionFailed, match="failed inside the broker") as info:
+            rest_admin(server.url).coordinator_stats()
+    assert "topics stats" not in str(info.value)
+
+
+def test_a_listing_that_never_answers_names_the_unloaded_topic_cause():
+    with ScriptedServer(always(("sleep", 1.0, json_answer({})))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, timeout=0.2).slow_transactions(-1, 0)
+    message = str(info.value)
+    assert "got no answer within 0.2s" in message and "a topic an open transaction produced to is not loaded" in message
+    with ScriptedServer(always(("sleep", 1.0, json_answer(TENANTS)))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, timeout=0.2).tenants()
+    assert "produced to" not in str(info.value) and "raise --request-timeout" in str(info.value)
