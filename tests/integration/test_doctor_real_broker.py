@@ -201,8 +201,10 @@ def test_after_a_broker_restart_the_hanging_transaction_is_named_then_found_and_
     assert killed not in {t["txnId"] for t in report["transactions"]}
     unlisted = report["unlistedCoordinators"]
     assert int(killed.strip("()").split(",")[0]) in {u["coordinatorId"] for u in unlisted}, unlisted
-    assert all("Topic not found" in u["error"] or "got no answer within 10s" in u["error"] for u in unlisted)
+    reasons = ("a topic it touched, is not loaded", "got no answer within 10s")
+    assert all(any(r in u["error"] for r in reasons) for u in unlisted), unlisted
     assert "could not list their open transactions" in result.stderr and took < 40, (result.stderr, took)
+    print(f"\nafter the restart, find-hanging exited 4 in {took:.1f} s: {[u['error'][:160] for u in unlisted]}")
     _dump(broker, "dr-restart", prefix=RESTART)  # readers load every topic the client wrote to
     found = cli(["find-hanging", *url, "--older-than", "1s", "-o", "json"])
     assert found.exit_code == 0, found.stderr
