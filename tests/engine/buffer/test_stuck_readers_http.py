@@ -216,6 +216,7 @@ def test_a_coordinator_not_loaded_is_named_not_a_failure(cli):
     report = result.json()
     [unlisted] = report["unlistedCoordinators"]
     assert unlisted["coordinatorId"] == 0 and "Transaction coordinator not found" in unlisted["error"], report
+    assert "warning: coordinator 0 could not be listed: " in result.stderr, result.stderr
     assert (report["checked"], report["held"]) == (2, 1), report
     [held] = report["partitions"]
     assert [h["txnId"] for h in held["holders"]] == ["(1,9)"]  # what the loaded coordinator lists
