@@ -177,7 +177,10 @@ def find_stuck_readers(
                 )
     shown = reports if include_all else held + errors
     recovering = sum(1 for r in held if r.get("cause") == CAUSE_RECOVERING)
-    found = {"checked": len(reports), "held": len(held), "recovering": recovering, "partitions": shown}
-    if listing.unlisted:
-        found["unlistedCoordinators"] = listing.unlisted_rows()
-    return found
+    return {
+        "checked": len(reports),
+        "held": len(held),
+        "recovering": recovering,
+        "partitions": shown,
+        "unlistedCoordinators": listing.unlisted_rows(),
+    }
