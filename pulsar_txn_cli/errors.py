@@ -88,9 +88,10 @@ class ConnectionFailed(PulsarTxnError):
 
     exit_code = ExitCode.CONNECTION
 
-    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None, no_answer: bool = False):
         super().__init__(message, hint=hint)
         self.status = status
+        self.no_answer = no_answer  # the request was sent, and no answer came within the request timeout
 
 
 class EngineError(PulsarTxnError):

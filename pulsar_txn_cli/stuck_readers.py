@@ -10,6 +10,7 @@ just before the first message of the oldest open transaction there (its "head" h
 
 from __future__ import annotations
 
+from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 from pulsar_txn_cli.names import Position, TopicName, expand_partitions
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
@@ -160,47 +161,26 @@ def find_stuck_readers(
     admin, *, topic: str | None = None, namespace: str | None = None, now_ms: int, include_all: bool = False
 ) -> dict:
     partitions = partitions_of(admin, topic, namespace)
-    open_txns, unlisted = open_transactions(admin)
-    holders = holders_by_partition(open_txns)
+    listing = open_transactions(admin)
+    holders = holders_by_partition(listing.transactions)
     # One named topic that cannot be read is an error; in a namespace, one bad topic is a warning.
     strict = topic is not None and len(partitions) == 1
     reports = [partition_report(admin, p, holders.get(p, []), now_ms, strict) for p in partitions]
     held = [r for r in reports if r.get("held")]
     errors = [r for r in reports if "error" in r]
-    if unlisted:
+    if listing.unlisted:
         for report in held:
             if not report.get("holders"):
                 report["note"] = (
-                    f"no loaded coordinator lists a transaction for this partition; coordinator(s) "
-                    f"{', '.join(map(str, unlisted))} are not loaded (they load when a transactional client "
-                    "connects) and may hold it"
+                    f"no listed coordinator has a transaction on this partition; coordinator(s) "
+                    f"{', '.join(map(str, sorted(listing.unlisted)))} could not be listed and may hold it"
                 )
     shown = reports if include_all else held + errors
     recovering = sum(1 for r in held if r.get("cause") == CAUSE_RECOVERING)
-    found = {"checked": len(reports), "held": len(held), "recovering": recovering, "partitions": shown}
-    if unlisted:
-        found["coordinatorsNotLoaded"] = unlisted
-    return found
-
-
-def open_transactions(admin) -> tuple[dict, list[int]]:
-    """Every open transaction, and the coordinators that could not list theirs.
-
-    -1, not 0: the broker lists transactions open *longer* than the timeout, and on the engine's virtual
-    clock a transaction may be open for 0 ms. A real broker answers 500 to the all-coordinators call while
-    one coordinator is not loaded (it loads when a transactional client connects,
-    docs/real-broker-findings.md): then each coordinator is asked on its own, and those not loaded named."""
-    try:
-        return admin.slow_transactions(-1) or {}, []
-    except ConnectionFailed as exc:
-        if exc.status is None or exc.status < 400:
-            raise  # the target did not answer: nothing is known
-    found, unlisted = {}, []
-    for coordinator in range(admin.tc_partitions()):
-        try:
-            found.update(admin.slow_transactions(-1, coordinator) or {})
-        except ConnectionFailed as exc:
-            if exc.status is None or exc.status < 400:
-                raise
-            unlisted.append(coordinator)
-    return found, unlisted
+    return {
+        "checked": len(reports),
+        "held": len(held),
+        "recovering": recovering,
+        "partitions": shown,
+        "unlistedCoordinators": listing.unlisted_rows(),
+    }

@@ -215,7 +215,11 @@ class RestTransport:
             msg = f"cannot connect to {where} ({text}); check the URL and that the broker's web service is up"
         elif isinstance(exc, http_pool.ReadTimeout):
             path = urlsplit(url).path
-            msg = f"{method} {path} on {where} got no answer within {self.target.request_timeout:g}s; {no_answer_hint(path)}"
+            hint = no_answer_hint(path)
+            return ConnectionFailed(
+                f"{method} {path} on {where} got no answer within {self.target.request_timeout:g}s; {hint}",
+                no_answer=True,
+            )
         elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:

@@ -11,7 +11,7 @@ import typer
 from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.doctor import OlderThanOpt, parse_older_than
 from pulsar_txn_cli.cli.env import current
-from pulsar_txn_cli.errors import ExitCode, PulsarTxnError, UsageError
+from pulsar_txn_cli.errors import ConnectionFailed, ExitCode, PulsarTxnError, UsageError
 
 TopicOpt = Annotated[
     Optional[str],
@@ -88,6 +88,7 @@ def find_hanging(
 
     Each comes with its partitions, the broker that owns its coordinator, its age and timeout, and the
     readers it holds (partitions whose maxReadPosition stops before its first message), oldest first.
+    A coordinator that cannot list its transactions (as after a broker restart) is named, and the exit code is 4.
     """
     from pulsar_txn_cli.output import Result, Table, emit
 
@@ -97,6 +98,18 @@ def find_hanging(
     bound = "half its timeout" if found["olderThanMs"] is None else f"{older_than}"
     lines = [f"{len(txns)} hanging transaction(s) on {found['target']} (open longer than {bound}, or past the timeout)"]
     emit(Result(data=found, records=txns, tables=[Table(COLUMNS, _rows(txns))] if txns else [], lines=lines), env)
+    _fail_if_unlisted(found)
+
+
+def _fail_if_unlisted(found: dict) -> None:
+    """A list with coordinators missing must not read as complete: exit 4, naming them and why."""
+    rows = found["unlistedCoordinators"]
+    if rows:
+        ids = ", ".join(str(r["coordinatorId"]) for r in rows)
+        raise ConnectionFailed(
+            f"coordinator(s) {ids} could not list their open transactions, so some may be missing above: "
+            f"{rows[0]['error']}"
+        )
 
 
 def abort_hanging(
@@ -129,11 +142,13 @@ def abort_hanging(
     if not txns:
         env.info(f"no hanging transaction on {found['target']} matches; nothing to abort")
         emit(Result(data={**found, "dryRun": not execute, "results": []}, records=[], tables=[]), env)
+        _fail_if_unlisted(found)
         return
     check_abort_supported(found["versions"])
     if not execute:
         lines = [f"dry run: would abort {len(txns)} transaction(s) on {found['target']}; add --execute to abort them"]
         emit(Result(data={**found, "dryRun": True, "results": []}, records=txns, tables=table, lines=lines), env)
+        _fail_if_unlisted(found)
         return
     if not yes:
         listed = ", ".join(t["txnId"] for t in txns[:5]) + (f" and {len(txns) - 5} more" if len(txns) > 5 else "")
@@ -153,6 +168,7 @@ def abort_hanging(
         raise AbortFailed(
             f"{len(failed)} of {len(results)} abort(s) failed; the first: {failed[0]['txnId']}: {failed[0]['error']}"
         )
+    _fail_if_unlisted(found)
 
 
 def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> list[dict]:

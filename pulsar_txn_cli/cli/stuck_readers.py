@@ -61,6 +61,8 @@ def stuck_readers(
             lines.append(carry_target(f"  {partition['topic']}: {partition['note']}", env))
         if partition.get("error"):
             env.warn(f"{partition['topic']}: {partition['error']}")
+    for unlisted in report["unlistedCoordinators"]:  # the holders shown may miss its transactions
+        env.warn(f"coordinator {unlisted['coordinatorId']} could not be listed: {unlisted['error']}")
     columns = [
         ("topic", "TOPIC"),
         ("bufferState", "BUFFER"),

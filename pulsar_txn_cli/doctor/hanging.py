@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.doctor import transactions as t
 from pulsar_txn_cli.doctor.read import _attempt
 from pulsar_txn_cli.errors import PulsarTxnError, UsageError
@@ -31,11 +32,11 @@ def find(
     wanted = _states(states)
     now, clock = admin.clock()
     versions, _ = _attempt(_versions, admin)
-    open_txns = admin.slow_transactions(-1, coordinator_id) or {}
+    listing = open_transactions(admin, coordinator_id, concurrency)
     owners = {}
     picked = []
     topics = _topic_filter(admin, topic)
-    for txn_id, meta in open_txns.items():
+    for txn_id, meta in listing.transactions.items():
         if (meta.get("status") or "OPEN") not in wanted or not t.is_hanging(meta, now, older_than_ms):
             continue
         touched = set(meta.get("producedPartitions") or {}) | set(meta.get("ackedPartitions") or {})
@@ -83,7 +84,13 @@ def find(
             }
         )
     out.sort(key=lambda r: (-(r["ageMs"] or 0), r["txnId"]))
-    return {"nowMs": now, "clock": clock, "versions": versions or [], "transactions": out}
+    return {
+        "nowMs": now,
+        "clock": clock,
+        "versions": versions or [],
+        "transactions": out,
+        "unlistedCoordinators": listing.unlisted_rows(),
+    }
 
 
 def _states(states: list[str] | None) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 from pulsar_txn_cli.names import TopicName, namespace_of
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX, SYSTEM_NAMESPACE, tc_assign_partition
@@ -41,7 +42,8 @@ class Reading:
     tc_errors: dict = field(default_factory=dict)  # "id" -> sentence
     owners: dict = field(default_factory=dict)  # "id" -> broker service URL, or None
     open_txns: dict = field(default_factory=dict)  # txnId -> TransactionMetadata (slowTransactions/-1)
-    open_error: str | None = None
+    open_error: str | None = None  # no coordinator could be listed
+    unlisted: dict = field(default_factory=dict)  # coordinator id -> why it could not be listed (the rest were)
     partitions: dict = field(default_factory=dict)  # partition -> {"stats", "internal", "error"}
     subscriptions: list = field(default_factory=list)  # discovery entries + "stats", "internal", "error"
     brokers: dict = field(default_factory=dict)  # web URL -> {"runtime", "version", "error"}
@@ -100,7 +102,7 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
     try:
         stats = pool.submit(_attempt, admin.coordinator_stats_each)
         owners = [pool.submit(_attempt, admin.lookup, tc_assign_partition(i)) for i in range(tc_count)]
-        txns = pool.submit(_attempt, admin.slow_transactions, -1)
+        txns = pool.submit(_attempt, open_transactions, admin)
         urls = pool.submit(_attempt, admin.broker_web_urls)
         namespaces = [scope.namespace] if scope.namespace else None
         if scope.topic:
@@ -127,8 +129,11 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
         for i, future in enumerate(owners):
             data, _ = future.result()
             reading.owners[str(i)] = (data or {}).get("brokerUrl") or (data or {}).get("brokerUrlTls")
-        reading.open_txns, reading.open_error = txns.result()
-        reading.open_txns = reading.open_txns or {}
+        listing, reading.open_error = txns.result()
+        if listing is not None:
+            reading.open_txns, reading.unlisted = listing.transactions, listing.unlisted
+            if len(listing.unlisted) >= max(1, tc_count):
+                reading.open_error = listing.unlisted_rows()[0]["error"]
         broker_urls, reading.brokers_error = urls.result()
         only = len(broker_urls or ()) == 1  # one broker: ask through the admin URL, as downgrade does
         broker_futures = {u: pool.submit(_broker, admin, None if only else u) for u in broker_urls or ()}

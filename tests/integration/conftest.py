@@ -102,6 +102,7 @@ def pytest_runtest_makereport(item, call):
                     b.log_tail(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "15000"))),
                 )
             )
+            rep.sections.append((f"pulsar broker '{b.name}' bookie threads", b.bookie_threads()))
 
 
 def pytest_terminal_summary(terminalreporter):

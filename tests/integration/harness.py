@@ -419,6 +419,21 @@ class PulsarBroker:
             return "(no broker log)"
         return text[-chars:]
 
+    def bookie_threads(self, chars: int = 12000) -> str:
+        """The stacks of the embedded bookie's write path (jcmd Thread.print), for a failure's report: twice
+        a session broker's bookie stopped answering writes for minutes, and its log did not say why."""
+        if self.proc is None or self.proc.poll() is not None:
+            return "(broker not running)"
+        try:
+            dump = subprocess.run(
+                ["jcmd", str(self.proc.pid), "Thread.print"], capture_output=True, text=True, timeout=30
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"(no thread dump: {exc})"
+        wanted = ("BookieJournal", "ForceWrite", "SyncThread", "db-storage", "BookieWriteThreadPool", "bookie-io")
+        stacks = [block for block in dump.split("\n\n") if block.startswith('"') and any(w in block for w in wanted)]
+        return "\n\n".join(stacks)[:chars] or "(no bookie thread found)"
+
     # ----------------------------------------------------------------- REST
 
     def rest(self, method: str, path: str, body: Any = None, timeout: float = 60, raw: bool = False) -> tuple[int, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.admin.batchlog.config import _short, cannot_batch
 from pulsar_txn_cli.admin.client import broker_at
+from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed
 from pulsar_txn_cli.names import TxnID, parse_bool
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
@@ -54,9 +55,9 @@ def _batch_index_flags(admin) -> list[dict]:
 
 
 def _open_ids(admin) -> list[list[int]]:
-    """The open transactions' ids, oldest first (slowTransactions/0 lists those open for any time)."""
+    """The open transactions' ids, oldest first (those listed: they are shown, the count comes from stats)."""
     try:
-        listed = admin.slow_transactions(0) or {}
+        listed = open_transactions(admin).transactions
     except ConnectionFailed:
         return []
     ids = []
