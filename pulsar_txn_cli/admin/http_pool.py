@@ -14,6 +14,7 @@ Why not httpx: a GET cost 0.59 ms of CPU through httpx against 0.15 ms through h
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import select
 import ssl
@@ -140,25 +141,26 @@ class ConnectionPool:
         return connection
 
     def _exchange(self, origin, connection, method, target, body, headers) -> Response:
-        try:
+        with _closed_on_failure(connection, WriteError):
             connection.request(method, target, body=body, headers=headers)
-        except TimeoutError as exc:
-            connection.close()
-            raise ReadTimeout(str(exc) or "timed out") from None
-        except (OSError, http.client.HTTPException) as exc:
-            connection.close()
-            raise WriteError(str(exc) or type(exc).__name__) from None
-        try:
+        with _closed_on_failure(connection, ReadError):
             answer = connection.getresponse()
             content = answer.read()
-        except TimeoutError as exc:
-            connection.close()
-            raise ReadTimeout(str(exc) or "timed out") from None
-        except (OSError, http.client.HTTPException) as exc:
-            connection.close()
-            raise ReadError(str(exc) or type(exc).__name__) from None
         self._give_back(origin, connection)
         return Response(answer.status, answer.reason, answer.headers, content)
+
+
+@contextlib.contextmanager
+def _closed_on_failure(connection, failure: type[TransportError]):
+    """Sending or reading: a timeout is a ReadTimeout, any other failure `failure`; the connection is closed."""
+    try:
+        yield
+    except TimeoutError as exc:
+        connection.close()
+        raise ReadTimeout(str(exc) or "timed out") from None
+    except (OSError, http.client.HTTPException) as exc:
+        connection.close()
+        raise failure(str(exc) or type(exc).__name__) from None
 
 
 def _usable(connection) -> bool:
