@@ -13,6 +13,7 @@ from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
 from pulsar_txn_cli.admin.client import broker_at
+from pulsar_txn_cli.admin.open_transactions import EVERY_OPEN
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -234,10 +235,9 @@ def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) ->
 
 
 def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
-    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over -1 ms:
-    every open one; over 0 ms missed those opened in the same millisecond, always so on the engine's clock);
+    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over EVERY_OPEN);
     None when it cannot be told: the verdict then does not rest on it."""
-    data, error = _attempt(counter, admin.slow_transactions, -1, tc_id)
+    data, error = _attempt(counter, admin.slow_transactions, EVERY_OPEN, tc_id)
     if error or not isinstance(data, dict):
         return None
     stamps = [
