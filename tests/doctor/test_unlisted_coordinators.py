@@ -33,6 +33,8 @@ def _broker(coordinator_0):
 
     def answer(request):
         path, _, query = request.path.partition("?")
+        if request.method == "POST" and path.startswith("/admin/v3/transactions/abortTransaction/"):
+            return 204, {}, None
         if path == SLOW:
             if "coordinatorId=1" in query:
                 return 200, {}, {"(1,9)": YOUNGER}
@@ -83,6 +85,18 @@ def test_abort_hanging_dry_run_aborts_nothing_and_says_the_list_is_partial(cli):
     assert result.exit_code == 4 and posted == [], result.stderr
     assert result.json()["dryRun"] and [t["txnId"] for t in result.json()["transactions"]] == ["(1,9)"]
     assert "could not list their open transactions" in result.stderr
+
+
+def test_abort_hanging_execute_aborts_what_it_listed_then_says_the_list_was_partial(cli):
+    with _broker((500, {}, {"reason": UNLOADED})) as server:
+        result = cli(
+            ["abort-hanging", "--older-than", "1s", "--execute", "--yes", "--admin-url", server.url, "-o", "json"]
+        )
+        posted = [r.path for r in server.requests if r.method == "POST"]
+    assert posted == ["/admin/v3/transactions/abortTransaction/1/9"], posted
+    assert result.exit_code == 4, result.stderr
+    assert result.json()["results"] == [{"txnId": "(1,9)", "aborted": True, "error": None}]
+    assert "coordinator(s) 0 could not list their open transactions" in result.stderr
 
 
 def test_doctor_judges_what_was_listed_and_calls_no_phantom(cli):
