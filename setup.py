@@ -1,8 +1,14 @@
-"""The build's one addition to pyproject.toml: analyze's optional native scanner.
+"""The build's one addition to pyproject.toml: two optional native hot paths, analyze's entry
+scanner and decode's JSON renderer.
 
-`optional=True`: without a C compiler the install still succeeds and `analyze` uses its
-pure-Python path (same results, slower; `analyze` says so on stderr)."""
+`optional=True`: without a C compiler the install still succeeds and both commands use their
+pure-Python paths (same results, slower; `analyze` says so on stderr)."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("pulsar_txn_cli.pipeline._scan", ["pulsar_txn_cli/pipeline/_scan.c"], optional=True)])
+setup(
+    ext_modules=[
+        Extension("pulsar_txn_cli.pipeline._scan", ["pulsar_txn_cli/pipeline/_scan.c"], optional=True),
+        Extension("pulsar_txn_cli.codec._render", ["pulsar_txn_cli/codec/_render.c"], optional=True),
+    ]
+)

@@ -7,7 +7,9 @@ so that load on the machine hits all of them alike, and keeps each one's best ro
 this single-threaded process, since wall time on a shared machine mostly measures the others):
   baseline   the protobuf runtime parses the container and the code reads every field of every record;
   objects    codec.decode_entry (framing, required-field check, records as protobuf messages);
-  json       decode_entry + entry_to_json (the documented JSON shape as Python dicts).
+  json       decode_entry + entry_to_json (the documented JSON shape as Python dicts);
+  jsonl      decode_entry + the entry's JSONL line as `decode -o jsonl` writes it (records from the
+             native renderer where it is built, else from the dicts), orjson included.
 Target: objects and json at no less than 0.5x the baseline.
 
 Part 2 writes a JSONL dump of at least N records (default 1,024,000: 2,000 entries) in whole 512-record
@@ -25,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.machine import installed_env
 
 BATCH = 512
 TC_ML = "pulsar/system/persistent/__transaction_log_0"
@@ -96,7 +100,10 @@ def _touch_pa(r) -> None:
 
 
 def part1(rounds: int, entries_per_round: int) -> None:
+    import orjson
+
     from pulsar_txn_cli import codec
+    from pulsar_txn_cli.codec import records as codec_records
     from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
     from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 
@@ -115,6 +122,9 @@ def part1(rounds: int, entries_per_round: int) -> None:
         ),
     }
     print(f"part 1: {entries_per_round} batched entries x {BATCH} records per round, best of {rounds} rounds")
+    print(
+        f"  native renderer: {'built' if codec_records.NATIVE is not None else 'not built (jsonl goes through the dicts)'}"
+    )
     print(f"  {'log':<12} {'variant':<9} {'records/s':>12} {'x baseline':>11}")
     for log, (entries, container_type, field, touch) in cases.items():
 
@@ -133,7 +143,11 @@ def part1(rounds: int, entries_per_round: int) -> None:
             for data in entries:
                 codec.entry_to_json(codec.decode_entry(data, log))
 
-        variants = {"baseline": baseline, "objects": objects, "json": as_json}
+        def as_jsonl(entries=entries, log=log):
+            for data in entries:
+                orjson.dumps(codec.entry_to_json(codec.decode_entry(data, log), compact=True))
+
+        variants = {"baseline": baseline, "objects": objects, "json": as_json, "jsonl": as_jsonl}
         best = {name: float("inf") for name in variants}
         for _ in range(rounds):
             for name, fn in variants.items():
@@ -176,7 +190,11 @@ def part2(records: int) -> None:
         start = time.perf_counter()
         with open(os.devnull, "wb") as sink:
             result = subprocess.run(
-                [*command, "decode", str(dump), "-o", "jsonl"], stdout=sink, stderr=subprocess.PIPE, text=True
+                [*command, "decode", str(dump), "-o", "jsonl"],
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=installed_env(),
             )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.machine import installed_env
+
 ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION = ROOT / "tests" / "integration"
 ADMIN_CLI = INTEGRATION / "admincli"  # pulsar-admin's classpath (its own Maven module)
@@ -157,7 +159,7 @@ class Run:
 
 def cli_env(home: Path) -> dict:
     """The tool's environment: this tree first, state and config in a scratch directory, no target but the flag."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULSAR_TXN_", "PULSAR_CLIENT_CONF"))}
+    env = {k: v for k, v in installed_env().items() if not k.startswith(("PULSAR_TXN_", "PULSAR_CLIENT_CONF"))}
     env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", HOME=str(home))
     for kind in ("STATE", "DATA", "CONFIG", "CACHE"):
         env[f"XDG_{kind}_HOME"] = str(home / kind.lower())

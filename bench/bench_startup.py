@@ -18,9 +18,10 @@ tests/cli/test_cli_core.py checks that none of them is loaded by the CLI's impor
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
+
+from bench.machine import installed_env
 
 MARK = "bench-startup-mark"
 EXTRAS = {"the codec with the protobuf runtime": "pulsar_txn_cli.codec", "httpx": "httpx", "pyspark.sql": "pyspark.sql"}
@@ -51,10 +52,7 @@ def import_ms(before: str, module: str, runs: int) -> float:
     return best
 
 
-# Bytecode cached, as an installed package has it (pip compiles it at install time): without the
-# cache every run compiles the modules again, and PYTHONDONTWRITEBYTECODE=1 in a developer's or CI's
-# environment would keep it from ever being written.
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV = installed_env()
 
 
 def wall_ms(command: list[str], runs: int) -> tuple[float, float, float]:

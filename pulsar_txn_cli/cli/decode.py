@@ -104,8 +104,10 @@ def decode(
     else:
         from pulsar_txn_cli.codec import entry_to_json
 
-        jsons = map(entry_to_json, stream)
-        emit(Result(data=None, records=jsons) if env.output == "jsonl" else Result(data=jsons), env)
+        if env.output == "jsonl":  # compact lines: the records may come rendered natively
+            emit(Result(data=None, records=(entry_to_json(entry, compact=True) for entry in stream)), env)
+        else:
+            emit(Result(data=map(entry_to_json, stream)), env)
     _finish(report, strict, env)
 
 

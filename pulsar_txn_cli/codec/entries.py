@@ -40,3 +40,4 @@ class DecodedEntry:
     entry_id: int | None = None
     managed_ledger: str | None = None
     where: str | None = None  # how messages name it: "ledger:entry" or "source #n"
+    data: bytes | None = None  # the entry's bytes, for the native renderer (records.entry_to_json)

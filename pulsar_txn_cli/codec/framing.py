@@ -34,7 +34,7 @@ def decode_entry(data: bytes, log: str) -> DecodedEntry:
         return _decode_batched(data, log)
     record = RECORD_TYPE[log]()
     _parse(record, data, 0, f"the {KIND[log]} record")
-    return DecodedEntry(log, False, None, size, [record], [])
+    return DecodedEntry(log, False, None, size, [record], [], data=data)
 
 
 def _decode_batched(data: bytes, log: str) -> DecodedEntry:
@@ -61,7 +61,7 @@ def _decode_batched(data: bytes, log: str) -> DecodedEntry:
         warnings.append(f"unknown batch version {version}; decoded with the version-1 layout")
     if not records:
         warnings.append("the batched entry holds no records")
-    return DecodedEntry(log, True, version, size, records, warnings)
+    return DecodedEntry(log, True, version, size, records, warnings, data=data)
 
 
 def _parse(message, data: bytes, start: int, what: str) -> None:

@@ -6,9 +6,16 @@ from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.codec.entries import DecodedEntry
 from pulsar_txn_cli.codec.logs import RECORD_TYPE
 
-_RECORD_TO_DICT, _RECORDS_TO_DICTS = {}, {}
+try:  # decode's native renderer (setup.py builds it where a C compiler is present)
+    from pulsar_txn_cli.codec import _render as NATIVE
+except ImportError:
+    NATIVE = None
+
+_RECORD_TO_DICT, _RECORDS_TO_DICTS, _SCHEMA = {}, {}, {}
 for _log, _type in RECORD_TYPE.items():
     _RECORD_TO_DICT[_log], _RECORDS_TO_DICTS[_log] = tojson.converters(_type.DESCRIPTOR)
+    if NATIVE is not None:
+        _SCHEMA[_log] = NATIVE.schema(tojson.native_spec(_type.DESCRIPTOR))
 
 
 def txn_id(record) -> str:
@@ -28,8 +35,19 @@ def records_to_dicts(records, log: str, batched: bool) -> list[dict]:
     return _RECORDS_TO_DICTS[log](records, batched)
 
 
-def entry_to_json(entry: DecodedEntry) -> dict:
-    """The documented JSON object of one entry."""
+def entry_to_json(entry: DecodedEntry, compact: bool = False) -> dict:
+    """The documented JSON object of one entry.
+
+    compact: the caller writes it with orjson without indentation (JSONL), so the records may
+    come as one orjson.Fragment from the native renderer, the very bytes orjson would write for
+    the list; where it is not built, or leaves an entry to Python, they are dicts as always."""
+    records = None
+    if compact and NATIVE is not None and entry.data is not None:
+        records = NATIVE.render(_SCHEMA[entry.log], entry.data, entry.batched)
+        if records is not None:
+            import orjson
+
+            records = orjson.Fragment(records)
     out = {
         "ledgerId": entry.ledger_id,
         "entryId": entry.entry_id,
@@ -37,7 +55,7 @@ def entry_to_json(entry: DecodedEntry) -> dict:
         "batched": entry.batched,
         "version": entry.version,
         "size": entry.size,
-        "records": records_to_dicts(entry.records, entry.log, entry.batched),
+        "records": records if records is not None else records_to_dicts(entry.records, entry.log, entry.batched),
     }
     if entry.managed_ledger is not None:
         out["managedLedger"] = entry.managed_ledger

@@ -125,3 +125,49 @@ def converters(descriptor):
     """(record(m, out), records(list, batched)) for a top-level record type with txnid fields."""
     compiler = _Compiler()
     return compiler.record(descriptor), compiler.records(descriptor)
+
+
+# The native renderer's kinds (_render.c numbers them the same); other types are not in the logs.
+_NATIVE_KINDS = {
+    "TYPE_UINT64": 0,
+    "TYPE_INT64": 1,
+    "TYPE_UINT32": 2,
+    "TYPE_INT32": 3,
+    "TYPE_BOOL": 4,
+    "TYPE_ENUM": 5,
+    "TYPE_STRING": 6,
+    "TYPE_MESSAGE": 7,
+}
+
+
+def native_spec(descriptor):
+    """The record type's field table for the native renderer (codec/_render.c), from the same
+    descriptors as the converters above: field order, JSON names and enum names, each key and
+    name already a JSON string as orjson writes it. Raises ValueError for a type it lacks."""
+    import orjson
+
+    kinds = {getattr(descriptor.fields[0], name): kind for name, kind in _NATIVE_KINDS.items()}
+    messages: list = []
+    index: dict = {}
+
+    def add(message) -> int:
+        if message.full_name not in index:
+            index[message.full_name] = len(messages)
+            messages.append(None)
+            fields = []
+            for fd in message.fields:
+                if fd.type not in kinds:
+                    raise ValueError(f"{message.name}.{fd.name}: the native renderer has no kind for its type")
+                names = [(v.number, orjson.dumps(v.name)) for v in fd.enum_type.values] if fd.enum_type else None
+                nested = add(fd.message_type) if fd.message_type else -1
+                key = orjson.dumps(fd.json_name) + b":"
+                fields.append((fd.number, kinds[fd.type], key, fd.is_repeated, fd.is_required, names, nested))
+            messages[index[message.full_name]] = tuple(fields)
+        return index[message.full_name]
+
+    add(descriptor)
+    txnid = descriptor.fields_by_name
+    for name in ("txnid_most_bits", "txnid_least_bits"):  # txnId's text reads them; unset means 0
+        if txnid[name].default_value != 0:
+            raise ValueError(f"{descriptor.name}.{name} has a default other than 0")
+    return tuple(messages), txnid["txnid_most_bits"].number, txnid["txnid_least_bits"].number

@@ -1,15 +1,19 @@
-"""The fuzzing half of scripts/fuzz_scan.sh: SANITIZED_SO ENTRIES SEED."""
+"""The fuzzing half of scripts/fuzz_native.sh: SANITIZED_DIR ENTRIES SEED (the directory holds
+_scan.so and _render.so built with the sanitizers)."""
 
 import importlib.util
 import random
 import sys
 
 from pulsar_txn_cli import codec
+from pulsar_txn_cli.codec import _render as regular_render
+from pulsar_txn_cli.codec import records as codec_records
+from pulsar_txn_cli.codec import tojson
 from pulsar_txn_cli.pipeline import _scan as regular
 
 
-def load(path):
-    spec = importlib.util.spec_from_file_location("_scan", path)
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -60,8 +64,14 @@ def normalized(scanned):
     return None if scanned is None else (scanned[0], scanned[1], sorted(scanned[2]), sorted(scanned[3]))
 
 
-def main(path: str, entries: int, seed: int) -> None:
-    sanitized, r, answered = load(path), random.Random(seed), 0
+def main(directory: str, entries: int, seed: int) -> None:
+    sanitized = load(f"{directory}/_scan.so", "_scan")
+    renderer = load(f"{directory}/_render.so", "_render")
+    schemas = {
+        log: (renderer.schema(tojson.native_spec(t.DESCRIPTOR)), codec_records._SCHEMA[log])
+        for log, t in ((codec.TC_LOG, codec.TcRecord), (codec.PENDING_ACK_LOG, codec.PendingAckRecord))
+    }
+    r, answered, rendered = random.Random(seed), 0, 0
     for _ in range(entries):
         pending_ack = r.random() < 0.5
         records = [(pa_record if pending_ack else tc_record)(r) for _ in range(r.randrange(60))]
@@ -70,8 +80,14 @@ def main(path: str, entries: int, seed: int) -> None:
         got = sanitized.scan(data, pending_ack)
         assert normalized(got) == normalized(regular.scan(data, pending_ack)), data.hex()
         answered += got is not None
+        schema, regular_schema = schemas[codec.PENDING_ACK_LOG if pending_ack else codec.TC_LOG]
+        batched = codec.is_batched(data)
+        text = renderer.render(schema, data, batched)
+        assert text == regular_render.render(regular_schema, data, batched), data.hex()
+        rendered += text is not None
     print(
-        f"{entries} entries ({answered} answered by the scanner): no sanitizer report, same answers as the regular build"
+        f"{entries} entries ({answered} answered by the scanner, {rendered} by the renderer): "
+        "no sanitizer report, same answers as the regular builds"
     )
 
 
