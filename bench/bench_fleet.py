@@ -7,8 +7,10 @@ each with a pending-ack log (a committed transactional ack; TxnWorkload --fleet)
 as a real CLI process against the broker's admin URL: wall time, peak RSS, and its requests counted by the broker
 itself (Jetty's request log in broker.log, User-Agent pulsar-txn). Then:
 
-- the floor: the same requests (same paths, same count), fired by a bare asyncio HTTP/1.1 client (stdlib streams)
-  at the command's concurrency, back to back with the command; the ratio of requests/s is the command's efficiency;
+- the floor: the same requests (same paths, same count), fired by a bare asyncio HTTP/1.1 client (stdlib streams,
+  bench/floor_client.py) at the command's concurrency, back to back with the command; the ratio of requests/s is the
+  command's efficiency. Twice: in this process (the requests alone), and as its own Python process timed as the
+  command is (start-up included, as any client program pays it);
 - the anchor: the same number of calls made as `pulsar-admin` (PulsarAdminTool, one JVM per call, as operators
   script it): one call timed, multiplied by the count.
 
@@ -21,7 +23,6 @@ DIR/SIZE-COMMAND.prof: where a command's CPU goes. Its times are then not the pu
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.floor_client import floor
 from bench.machine import installed_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,58 +207,27 @@ def _wait4(proc: subprocess.Popen, timeout: float):
     raise TimeoutError(f"{proc.args[3:5]} still running after {timeout:g}s")
 
 
-# --------------------------------------------------------------------------- the floor
+# --------------------------------------------------------------------------- the floor, as a process
 
 
-def floor(url: str, requests: list[tuple], concurrency: int) -> tuple[float, int]:
-    """The same GETs fired by a bare asyncio HTTP/1.1 client, `concurrency` keep-alive connections at a time:
-    (seconds, answers whose status differs from the command's).
-
-    Bare stdlib streams, not httpx's AsyncClient (the venv has no aiohttp): at 16 connections httpx's async pool
-    got 291 req/s from this broker where pulsar-txn's own doctor got 755, so it measured itself, not the broker."""
-    return asyncio.run(_floor(url, [r for r in requests if r[0] == "GET"], concurrency))
-
-
-async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
-    host, port = urlsplit(url).hostname, urlsplit(url).port or 80
-    queue = list(reversed(requests))
-    differs = 0
-
-    async def worker() -> None:
-        nonlocal differs
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            while queue:
-                _, path, status, _ms = queue.pop()
-                head = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\r\n"
-                writer.write(head.encode())
-                got = await _response(reader)
-                differs += got != status
-        finally:
-            writer.close()
-
+def floor_process(url: str, requests: list[tuple], concurrency: int, scratch: Path) -> tuple[float, int]:
+    """The floor's client run as its own Python process, timed as a command is (from the spawn to its exit): the
+    fixed cost any client program pays, interpreter and imports, that the in-process floor does not. Returns
+    (seconds, answers whose status differs from the command's)."""
+    paths = scratch / "floor-requests.json"
+    paths.write_text(json.dumps([[r[1], r[2]] for r in requests if r[0] == "GET"]))
+    argv = [sys.executable, str(ROOT / "bench" / "floor_client.py"), url, str(paths), str(concurrency)]
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(requests)))))
-    return time.perf_counter() - start, differs
-
-
-async def _response(reader: asyncio.StreamReader) -> int:
-    """Read one response (Content-Length or chunked body) off a keep-alive connection; its status."""
-    status = int((await reader.readline()).split()[1])
-    length, chunked = 0, False
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.lower() == "content-length":
-            length = int(value)
-        elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
-            chunked = True
-    if not chunked:
-        await reader.readexactly(length)
-        return status
-    while size := int((await reader.readline()).split(b";")[0], 16):
-        await reader.readexactly(size + 2)
-    await reader.readline()  # the empty trailer
-    return status
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=installed_env(), cwd=scratch)
+    try:
+        _wait4(proc, 600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    seconds = time.perf_counter() - start
+    differs = json.loads(proc.stdout.read())["differs"]
+    proc.stdout.close()
+    return seconds, differs
 
 
 # --------------------------------------------------------------------------- the anchor: pulsar-admin
@@ -362,6 +333,7 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
         run = run_command(url, command, log, home)
         count = len(run.requests)
         floor_seconds, floor_differs = floor(url, run.requests, command.concurrency)
+        floor_process_seconds, floor_process_differs = floor_process(url, run.requests, command.concurrency, home)
         gets = sum(1 for r in run.requests if r[0] == "GET")
         row = {
             "size": size,
@@ -379,6 +351,9 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
             "floorSeconds": floor_seconds,
             "floorRps": gets / floor_seconds if floor_seconds else 0.0,
             "floorDiffers": floor_differs,
+            "floorProcessSeconds": floor_process_seconds,
+            "floorProcessRps": gets / floor_process_seconds,
+            "floorProcessDiffers": floor_process_differs,
             "floorSkipped": count - gets,  # never replayed: only GETs are
             "anchorSeconds": anchor_call * count,
             "stderr": run.stderr[-2000:] if run.exit_code not in command.ok_exits else "",
@@ -391,13 +366,15 @@ def measure_size(url: str, size: int, log: AccessLog, home: Path, anchor_call: f
             "notRun": not_run(run.output),
         }
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
+        row["ofFloorProcess"] = row["rps"] / row["floorProcessRps"]
         row["anchorRatio"] = row["anchorSeconds"] / run.seconds
         rows.append(row)
         out(
             f"{size:>5} subs  {command.name:<36} {run.seconds:6.2f} s  {count:>5} requests  {row['rps']:6.0f} req/s"
             f"  peak RSS {run.rss_mib:5.0f} MiB  exit {run.exit_code}  seen {row['seen']}  "
             f"{row['perSubMs']:.2f} ms/sub | floor (c={command.concurrency}) {floor_seconds:5.2f} s "
-            f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor | pulsar-admin "
+            f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor; as a process {floor_process_seconds:5.2f} s "
+            f"-> {row['ofFloorProcess']:.2f} | pulsar-admin "
             f"{row['anchorSeconds']:7.0f} s ({row['anchorRatio']:.0f}x)"
         )
         if row["own"]:
@@ -448,7 +425,8 @@ def run(broker, sizes, scratch: Path, out=print) -> dict:
         out(
             f"{name}: {s['perSubMsSmall']:.2f} -> {s['perSubMsLarge']:.2f} ms/sub ({s['perSubGrowth']:+.0%} from "
             f"{sizes[0]} to {sizes[-1]}: {s['fixedSeconds']:.2f} s fixed + {s['marginalMsPerSub']:.2f} ms a subscription); "
-            f"{s['ofFloorMin']:.2f}-{s['ofFloorMax']:.2f} of the floor's req/s; "
+            f"{s['ofFloorMin']:.2f}-{s['ofFloorMax']:.2f} of the floor's req/s "
+            f"({s['ofFloorProcessMin']:.2f}-{s['ofFloorProcessMax']:.2f} of the floor run as a process); "
             f"pulsar-admin {s['anchorRatioMin']:.0f}-{s['anchorRatioMax']:.0f}x slower"
         )
     return {"rows": rows, "builds": builds, "anchorCall": anchor_call, "summary": summary, "transport": costs}
@@ -470,6 +448,8 @@ def summarise(rows: list[dict], sizes) -> dict:
             "perSubGrowth": large["perSubMs"] / small["perSubMs"] - 1,
             "ofFloorMin": min(r["ofFloor"] for r in mine),
             "ofFloorMax": max(r["ofFloor"] for r in mine),
+            "ofFloorProcessMin": min(r["ofFloorProcess"] for r in mine),
+            "ofFloorProcessMax": max(r["ofFloorProcess"] for r in mine),
             "anchorRatioMin": min(r["anchorRatio"] for r in mine),
             "anchorRatioMax": max(r["anchorRatio"] for r in mine),
         }

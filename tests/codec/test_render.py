@@ -161,3 +161,16 @@ def test_decode_jsonl_writes_the_same_bytes_with_and_without_the_renderer(cli, t
     assert fast.stdout == slow.stdout and fast.stderr == slow.stderr
     assert answered == [True, True, True, False, True]
     assert "\ufffd(" in fast.stdout.splitlines()[3]
+
+
+def test_every_entry_of_the_real_brokers_dumps_is_rendered_natively():
+    from .test_real_dumps import FILES, LOGS, REAL
+
+    assert FILES, "the real readledger dumps are missing"
+    count = 0
+    for name, info in FILES:
+        with open(REAL / name, "rb") as stream:
+            for raw in dumps.read_entries(stream, "readledger", source=name):
+                assert agree(raw.data, LOGS[info["kind"]]), f"{name} {raw.where}"
+                count += 1
+    assert count >= 100, count

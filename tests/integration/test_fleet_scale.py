@@ -71,6 +71,7 @@ def test_the_floor_replayed_the_same_requests_with_the_same_answers(measured):
     for row in measured["rows"]:
         assert row["floorSkipped"] == 0, row  # the commands only read: every request was replayed
         assert row["floorDiffers"] == 0, row
+        assert row["floorProcessDiffers"] == 0, row  # the same client, run as its own process
 
 
 @pytest.mark.timeout(300)
