@@ -419,6 +419,14 @@ class PulsarBroker:
             return "(no broker log)"
         return text[-chars:]
 
+    def bookie_stalled(self) -> str | None:
+        """The broker log's first line saying the bookie did not answer in time (BOOKIE_TIMEOUT), or None."""
+        try:
+            with open(self.log_path, errors="replace") as log:
+                return next((line.strip() for line in log if BOOKIE_TIMEOUT in line), None)
+        except OSError:
+            return None
+
     def bookie_threads(self, chars: int = 12000) -> str:
         """The stacks of the embedded bookie's write path (jcmd Thread.print), for a failure's report: twice
         a session broker's bookie stopped answering writes for minutes, and its log did not say why."""
