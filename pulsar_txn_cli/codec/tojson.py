@@ -145,8 +145,9 @@ def native_spec(descriptor):
     descriptors as the converters above: field order, JSON names and enum names, each key and
     name already a JSON string as orjson writes it. Raises ValueError for a type it lacks."""
     import orjson
+    from google.protobuf.descriptor import FieldDescriptor
 
-    kinds = {getattr(descriptor.fields[0], name): kind for name, kind in _NATIVE_KINDS.items()}
+    kinds = {getattr(FieldDescriptor, name): kind for name, kind in _NATIVE_KINDS.items()}
     messages: list = []
     index: dict = {}
 
