@@ -5,7 +5,8 @@
  * render(schema, data, batched) returns b'[{...},...]', byte for byte what entry_to_json's
  * records and orjson write for the same entry, or None.
  *
- * It answers only where the meaning is plain: expected wire types, no groups, each singular
+ * It answers only where the meaning is plain: shortest-form varints (_wire.h, shared with analyze's
+ * scanner), expected wire types, no groups, each singular
  * message field at most once (protobuf would merge repeats), strings in valid UTF-8, required
  * fields present. On anything else it returns None and the caller converts the protobuf
  * objects in Python, so this path never changes a line: tests/codec/test_render.py compares
@@ -17,9 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef const uint8_t *ptr;
+#include "../_wire.h"
 
-enum { VARINT = 0, I64 = 1, LEN = 2, I32 = 5 };
 /* The kinds tojson.native_spec numbers fields with. */
 enum { K_UINT64, K_INT64, K_UINT32, K_INT32, K_BOOL, K_ENUM, K_STRING, K_MESSAGE };
 enum { MAX_FIELDS = 32, MAX_DEPTH = 16 };
@@ -62,52 +62,6 @@ typedef struct {
 } Slot;
 
 /* ------------------------------------------------------------------ wire format */
-
-static int varint_of(ptr *p, ptr end, uint64_t *out, int limit)
-{
-    uint64_t value = 0;
-    ptr q = *p;
-    for (int i = 0, shift = 0; i < limit; i++, shift += 7) {
-        if (q >= end)
-            return 0;
-        uint8_t byte = *q++;
-        if (shift == 63 && byte > 1)
-            return 0;
-        value |= (uint64_t)(byte & 0x7F) << shift;
-        if (!(byte & 0x80)) {
-            *p = q;
-            *out = value;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int varint(ptr *p, ptr end, uint64_t *out)
-{
-    return varint_of(p, end, out, 10);
-}
-
-static int tag(ptr *p, ptr end, uint32_t *number, uint32_t *wire)
-{
-    uint64_t t;
-    if (!varint_of(p, end, &t, 5) || t > 0xFFFFFFFFu || (t >> 3) == 0)
-        return 0;
-    *number = (uint32_t)(t >> 3);
-    *wire = (uint32_t)(t & 7);
-    return 1;
-}
-
-static int delimited(ptr *p, ptr end, ptr *body, ptr *body_end)
-{
-    uint64_t n;
-    if (!varint_of(p, end, &n, 5) || n > (uint64_t)(end - *p))
-        return 0;
-    *body = *p;
-    *body_end = *p + n;
-    *p = *body_end;
-    return 1;
-}
 
 /* Past an unknown field's value; groups (wire types 3 and 4) are left to the decoder. */
 static int skip(ptr *p, ptr end, uint32_t wire)

@@ -17,63 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef const uint8_t *ptr;
+#include "../_wire.h"
 
-enum { VARINT = 0, LEN = 2 }; /* the wire types the schemas use */
 /* Op columns as facts.OPS numbers them: TC ops 0..7, then the pending-ack ops 8..10. */
 enum { UPDATE = 3, TC_STATUSES = 5, PA_BASE = 8, COLUMNS = 11 };
-
-/* A varint in its shortest form (as every encoder writes them) of at most `limit` bytes that
- * fits 64 bits; 0 for anything else, including the longer forms decoders tolerate. */
-static int varint_of(ptr *p, ptr end, uint64_t *out, int limit)
-{
-    uint64_t value = 0;
-    ptr q = *p;
-    for (int i = 0, shift = 0; i < limit; i++, shift += 7) {
-        if (q >= end)
-            return 0;
-        uint8_t byte = *q++;
-        if (shift == 63 && byte > 1)
-            return 0;
-        value |= (uint64_t)(byte & 0x7F) << shift;
-        if (!(byte & 0x80)) {
-            if (byte == 0 && i > 0)
-                return 0; /* a padded form */
-            *p = q;
-            *out = value;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int varint(ptr *p, ptr end, uint64_t *out)
-{
-    return varint_of(p, end, out, 10);
-}
-
-/* A field's tag: number >= 1, at most five bytes and 32 bits, as protobuf requires. */
-static int tag(ptr *p, ptr end, uint32_t *number, uint32_t *wire)
-{
-    uint64_t t;
-    if (!varint_of(p, end, &t, 5) || t > 0xFFFFFFFFu || (t >> 3) == 0)
-        return 0;
-    *number = (uint32_t)(t >> 3);
-    *wire = (uint32_t)(t & 7);
-    return 1;
-}
-
-/* The body of a length-delimited field: [*body, *body_end). */
-static int delimited(ptr *p, ptr end, ptr *body, ptr *body_end)
-{
-    uint64_t n;
-    if (!varint_of(p, end, &n, 5) || n > (uint64_t)(end - *p))
-        return 0;
-    *body = *p;
-    *body_end = *p + n;
-    *p = *body_end;
-    return 1;
-}
 
 static int skip_delimited(ptr *p, ptr end)
 {
