@@ -1,4 +1,4 @@
-"""Hypothesis strategies for records of both logs (the codec's and the scanner's properties)."""
+"""Hypothesis strategies for records of both logs and damaged entries (the codec's, the scanner's and the renderer's properties)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,38 @@ LOG_RECORDS = st.one_of(
     st.tuples(st.just(TC), st.lists(tc_records(), max_size=6)),
     st.tuples(st.just(PA), st.lists(pa_records(), max_size=6)),
 )
+
+
+MUTATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
+        st.tuples(st.just("cut"), st.integers(0, 10**6), st.integers(1, 8)),
+        st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=4)),
+        st.tuples(st.just("truncate"), st.integers(0, 10**6), st.just(0)),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def mutate(data: bytes, mutations) -> bytes:
+    out = bytearray(data)
+    for kind, at, arg in mutations:
+        at = at % (len(out) + 1)
+        if kind == "flip" and at < len(out):
+            out[at] ^= arg
+        elif kind == "cut":
+            del out[at : at + arg]
+        elif kind == "insert":
+            out[at:at] = arg
+        elif kind == "truncate":
+            del out[at:]
+    return bytes(out)
+
+
+def damaged_entry(records, batched: bool, mutations) -> bytes:
+    """The records as one entry (batched, or the first that encodes to something alone: an all-default
+    record encodes to the empty entry), then damaged by `mutations`."""
+    records = [r for r in records if r.ByteSize()] or records
+    data = codec.encode_batch(records) if batched or not records else codec.encode_single(records[0])
+    return mutate(data, mutations)

@@ -12,8 +12,7 @@ from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps, records, tojson
 from pulsar_txn_cli.errors import DecodeError
 
-from ..pipeline.test_scan import MUTATIONS, mutate
-from .strategies import LOG_RECORDS, PA, SETTINGS, TC
+from .strategies import LOG_RECORDS, MUTATIONS, PA, SETTINGS, TC, damaged_entry
 
 NATIVE = records.NATIVE
 TC_ML = "pulsar/system/persistent/__transaction_log_0"
@@ -62,9 +61,7 @@ def test_every_encoded_entry_is_rendered_as_the_python_path_writes_it(log_record
 @example((PA, [codec.PendingAckRecord(pending_ack_op=1)]), [("flip", 6, 0x80)], True)
 def test_damaged_entries_are_rendered_right_or_left_to_python(log_records, mutations, batched):
     log, records_ = log_records
-    records_ = [r for r in records_ if r.ByteSize()] or records_
-    data = codec.encode_batch(records_) if batched or not records_ else codec.encode_single(records_[0])
-    agree(mutate(data, mutations), log)
+    agree(damaged_entry(records_, batched, mutations), log)
 
 
 @given(st.binary(max_size=64), st.sampled_from([TC, PA]))

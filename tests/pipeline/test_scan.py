@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.pipeline import facts, inputs, local
 
-from ..codec.strategies import LOG_RECORDS, PA, SETTINGS, TC
+from ..codec.strategies import LOG_RECORDS, MUTATIONS, PA, SETTINGS, TC, damaged_entry
 from .conftest import PA_ML, TC_ML, write_jsonl
 
 NATIVE = facts.NATIVE
@@ -74,40 +74,11 @@ def test_every_encoded_entry_is_scanned_with_the_decoders_facts(log_records):
             assert agree(codec.encode_single(record), log)
 
 
-MUTATIONS = st.lists(
-    st.one_of(
-        st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
-        st.tuples(st.just("cut"), st.integers(0, 10**6), st.integers(1, 8)),
-        st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=4)),
-        st.tuples(st.just("truncate"), st.integers(0, 10**6), st.just(0)),
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-def mutate(data: bytes, mutations) -> bytes:
-    out = bytearray(data)
-    for kind, at, arg in mutations:
-        at = at % (len(out) + 1)
-        if kind == "flip" and at < len(out):
-            out[at] ^= arg
-        elif kind == "cut":
-            del out[at : at + arg]
-        elif kind == "insert":
-            out[at:at] = arg
-        elif kind == "truncate":
-            del out[at:]
-    return bytes(out)
-
-
 @SETTINGS
 @given(LOG_RECORDS, MUTATIONS, st.booleans())
 def test_damaged_entries_are_scanned_right_or_left_to_the_decoder(log_records, mutations, batched):
     log, records = log_records
-    records = [r for r in records if r.ByteSize()] or records
-    data = codec.encode_batch(records) if batched or not records else codec.encode_single(records[0])
-    agree(mutate(data, mutations), log)
+    agree(damaged_entry(records, batched, mutations), log)
 
 
 @given(st.binary(max_size=64), st.sampled_from([TC, PA]))
