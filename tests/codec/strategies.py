@@ -89,6 +89,12 @@ def mutate(data: bytes, mutations) -> bytes:
     return bytes(out)
 
 
+def whole_entries(records) -> list[bytes]:
+    """Every entry a writer makes of the records: the batch, and each record alone that encodes to
+    something (an all-default record encodes to the empty entry, an error)."""
+    return [codec.encode_batch(records)] + [codec.encode_single(r) for r in records if r.ByteSize()]
+
+
 def damaged_entry(records, batched: bool, mutations) -> bytes:
     """The records as one entry (batched, or the first that encodes to something alone: an all-default
     record encodes to the empty entry), then damaged by `mutations`."""
