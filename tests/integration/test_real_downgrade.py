@@ -58,14 +58,41 @@ def roll(cluster, version: str) -> float:
 
 
 PRODUCED = {"dg": 0}  # messages the "dg" workloads produced that a reader must see: plain ones and committed ones
+TOPICS = {"prefix": "dg"}  # the workloads' topics; fresh ones if a workload had to begin again
+SNAPSHOT_STALL = "Transaction buffer take snapshot fail!"
 
 
 def produce(cluster, **kw) -> list[dict]:
     """A transactional workload on the "dg" topics; counts what a reader must find there afterwards."""
-    lines = cluster.run_workload(prefix="dg", **kw)
+    # A transaction of a workload cut off mid-way ends by its timeout, not the broker's 10 minutes.
+    kw.setdefault("txn_timeout_sec", 150)
+    try:
+        lines = cluster.start_workload(prefix=TOPICS["prefix"], **kw).finish(timeout=240)
+    except RuntimeError as exc:
+        if "Timeout" not in str(exc) and "timeout" not in str(exc):
+            raise
+        begin_again(cluster, exc)
+        lines = cluster.start_workload(prefix=TOPICS["prefix"], **kw).finish(timeout=240)
     committed = [op for r in lines if r.get("outcome") == "committed" for op in r["ops"] if op["op"] == "produce"]
     PRODUCED["dg"] += lines[-1]["seeded"] + len(committed)
     return lines
+
+
+def begin_again(cluster, exc: Exception) -> None:
+    """Once in five cold CI runs, on 2.11.0 right after `--reload`, the brokers' own producer to
+    __transaction_buffer_snapshot timed out every send, and the workload's commits with it, until the brokers
+    restarted. A workload cut off mid-way leaves an unknown number of committed messages on its topics, so the
+    brokers restart and the count begins again on topics of its own; the retry is reported."""
+    logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
+    stall = harness._first_line_with(logs, SNAPSHOT_STALL) if SNAPSHOT_STALL in logs else None
+    TOPICS["prefix"] = f"dg{len(harness.RETRIES) + 1}"
+    harness.note_retry(
+        f"real downgrade: brokers restarted and the count begun again on the '{TOPICS['prefix']}' topics",
+        stall or harness._first_line_with(exc, "Timeout"),
+    )
+    roll(cluster, NEW)
+    cluster.wait_coordinators_ready()
+    PRODUCED["dg"] = 0
 
 
 def broker_versions(cluster) -> list[str]:
@@ -77,7 +104,7 @@ def broker_versions(cluster) -> list[str]:
 
 def readable(cluster, name: str) -> int:
     """Messages a new non-transactional subscription reads on the workload's topics."""
-    return cluster.run_workload(count=name, prefix="dg")[-1]["received"]
+    return cluster.run_workload(count=name, prefix=TOPICS["prefix"])[-1]["received"]
 
 
 def coordinator_states(cluster) -> dict[str, str]:
