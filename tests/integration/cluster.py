@@ -255,6 +255,7 @@ class PulsarCluster:
         self.base.mkdir(parents=True, exist_ok=True)
         self.zk_port, self.bookie_port = free_port(), free_port()
         self.broker_zk_port: int | None = None  # where the brokers reach ZooKeeper, if not zk_port (a proxy)
+        self.broker_bookie_port: int | None = None  # where the brokers reach the bookie, if not bookie_port (a proxy)
         self.zookeeper = Proc("zookeeper", self.base)
         self.bookie = Proc("bookie", self.base)
         self.brokers = [Broker(self, i) for i in range(brokers)]
@@ -455,9 +456,30 @@ class PulsarCluster:
             if not self.bookie.alive:
                 raise BrokerStartError(f"the bookie exited\n{self.bookie.tail()}")
             if wanted in self.four_letter("dump"):  # its ephemeral registration node
+                if self.broker_bookie_port:
+                    self._advertise_bookie_port(self.broker_bookie_port)
                 return
             time.sleep(0.5)
         raise BrokerStartError(f"the bookie did not register\n{self.bookie.tail()}")
+
+    def _advertise_bookie_port(self, port: int) -> None:
+        """Point the bookie's registration at `port` (a proxy in front of it), so the brokers reach it there.
+
+        A bookie binds its advertised address and port, so no proxy can sit on that address; but a BookKeeper
+        client connects to the `bookie-rpc` endpoint the bookie publishes in its registration node, which is
+        rewritten here. The bookie writes that node again only when it registers again (a restart), and
+        `_start_bookie` then calls this again."""
+        from kazoo.client import KazooClient  # only the faults tests put a proxy there
+
+        node = f"/ledgers/available/127.0.0.1:{self.bookie_port}"
+        zk = KazooClient(hosts=f"127.0.0.1:{self.zk_port}", timeout=10)
+        zk.start(timeout=30)
+        try:
+            info, _ = zk.get(node)
+            zk.set(node, _endpoint_port(info, port))
+        finally:
+            zk.stop()
+            zk.close()
 
     def restart_bookie(self, timeout: float = READY_TIMEOUT, down: float = 0) -> None:
         """The bookie killed (SIGKILL), `down` seconds without it, then started on its data until registered."""
@@ -742,3 +764,56 @@ if __name__ == "__main__":
             print(f"cluster: {b.name} version {b.rest('GET', '/admin/v2/brokers/version')[1]}")
     finally:
         started.cleanup()
+
+
+def _endpoint_port(info: bytes, port: int) -> bytes:
+    """BookKeeper's registration data (protobuf BookieServiceInfoFormat: endpoints = 6, each with
+    id = 1, port = 2, host = 3, protocol = 4) with the `bookie-rpc` endpoint's port replaced."""
+
+    def fields(data: bytes):
+        i = 0
+        while i < len(data):
+            key, i = _varint(data, i)
+            if key & 7 == 0:
+                value, i = _varint(data, i)
+            elif key & 7 == 2:
+                size, i = _varint(data, i)
+                value, i = data[i : i + size], i + size
+            else:
+                raise ValueError(f"unexpected wire type {key & 7} in the bookie's registration: {info!r}")
+            yield key, value
+
+    def encode(items) -> bytes:
+        out = b""
+        for key, value in items:
+            out += _put_varint(key) + (_put_varint(value) if key & 7 == 0 else _put_varint(len(value)) + value)
+        return out
+
+    top, replaced = [], 0
+    for key, value in fields(info):
+        if key == (6 << 3 | 2) and (4 << 3 | 2, b"bookie-rpc") in list(fields(value)):
+            value = encode((k, port if k == (2 << 3) else v) for k, v in fields(value))
+            replaced += 1
+        top.append((key, value))
+    if replaced != 1:
+        raise ValueError(f"no single bookie-rpc endpoint in the bookie's registration: {info!r}")
+    return encode(top)
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+def _put_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)

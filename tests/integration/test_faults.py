@@ -47,6 +47,7 @@ FIGURES: dict[str, object] = {}
 class Rig:
     cluster: cluster_module.PulsarCluster
     zk: Proxy  # brokers -> ZooKeeper
+    bookie: Proxy  # brokers -> the bookie
     front: Proxy  # tool -> broker-0
     state: Path
     checkpoint: Path
@@ -67,6 +68,8 @@ def rig(tmp_path_factory):
             c = cluster_module.PulsarCluster(name="faults")
             zk = toxi.proxy(f"zookeeper-{attempt}", c.zk_port)
             c.broker_zk_port = zk.port
+            bookie = toxi.proxy(f"bookie-{attempt}", c.bookie_port)
+            c.broker_bookie_port = bookie.port
             try:
                 c.start()
                 started = c
@@ -77,7 +80,7 @@ def rig(tmp_path_factory):
                     pytest.fail(f"could not start the faults cluster:\n{exc}", pytrace=False)
                 harness.note_retry("faults cluster started again on fresh ports", str(exc).splitlines()[0])
         front = toxi.proxy("broker-0", started.broker(0).web_port)
-        yield Rig(started, zk, front, base / "state", base / "checkpoint.json")
+        yield Rig(started, zk, bookie, front, base / "state", base / "checkpoint.json")
     finally:
         if started is not None:
             started.cleanup()
@@ -445,6 +448,64 @@ def test_the_brokers_zookeeper_link_cut_during_a_check_and_restored(rig):
     assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
 
 
+def test_the_brokers_bookie_link_cut_during_a_check_and_restored(rig):
+    """The brokers reach the bookie only through its proxy; with that link cut, a check never says SAFE
+    unless it observed everything, and SAFE comes back by itself once the link is restored."""
+    c = rig.cluster
+    c.run_workload(seed=81, txns=2, aborts=0, ops=1, parallel=1, prefix="cl", partitions=4)  # writes: links open
+    for broker in c.brokers:
+        ports = _remote_ports(broker.proc.proc.pid)
+        assert rig.bookie.port in ports and c.bookie_port not in ports, (broker.index, ports)
+    kept = records(rig.checkpoint)
+    rig.bookie.cut()
+    try:
+        time.sleep(2)
+        during = check(rig, "--request-timeout", "15", timeout=240)
+    finally:
+        rig.bookie.restore()
+    if during.code == 0:  # the brokers answered from what they hold: then everything was observed
+        verdict = json.loads(during.out)
+        assert verdict["verdict"] == "SAFE" and len(verdict["coordinators"]) == 4, verdict
+        assert all(i["clear"] for i in verdict["coordinators"] + verdict["subscriptions"]), verdict
+    else:
+        assert during.code in (4, 5) and during.verdict() != "SAFE", during.err[-3000:]
+        if during.code == 4:
+            one_sentence(during, 4)
+    FIGURES["bookieCut"] = {"exit": during.code, "verdict": during.verdict()}
+    rig.cluster.wait_coordinators_ready(180)
+    assert safe_again(rig) == "SAFE"
+    assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
+
+
+def test_the_brokers_bookie_link_cut_during_wait(rig):
+    """`downgrade check --wait` across a cut of the brokers' link to the bookie, while a reload needs it."""
+    rig.bookie.cut()
+    # the coordinators reopen their logs while they cannot read them: the wait must not end SAFE on that
+    reload = run(rig, "set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--request-timeout", "20")
+    assert reload.code in (0, 4), reload.err[-3000:]
+    if reload.code == 4:
+        one_sentence(reload, 4)
+    wait_across(rig, lambda: None, rig.bookie.restore, "bookieCutWait")
+
+
+def _remote_ports(pid: int) -> set[int]:
+    """The remote ports of the process's established TCP connections (/proc: its socket inodes in net/tcp)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        cols = line.split()
+        if cols[3] == "01" and cols[9] in inodes:  # ESTABLISHED
+            ports.add(int(cols[2].split(":")[1], 16))
+    return ports
+
+
 def safe_again(rig: Rig, timeout: float = 180) -> str:
     deadline = time.monotonic() + timeout
     last = None
@@ -538,7 +599,7 @@ def test_two_operators_at_once_never_corrupt_a_state_file(rig, tmp_path):
         for _ in range(rounds):
             proc = cmd(state, *args)
             out, err = proc.communicate(timeout=240)
-            outcomes.append((proc.returncode, out, err[-600:]))
+            outcomes.append((proc.returncode, out, err[-3000:]))
         return outcomes
 
     results: dict[str, list] = {}
@@ -559,10 +620,18 @@ def test_two_operators_at_once_never_corrupt_a_state_file(rig, tmp_path):
     for t in threads:
         t.join(600)
     assert set(results) == set(jobs), results
+    reloads_failed = False
     for name, outcomes in results.items():
         for code, out, err in outcomes:
             assert "Traceback" not in err, (name, err)
             assert len([line for line in err.splitlines() if line.startswith("error:")]) <= 1, (name, err)
+            if name == "a-switch" and code == 4:
+                # A real unload can fail (seen once: the pending-ack cursor's metadata at a version another
+                # close had moved on, right after the ZooKeeper restart above); the switch then says which
+                # stores it left on the previous value and to rerun it, and the rerun below must succeed.
+                assert "could not be" in err and "rerun the same command" in err, err
+                reloads_failed = True
+                continue
             if "switch" in name:
                 assert code == 0, (name, code, err)
                 continue
@@ -574,6 +643,10 @@ def test_two_operators_at_once_never_corrupt_a_state_file(rig, tmp_path):
             assert verdict["verdict"] == {0: "SAFE", 5: "WAIT", 6: "BLOCKED"}[code], verdict
             if code == 6:
                 assert verdict["problems"], verdict
+    if reloads_failed:
+        again = cmd(own[0], *jobs["a-switch"][2:])
+        out, err = again.communicate(timeout=240)
+        assert again.returncode == 0, err[-3000:]
     # (a BLOCKED check records nothing: the shared checkpoint exists only if a check got further)
     files = [p for d in [*own, shared] for p in d.rglob("*") if p.is_file()] + [checkpoint] * checkpoint.exists()
     assert len(files) >= 3, files

@@ -1,6 +1,7 @@
 """Toxiproxy (github.com/Shopify/toxiproxy, v2.9.0, built by setup.sh) for the `faults` tests: a real
-TCP proxy between the tool and a broker, or between a broker and ZooKeeper, whose faults (latency, resets,
-a peer that never answers, a trickle, a cut link) are switched on and off through its REST API.
+TCP proxy between the tool and a broker, or between the brokers and ZooKeeper or the bookie, whose
+faults (latency, resets, a peer that never answers, a trickle, a cut link) are switched on and off
+through its REST API.
 
 Every listener is on 127.0.0.1 (the API and each proxy); the server runs in its own process group with a
 watchdog, like the brokers (cluster.py). A missing binary FAILS the test that wants it (run setup.sh).
