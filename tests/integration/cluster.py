@@ -628,6 +628,8 @@ class PulsarCluster:
         try:
             return self.start_workload(**kw).finish(timeout=timeout)
         except RuntimeError as exc:
+            if self.restart_deadlocked():
+                return self.start_workload(**kw).finish(timeout=timeout)
             if "TimeoutException" not in str(exc) or "ping" in kw:
                 raise
             # Seen on 4.0.7 (docs/real-broker-findings.md): right after an unload a subscribe can hang
@@ -639,6 +641,17 @@ class PulsarCluster:
             )
             self.unload_prefix(str(kw.get("prefix", "txn")))
             return self.start_workload(**kw).finish(timeout=timeout)
+
+    def restart_deadlocked(self) -> bool:
+        """Restart every broker whose JVM reports a Java-level deadlock (harness.java_deadlock; each a reported
+        retry); True if any was."""
+        found = [(b, d) for b in self.brokers if b.proc.alive and (d := harness.java_deadlock(b.proc.proc.pid))]
+        for b, deadlock in found:
+            harness.note_retry(f"cluster {b.name} restarted after a Java-level deadlock", deadlock)
+            self.restart_broker(b.index)
+        if found:
+            self.wait_coordinators_ready()
+        return bool(found)
 
     def unload_prefix(self, prefix: str) -> None:
         status, names = self.rest("GET", "/admin/v2/namespaces/public/default/topics")

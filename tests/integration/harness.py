@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -161,6 +162,46 @@ def note_retry(what: str, cause: str) -> None:
 
 def _first_line_with(text: str, needle: str) -> str:
     return next((line for line in str(text).splitlines() if needle in line), needle)
+
+
+DEADLOCK = "Found one Java-level deadlock"
+
+
+def java_deadlock(pid: int) -> str | None:
+    """The JVM's own report of a Java-level deadlock (jcmd Thread.print), in one line, or None.
+
+    Seen on 4.0.7 in CI (docs/real-broker-findings.md): a pending-ack store's abort callback and a Shared
+    subscription's dispatcher each hold the lock the other waits for, on one of the broker's BookKeeper client
+    threads, so every add and ledger creation that thread completes times out ("Bookie operation timeout")
+    until the broker restarts: what the harness took for a stalled bookie."""
+    try:
+        dump = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if DEADLOCK not in dump:
+        return None
+    report = dump.split(DEADLOCK, 1)[1].split("Java stack information", 1)[0]
+    waits = re.findall(
+        r'"([^"]+)":\s+waiting to lock monitor \S+ \(object \S+, a ([\w.$]+)\),\s+which is held by', report
+    )
+    return "Java-level deadlock: " + "; ".join(
+        f"{thread} waits for a {cls.rsplit('.', 1)[-1]}" for thread, cls in waits
+    )
+
+
+def hold_workload(target, **kw) -> tuple["WorkloadRun", list[dict]]:
+    """`target.start_workload(**kw)` until it holds its transactions open: (the run, its lines so far). Run once
+    more when a broker of `target` (a PulsarBroker or a cluster) was stopped by a Java-level deadlock, after
+    restarting it (`restart_deadlocked`, a reported retry); any other failure is the test's."""
+    for attempt in (1, 2):
+        run = target.start_workload(**kw)
+        try:
+            return run, run.wait_holding()
+        except RuntimeError:
+            run.proc.kill()
+            if attempt == 2 or not target.restart_deadlocked():
+                raise
+    raise AssertionError("unreachable")
 
 
 class BrokerStartError(RuntimeError):
@@ -427,6 +468,20 @@ class PulsarBroker:
         except OSError:
             return None
 
+    def deadlock(self) -> str | None:
+        """The broker JVM's Java-level deadlock in one line (java_deadlock), or None."""
+        return java_deadlock(self.proc.pid) if self.proc is not None and self.proc.poll() is None else None
+
+    def restart_deadlocked(self) -> bool:
+        """Restart the broker if its JVM is deadlocked (a reported retry); True if it was."""
+        found = self.deadlock()
+        if found is None:
+            return False
+        note_retry(f"{self.name} restarted after a Java-level deadlock", found)
+        self.restart()
+        self.wait_coordinators_ready()
+        return True
+
     def bookie_threads(self, chars: int = 12000) -> str:
         """The stacks of the embedded bookie's write path (jcmd Thread.print), for a failure's report: twice
         a session broker's bookie stopped answering writes for minutes, and its log did not say why."""
@@ -616,6 +671,8 @@ class PulsarBroker:
         try:
             return self.start_workload(**kw).finish(timeout=timeout)
         except RuntimeError as exc:
+            if self.restart_deadlocked():
+                return self.start_workload(**kw).finish(timeout=timeout)
             if BOOKIE_TIMEOUT not in str(exc):
                 raise
             # Seen once on this VM: the standalone's bookie stopped answering for about a minute

@@ -15,6 +15,7 @@ from collections import Counter
 
 import pytest
 
+import harness
 from tests.conftest import isolate
 
 pytestmark = pytest.mark.doctor
@@ -83,10 +84,9 @@ def test_sigkilled_client_found_aborted_and_readers_released(cli, pulsar_broker,
     url = ["--admin-url", broker.admin_url]
     # 1. a client opens a transaction, produces, and dies (SIGKILL) with a 1-hour timeout
     killed_seed, ops = 9101, 6
-    run = broker.start_workload(
-        seed=killed_seed, txns=0, aborts=0, ops=ops, hold=1, prefix=PREFIX, txn_timeout_sec=3600
+    run, lines = harness.hold_workload(
+        broker, seed=killed_seed, txns=0, aborts=0, ops=ops, hold=1, prefix=PREFIX, txn_timeout_sec=3600
     )
-    lines = run.wait_holding()
     run.proc.kill()
     run.proc.wait(60)
     _abort_when_done(request, broker, lines)
@@ -150,11 +150,10 @@ def test_find_hanging_lists_exactly_those_past_the_bound(cli, pulsar_broker):
             if cutoffs:
                 time.sleep(max(0.0, cutoffs[-1] + 3 - time.time()))
             started = time.time()
-            run = broker.start_workload(
-                seed=9200 + i, txns=0, aborts=0, ops=1, hold=10, prefix=f"{AGES}{i}", txn_timeout_sec=3600
+            run, lines = harness.hold_workload(
+                broker, seed=9200 + i, txns=0, aborts=0, ops=1, hold=10, prefix=f"{AGES}{i}", txn_timeout_sec=3600
             )
             runs.append(run)
-            lines = run.wait_holding()
             batches.append({f"({r['most']},{r['least']})" for r in lines if r.get("event") == "txn"})
             assert started < time.time()
             cutoffs.append(time.time() + 1.5)  # every transaction of this batch opened before it; the next after
@@ -185,8 +184,9 @@ def test_after_a_broker_restart_the_hanging_transaction_is_named_then_found_and_
     and abort-hanging aborts it."""
     broker = pulsar_broker
     url = ["--admin-url", broker.admin_url]
-    run = broker.start_workload(seed=9111, txns=0, aborts=0, ops=6, hold=1, prefix=RESTART, txn_timeout_sec=3600)
-    lines = run.wait_holding()
+    run, lines = harness.hold_workload(
+        broker, seed=9111, txns=0, aborts=0, ops=6, hold=1, prefix=RESTART, txn_timeout_sec=3600
+    )
     run.proc.kill()
     run.proc.wait(60)
     _abort_when_done(request, broker, lines)
@@ -262,9 +262,8 @@ def test_cluster_brokers_that_disagree_and_the_doctor_measured(cli, pulsar_clust
     c.wait_coordinators_ready()
     url = ["--admin-url", c.admin_url]
     # something to read: topics, transactional subscriptions and 5 open transactions
-    run = c.start_workload(seed=9400, txns=4, aborts=1, ops=4, hold=5, prefix="drmeasure")
+    run, _ = harness.hold_workload(c, seed=9400, txns=4, aborts=1, ops=4, hold=5, prefix="drmeasure")
     try:
-        run.wait_holding()
         started = time.monotonic()
         healthy = cli(["doctor", *url, "-o", "json"])
         wall = time.monotonic() - started

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import harness
 import conftest as integration_conftest
 
@@ -43,3 +46,45 @@ def test_a_run_that_started_brokers_says_it_retried_nothing(monkeypatch):
 def test_the_first_line_with_the_cause_is_kept():
     text = "workload failed (exit 1):\nfoo\njava.util.concurrent.TimeoutException: subscribe\nbar"
     assert harness._first_line_with(text, "TimeoutException") == "java.util.concurrent.TimeoutException: subscribe"
+
+
+DEADLOCKING_JAVA = """
+public class Deadlock {
+    static final Object dispatcher = new Object(), pendingAck = new Object();
+    static void both(Object first, Object second) {
+        synchronized (first) {
+            try { Thread.sleep(200); } catch (InterruptedException e) { return; }
+            synchronized (second) { }
+        }
+    }
+    public static void main(String[] args) throws Exception {
+        new Thread(() -> both(dispatcher, pendingAck), "dispatcher-thread").start();
+        new Thread(() -> both(pendingAck, dispatcher), "bookkeeper-thread").start();
+        System.out.println("started");
+        Thread.sleep(60_000);
+        System.exit(0);
+    }
+}
+"""
+
+
+def test_a_real_jvm_deadlock_is_found_and_named(tmp_path):
+    """java_deadlock reads a real JVM's own report (jcmd), as the brokers' deadlock on 4.0.7 was found; a JVM
+    without one reports None."""
+    source = tmp_path / "Deadlock.java"
+    source.write_text(DEADLOCKING_JAVA)
+    proc = subprocess.Popen(["java", "-Xmx64m", str(source)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        found = None
+        for _ in range(40):  # until both threads hold their first lock
+            found = harness.java_deadlock(proc.pid)
+            if found:
+                break
+            time.sleep(0.25)
+        assert found is not None and found.startswith("Java-level deadlock: "), found
+        assert "dispatcher-thread waits for a Object" in found and "bookkeeper-thread waits for a Object" in found
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert harness.java_deadlock(proc.pid) is None  # gone: no report, no exception

@@ -457,16 +457,17 @@ def _record(name: str, obs: dict) -> None:
 
 def _experiment_on_its_own_broker(conf: dict, name: str, tmp_path: Path) -> tuple[harness.PulsarBroker, dict]:
     """(broker, observations) of downgrade_experiment on a broker of its own. Run once more on a fresh broker
-    when the first one's bookie stopped answering (BookKeeper's "Bookie operation timeout" in its log: seen in a
-    cold CI run, the held workload's acks and commits then time out): not what the test checks, and a stalled
-    bookie did not recover within minutes before. The retry is reported with its cause (harness.note_retry)."""
+    when the first one stopped answering writes (BookKeeper's "Bookie operation timeout" in its log: seen in a
+    cold CI run, the held workload's acks and commits then time out; a Java-level deadlock of the broker's own,
+    harness.java_deadlock, is one cause): not what the test checks, and it does not end by itself. The retry
+    is reported with its cause (harness.note_retry)."""
     for attempt in (1, 2):
         b = start_broker_or_fail(conf, name=name)
         try:
             tool = Tool(b.admin_url, tmp_path / f"state-{attempt}")
             return b, downgrade_experiment(b, tool, tmp_path / f"downgrade-checkpoint-{attempt}.json")
         except Exception:
-            stalled = b.bookie_stalled()
+            stalled = b.deadlock() or b.bookie_stalled()
             harness.release_broker(b)
             if attempt == 2 or stalled is None:
                 raise

@@ -81,10 +81,13 @@ def produce(cluster, **kw) -> list[dict]:
 def begin_again(cluster, exc: Exception) -> None:
     """Once in five cold CI runs, on 2.11.0 right after `--reload`, the brokers' own producer to
     __transaction_buffer_snapshot timed out every send, and the workload's commits with it, until the brokers
-    restarted. A workload cut off mid-way leaves an unknown number of committed messages on its topics, so the
+    restarted (a broker's Java-level deadlock, harness.java_deadlock, stops writes the same way). A workload cut off mid-way leaves an unknown number of committed messages on its topics, so the
     brokers restart and the count begins again on topics of its own; the retry is reported."""
     logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
-    stall = harness._first_line_with(logs, SNAPSHOT_STALL) if SNAPSHOT_STALL in logs else None
+    deadlocks = [harness.java_deadlock(b.proc.proc.pid) for b in cluster.brokers if b.proc.alive]
+    stall = next(filter(None, deadlocks), None)
+    if stall is None and SNAPSHOT_STALL in logs:
+        stall = harness._first_line_with(logs, SNAPSHOT_STALL)
     TOPICS["prefix"] = f"dg{len(harness.RETRIES) + 1}"
     harness.note_retry(
         f"real downgrade: brokers restarted and the count begun again on the '{TOPICS['prefix']}' topics",

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import harness
+
 pytestmark = pytest.mark.integration
 
 PREFIX = "stuckrd"
@@ -39,9 +41,9 @@ def _produced(lines) -> dict[str, set[str]]:
 
 
 def test_real_broker_held_partitions_and_release(cli, broker):
-    run = broker.start_workload(seed=4242, txns=0, aborts=0, ops=8, hold=3, parallel=1, prefix=PREFIX)
+    run, lines = harness.hold_workload(broker, seed=4242, txns=0, aborts=0, ops=8, hold=3, parallel=1, prefix=PREFIX)
     try:
-        produced = _produced(run.wait_holding())
+        produced = _produced(lines)
         assert produced, "the held transactions produced nothing; change the seed"
         result = cli(["stuck-readers", "-n", "public/default", "--admin-url", broker.admin_url, "-o", "json"])
         assert result.exit_code == 0, result.stderr

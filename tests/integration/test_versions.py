@@ -38,11 +38,11 @@ def broker(request):
     MATRIX.setdefault(version, {})["start (s)"] = f"{started.start_seconds:.0f}"
     started.run_workload(seed=7, txns=4, aborts=1, ops=2, parallel=2, prefix="v")
     started.run_workload(txns=0, drain=1, prefix="v")  # every subscription's pending-ack store opens
-    run = started.start_workload(seed=8, txns=2, ops=4, parallel=1, hold=2, prefix="v")
+    run, lines = harness.hold_workload(started, seed=8, txns=2, ops=4, parallel=1, hold=2, prefix="v")
     # A held transaction that produced holds its partitions' readers (the seed makes one do so).
     held = [
         (r["most"], r["least"])
-        for r in run.wait_holding()
+        for r in lines
         if r.get("event") == "txn" and r["outcome"] == "open" and any(op["op"] == "produce" for op in r.get("ops", []))
     ]
     started.held_txn, started.held_run = held[0], run
