@@ -744,8 +744,8 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
             except OSError as exc:
                 failures.append(f"scrape {n}: {exc}")
             latencies.append(time.perf_counter() - started)
-            if warm // 2 <= n < warm and n % 10 == 0:
-                baseline.append(_proc_figures(pid))  # warm, before any restart
+            if warm // 2 <= n < warm:
+                baseline.append(_proc_figures(pid))  # warm, before any restart: about 12 s, every scrape
             time.sleep(0.02)
         restarter.join(240)
         assert not restarter.is_alive() and len(restarts) == 2, restarts
@@ -764,20 +764,23 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
         for _ in range(len(baseline)):
             scrape(url)
             settled.append(_proc_figures(pid))
-            time.sleep(1.2)
+            time.sleep(0.06)
     finally:
         exporter.kill()
     assert not failures, failures[:5]
     assert len(latencies) >= 1000, len(latencies)  # thousands of scrapes within the time bound
-    # Flat: the peaks of a window after both restarts against those of a window before them, each holding
-    # about a dozen observations with their own threads and connections (--concurrency 16): at most 16 MiB
-    # more resident memory, 4 more threads and 8 more sockets. A leak per scrape or per observation
-    # (thousands and a hundred of them here) would exceed these; the calls an observation failed during a
-    # restart left in flight are gone by then, as the settling wait above allows.
-    assert len(baseline) >= 10, baseline
-    start = {key: max(s[key] for s in baseline) for key in baseline[0]}
-    growth = {key: max(s[key] for s in settled) - start[key] for key in start}
-    assert growth["rssMiB"] <= 16 and growth["threads"] <= 4 and growth["sockets"] <= 8, (start, growth, settled)
+    # Flat: a window after both restarts against a window before them, each of about a dozen observations
+    # sampled at every scrape. Threads and sockets are compared at rest (each window's fewest): what one
+    # observation holds depends on its path (after a restart a listing asks every coordinator at once, with
+    # its own pool: +5 threads at a peak in a CI run), but whatever leaks is still there at rest. Resident
+    # memory is compared at its peaks. At most 16 MiB, 4 threads and 8 sockets more; a leak per scrape or per
+    # observation (thousands and a hundred of them here) would exceed these.
+    assert len(baseline) >= 100, len(baseline)
+    at_rest = {"rssMiB": max, "threads": min, "sockets": min}
+    start = {key: pick(s[key] for s in baseline) for key, pick in at_rest.items()}
+    growth = {key: pick(s[key] for s in settled) - start[key] for key, pick in at_rest.items()}
+    peaks = {key: (max(s[key] for s in baseline), max(s[key] for s in settled)) for key in at_rest}
+    assert growth["rssMiB"] <= 16 and growth["threads"] <= 4 and growth["sockets"] <= 8, (start, growth, peaks)
     ordered = sorted(latencies)
     FIGURES["exporterSoak"] = {
         "scrapes": len(latencies),
@@ -786,5 +789,6 @@ def test_the_exporter_soaks_flat_across_broker_restarts(rig):
         "restartSeconds": [round(s, 1) for s in restarts],
         "warm": start,
         "growth": {k: round(v, 1) for k, v in growth.items()},
+        "peaksBeforeAfter": peaks,
     }
     print("\nfaults figures:", json.dumps(FIGURES), "\nruns:", rig.runs)
