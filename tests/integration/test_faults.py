@@ -427,42 +427,29 @@ def test_the_exporter_fails_closed_while_cut_and_recovers_by_itself(rig):
 
 
 def test_the_brokers_zookeeper_link_cut_during_a_check_and_restored(rig):
-    kept = records(rig.checkpoint)
-    rig.zk.cut()
-    try:
-        time.sleep(2)
-        during = check(rig, "--request-timeout", "15", timeout=240)
-    finally:
-        rig.zk.restore()
-    if during.code == 0:  # the brokers answered from what they hold: then everything was observed
-        verdict = json.loads(during.out)
-        assert verdict["verdict"] == "SAFE" and len(verdict["coordinators"]) == 4, verdict
-        assert all(i["clear"] for i in verdict["coordinators"] + verdict["subscriptions"]), verdict
-    else:
-        assert during.code in (4, 5) and during.verdict() != "SAFE", during.err[-3000:]
-        if during.code == 4:
-            one_sentence(during, 4)
-    FIGURES["zookeeperCut"] = {"exit": during.code, "verdict": during.verdict()}
-    rig.cluster.wait_coordinators_ready(180)
-    assert safe_again(rig) == "SAFE"
-    assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
+    link_cut_during_a_check(rig, rig.zk, "zookeeperCut")
 
 
 def test_the_brokers_bookie_link_cut_during_a_check_and_restored(rig):
-    """The brokers reach the bookie only through its proxy; with that link cut, a check never says SAFE
-    unless it observed everything, and SAFE comes back by itself once the link is restored."""
+    """The brokers reach the bookie only through its proxy; then that link is cut during a check."""
     c = rig.cluster
     c.run_workload(seed=81, txns=2, aborts=0, ops=1, parallel=1, prefix="cl", partitions=4)  # writes: links open
     for broker in c.brokers:
         ports = _remote_ports(broker.proc.proc.pid)
         assert rig.bookie.port in ports and c.bookie_port not in ports, (broker.index, ports)
+    link_cut_during_a_check(rig, rig.bookie, "bookieCut")
+
+
+def link_cut_during_a_check(rig: Rig, link: Proxy, name: str) -> None:
+    """A check with the brokers' `link` cut never says SAFE unless it observed everything; SAFE comes back by
+    itself once the link is restored, and the checkpoint keeps every record."""
     kept = records(rig.checkpoint)
-    rig.bookie.cut()
+    link.cut()
     try:
         time.sleep(2)
         during = check(rig, "--request-timeout", "15", timeout=240)
     finally:
-        rig.bookie.restore()
+        link.restore()
     if during.code == 0:  # the brokers answered from what they hold: then everything was observed
         verdict = json.loads(during.out)
         assert verdict["verdict"] == "SAFE" and len(verdict["coordinators"]) == 4, verdict
@@ -471,7 +458,7 @@ def test_the_brokers_bookie_link_cut_during_a_check_and_restored(rig):
         assert during.code in (4, 5) and during.verdict() != "SAFE", during.err[-3000:]
         if during.code == 4:
             one_sentence(during, 4)
-    FIGURES["bookieCut"] = {"exit": during.code, "verdict": during.verdict()}
+    FIGURES[name] = {"exit": during.code, "verdict": during.verdict()}
     rig.cluster.wait_coordinators_ready(180)
     assert safe_again(rig) == "SAFE"
     assert records(rig.checkpoint) == {**kept, **records(rig.checkpoint)}
