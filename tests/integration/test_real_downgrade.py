@@ -81,8 +81,9 @@ def produce(cluster, **kw) -> list[dict]:
 def begin_again(cluster, exc: Exception) -> None:
     """Once in five cold CI runs, on 2.11.0 right after `--reload`, the brokers' own producer to
     __transaction_buffer_snapshot timed out every send, and the workload's commits with it, until the brokers
-    restarted (a broker's Java-level deadlock, harness.java_deadlock, stops writes the same way). A workload cut off mid-way leaves an unknown number of committed messages on its topics, so the
-    brokers restart and the count begins again on topics of its own; the retry is reported."""
+    restarted (a broker's Java-level deadlock, harness.java_deadlock, stops writes the same way). A workload
+    cut off mid-way leaves an unknown number of committed messages on its topics, so the brokers restart and
+    the count begins again on topics of its own; the retry is reported."""
     logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
     deadlocks = [harness.java_deadlock(b.proc.proc.pid) for b in cluster.brokers if b.proc.alive]
     stall = next(filter(None, deadlocks), None)
