@@ -642,10 +642,13 @@ class PulsarCluster:
             self.unload_prefix(str(kw.get("prefix", "txn")))
             return self.start_workload(**kw).finish(timeout=timeout)
 
+    def deadlocks(self) -> list[tuple[Broker, str]]:
+        """(broker, its one-line report) for every running broker whose JVM reports a Java-level deadlock."""
+        return [(b, d) for b in self.brokers if b.proc.alive and (d := harness.java_deadlock(b.proc.proc.pid))]
+
     def restart_deadlocked(self) -> bool:
-        """Restart every broker whose JVM reports a Java-level deadlock (harness.java_deadlock; each a reported
-        retry); True if any was."""
-        found = [(b, d) for b in self.brokers if b.proc.alive and (d := harness.java_deadlock(b.proc.proc.pid))]
+        """Restart every deadlocked broker (`deadlocks`; each a reported retry); True if any was."""
+        found = self.deadlocks()
         for b, deadlock in found:
             harness.note_retry(f"cluster {b.name} restarted after a Java-level deadlock", deadlock)
             self.restart_broker(b.index)

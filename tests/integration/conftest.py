@@ -94,9 +94,8 @@ def pytest_runtest_makereport(item, call):
             rep.sections.append(
                 (f"pulsar cluster logs ({c.base})", c.logs(int(os.environ.get("PULSAR_TXN_IT_LOG_CHARS", "4000"))))
             )
-            for b in c.brokers:
-                if b.proc.alive and (deadlock := harness.java_deadlock(b.proc.proc.pid)):
-                    rep.sections.append((f"pulsar cluster {b.name}: {harness.DEADLOCK}", deadlock))
+            for b, deadlock in c.deadlocks():
+                rep.sections.append((f"pulsar cluster {b.name}: {harness.DEADLOCK}", deadlock))
     if rep.failed and harness.SESSION_BROKERS:
         for b in harness.SESSION_BROKERS:
             rep.sections.append(

@@ -167,6 +167,16 @@ def _first_line_with(text: str, needle: str) -> str:
 DEADLOCK = "Found one Java-level deadlock"
 
 
+def thread_dump(pid: int, timeout: float = 60) -> str | None:
+    """The JVM's thread dump (`jcmd PID Thread.print`), or None when it cannot be had."""
+    try:
+        return subprocess.run(
+            ["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=timeout
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def java_deadlock(pid: int) -> str | None:
     """The JVM's own report of a Java-level deadlock (jcmd Thread.print), in one line, or None.
 
@@ -174,11 +184,8 @@ def java_deadlock(pid: int) -> str | None:
     subscription's dispatcher each hold the lock the other waits for, on one of the broker's BookKeeper client
     threads, so every add and ledger creation that thread completes times out ("Bookie operation timeout")
     until the broker restarts: what the harness took for a stalled bookie."""
-    try:
-        dump = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if DEADLOCK not in dump:
+    dump = thread_dump(pid)
+    if dump is None or DEADLOCK not in dump:
         return None
     report = dump.split(DEADLOCK, 1)[1].split("Java stack information", 1)[0]
     waits = re.findall(
@@ -487,12 +494,9 @@ class PulsarBroker:
         a session broker's bookie stopped answering writes for minutes, and its log did not say why."""
         if self.proc is None or self.proc.poll() is not None:
             return "(broker not running)"
-        try:
-            dump = subprocess.run(
-                ["jcmd", str(self.proc.pid), "Thread.print"], capture_output=True, text=True, timeout=30
-            ).stdout
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"(no thread dump: {exc})"
+        dump = thread_dump(self.proc.pid, timeout=30)
+        if dump is None:
+            return "(no thread dump)"
         wanted = ("BookieJournal", "ForceWrite", "SyncThread", "db-storage", "BookieWriteThreadPool", "bookie-io")
         stacks = [block for block in dump.split("\n\n") if block.startswith('"') and any(w in block for w in wanted)]
         return "\n\n".join(stacks)[:chars] or "(no bookie thread found)"

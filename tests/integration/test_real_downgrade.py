@@ -85,8 +85,7 @@ def begin_again(cluster, exc: Exception) -> None:
     cut off mid-way leaves an unknown number of committed messages on its topics, so the brokers restart and
     the count begins again on topics of its own; the retry is reported."""
     logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
-    deadlocks = [harness.java_deadlock(b.proc.proc.pid) for b in cluster.brokers if b.proc.alive]
-    stall = next(filter(None, deadlocks), None)
+    stall = next((deadlock for _, deadlock in cluster.deadlocks()), None)
     if stall is None and SNAPSHOT_STALL in logs:
         stall = harness._first_line_with(logs, SNAPSHOT_STALL)
     TOPICS["prefix"] = f"dg{len(harness.RETRIES) + 1}"
