@@ -15,6 +15,8 @@ import urllib.parse
 
 import pytest
 
+import harness
+
 from tool import Tool, after, dump_ledgers, position, txn_key
 
 pytestmark = pytest.mark.integration
@@ -36,7 +38,7 @@ def held(pulsar_broker):
     run = b.start_workload(seed=42, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix=PREFIX)
     lines = run.wait_holding(timeout=300)
     yield done + lines
-    run.finish("commit", timeout=300)
+    harness.finish_held(b, run, "commit")
 
 
 def rest(broker, path: str):

@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+import harness
+
 from tests.test_conformance import (  # noqa: F401 - engine_world is a fixture
     _fixture,
     _params,
@@ -36,7 +38,7 @@ def live(pulsar_broker):
     held = [(r["most"], r["least"]) for r in lines if r.get("event") == "txn" and r["outcome"] == "open"]
     assert held
     yield held[0]
-    run.finish("commit", timeout=300)
+    harness.finish_held(b, run, "commit")
 
 
 @pytest.mark.parametrize("name", _params())

@@ -170,7 +170,7 @@ def test_find_hanging_lists_exactly_those_past_the_bound(cli, pulsar_broker):
             assert listed & ours == expected, (len(listed & ours), len(expected))
     finally:
         for run in runs:
-            run.finish("abort")
+            harness.finish_held(broker, run)
 
 
 RESTART = "drrestart"
@@ -268,7 +268,7 @@ def test_cluster_brokers_that_disagree_and_the_doctor_measured(cli, pulsar_clust
         healthy = cli(["doctor", *url, "-o", "json"])
         wall = time.monotonic() - started
     finally:
-        run.finish("abort")
+        harness.finish_held(c, run)
     assert healthy.exit_code in (0, 5, 6), healthy.stderr
     report = healthy.json()
     assert report["checked"]["brokers"] == 2 and report["checked"]["coordinators"] >= 2

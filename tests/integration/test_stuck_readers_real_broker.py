@@ -61,7 +61,7 @@ def test_real_broker_held_partitions_and_release(cli, broker):
             assert 0 <= head["openForMs"] < 600_000  # opened moments ago, on the broker's (wall) clock
             assert f"abort-transaction -m {head['txnId'][1:-1].split(',')[0]}" in head["fix"][1]
     finally:
-        run.finish("abort")
+        harness.finish_held(broker, run)
     # The coordinator writes the abort markers asynchronously: wait for them (at most 60 s).
     deadline = time.monotonic() + 60
     while True:

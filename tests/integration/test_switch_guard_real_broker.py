@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+import harness
+
 from tests.conftest import run_cli
 from tool import Tool
 
@@ -75,7 +77,7 @@ def test_disabling_with_open_transactions_is_refused_then_allowed(pulsar_broker,
         assert {f"({m},{l})" for m, l in held} <= set(listed.json()), listed.stdout
         assert "pulsar-admin" not in refused.stderr and "broker.conf" in refused.stderr
 
-        run.finish("commit", timeout=300)
+        harness.finish_held(b, run, "commit")
         finished = True
         _wait_ongoing(b, 0)
         for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
@@ -84,7 +86,7 @@ def test_disabling_with_open_transactions_is_refused_then_allowed(pulsar_broker,
         b.wait_coordinators_ready()
     finally:
         if not finished:
-            run.finish("commit", timeout=300)
+            harness.finish_held(b, run, "commit")
         # batching off again for the rest of the session's tests, whatever happened above
         for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
             tool.run(command, "--disable", "--reload", "--yes", "--force", expect=None)

@@ -48,7 +48,7 @@ def broker(request):
     started.held_txn, started.held_run = held[0], run
     yield started
     if run.proc.poll() is None:
-        run.finish()
+        harness.finish_held(started, run, "commit")
     harness.release_broker(started)
 
 
@@ -238,7 +238,7 @@ def test_upgrade_check(broker, tmp_path_factory):
 
 def test_downgrade_check(broker, tmp_path_factory):
     version = version_of(broker)
-    broker.held_run.finish()  # its exclusive consumers would keep the drain below out
+    harness.finish_held(broker, broker.held_run, "commit")  # its exclusive consumers would keep the drain below out
     if not before_pip160(version):
         for log in ("tc", "pending-ack"):
             assert (
