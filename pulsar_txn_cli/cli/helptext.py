@@ -53,10 +53,9 @@ def _name_metavar(param) -> None:
         if name in METAVARS:
             param.metavar = METAVARS[name]
             return
-    desc = getattr(param, "type_descriptor", None)  # Typer's: the annotation and its min/max
-    info = getattr(desc, "parameter_info", None)
-    if info is not None and (getattr(info, "min", None) is not None or getattr(info, "max", None) is not None):
-        param.metavar = "N" if desc.annotation is int else "NUMBER"  # the range is shown with the default
+    if getattr(param.type, "min", None) is not None or getattr(param.type, "max", None) is not None:
+        # click's IntRange or FloatRange: the range is shown with the default
+        param.metavar = "N" if param.type.name == "int range" else "NUMBER"
 
 
 def first_sentence(text: str, limit: int = 300) -> str:
@@ -79,8 +78,9 @@ def _format_options(command, ctx, formatter) -> None:
             continue
         names, text = record
         if param.param_type_name == "argument":
-            # An argument with a metavar is shown as it (Typer appends the Python type too).
-            arguments.append((param.metavar or names, text))
+            # An argument with a metavar is shown as it (Typer appends the Python type too),
+            # one without as `shell <bash|zsh|fish>`, where Typer writes `shell:<bash|zsh|fish>`.
+            arguments.append((param.metavar or names.replace(":<", " <", 1), text))
         else:
             # A repeatable option takes one value each time (its help says "repeatable").
             names = re.sub(r"<list\[(\w+)\]>", r"<\1>", names)

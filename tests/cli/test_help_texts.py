@@ -150,7 +150,7 @@ def test_a_wrong_choice_is_one_plain_sentence(cli):
 
 def test_every_concurrency_option_has_one_bound():
     bounds = {
-        (" ".join(path), p.type_descriptor.parameter_info.max)
+        (" ".join(path), p.type.max)
         for path, command in COMMANDS
         for p in getattr(command, "params", [])
         if "--concurrency" in getattr(p, "opts", []) and "Admin calls" in (p.help or "")
