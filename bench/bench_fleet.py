@@ -420,7 +420,7 @@ def run(broker, sizes, scratch: Path, out=print) -> dict:
         "one request at a time, the same GET: "
         + "; ".join(f"{k} {v['cpuMs']:.3f} ms CPU, {v['wallMs']:.3f} ms wall" for k, v in costs.items())
     )
-    summary = summarise(rows, sizes)
+    summary = summarise(rows, sizes) if len(sizes) > 1 else {}  # growth needs two sizes (a --profile run may have one)
     for name, s in summary.items():
         out(
             f"{name}: {s['perSubMsSmall']:.2f} -> {s['perSubMsLarge']:.2f} ms/sub ({s['perSubGrowth']:+.0%} from "

@@ -362,14 +362,14 @@ def pulsarctl_config_path(environ=None, home: Path | None = None) -> Path:
 
 def _pulsarctl_doc(path: Path) -> dict | None:
     """The parsed file, None when there is none; a file that is not pulsarctl's YAML is an error."""
-    import yaml
-
     try:
         text = path.read_text()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise UsageError(f"cannot read pulsarctl's config {path}: {exc.strerror or exc}") from None
+    import yaml  # only when there is a file: its import is 10-25 ms of every command's start
+
     try:
         doc = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

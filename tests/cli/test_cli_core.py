@@ -153,6 +153,25 @@ def test_help_loads_no_heavy_module():
     assert _heavy(_modules_after(code)) == []
 
 
+def test_an_admin_command_loads_no_heavy_module_nor_a_parsing_layer(tmp_path):
+    """A command's start is what every script's call pays (issue #24): no pydantic (Typer 0.29 built a
+    TypeAdapter for each parameter), no YAML parser without a pulsarctl config to read."""
+    code = f"""
+        import contextlib, io, os, socket
+        os.environ.update(HOME={str(tmp_path)!r}, PULSARCONFIG={str(tmp_path / "none")!r})
+        from pulsar_txn_cli.cli.main import run
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{{probe.getsockname()[1]}}"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert run(["coordinator-stats", "--admin-url", url, "--request-timeout", "1"]) == 4
+    """
+    loaded = _modules_after(code)
+    assert "pulsar_txn_cli.admin.http_pool" in loaded  # it did reach its first request
+    assert _heavy(loaded) == [] and not {"pydantic", "yaml"} & loaded, sorted({"pydantic", "yaml"} & loaded)
+
+
 def test_python_dash_m_runs_the_cli():
     result = subprocess.run(
         [sys.executable, "-m", "pulsar_txn_cli", "--version"], capture_output=True, text=True, timeout=120
