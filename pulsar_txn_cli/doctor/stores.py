@@ -21,9 +21,25 @@ def recovering_for(stats: dict, now_ms: int) -> int | None:
     return max(now_ms - start, 0)
 
 
+def opening(stats: dict) -> bool:
+    """Initializing, with no recovery under way in its times (no recoverStartTime, or an earlier recovery's):
+    since when is unknown; a store that was loaded moments ago looks so (docs/real-broker-findings.md)."""
+    return stats.get("state") == "Initializing" and recovering_for(stats, 0) is None
+
+
 def _severity(stats: dict, now_ms: int) -> str:
+    if opening(stats):
+        return WARNING  # its age is unknown: never an error on one sight
     took = recovering_for(stats, now_ms)
     return WARNING if took is not None and took < RECOVERY_GRACE_MS else ERROR
+
+
+def _since(stats: dict, recovering_ms: int | None) -> str:
+    if opening(stats):
+        return (
+            ", with no recovery under way in its times (since when is unknown; if a later check finds it so, unload it)"
+        )
+    return f", recovering for {_dur(recovering_ms)}" if recovering_ms else ""
 
 
 def buffer_not_ready(reading) -> list[Finding]:
@@ -51,9 +67,8 @@ def buffer_not_ready(reading) -> list[Finding]:
                     "buffer-not-ready",
                     _severity(stats, reading.now_ms),
                     partition,
-                    f"the transaction buffer is {state}"
-                    + (f", recovering for {_dur(values['recoveringForMs'])}" if values["recoveringForMs"] else "")
-                    + f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
+                    f"the transaction buffer is {state}{_since(stats, values['recoveringForMs'])}"
+                    f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
                     " entries after maxReadPosition",
                     [evidence(BUFFER.format(rest(partition)), **values)],
                     fix,
@@ -109,7 +124,8 @@ def pending_ack_not_ready(reading) -> list[Finding]:
                 "pending-ack-not-ready",
                 _severity(stats, reading.now_ms) if stats else WARNING,
                 f"{topic} / {name}",
-                f"the pending-ack store is {state or 'not answering'}: transactional acknowledgements on this "
+                f"the pending-ack store is {state or 'not answering'}{_since(stats, values['recoveringForMs'])}: "
+                "transactional acknowledgements on this "
                 f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
                 f"({internal.get('totalSize', '?')} bytes)",
                 [

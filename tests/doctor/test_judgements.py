@@ -100,6 +100,22 @@ def test_stores_recovering_grace():
     assert [f.severity for f in stores.buffer_not_ready(r)] == ["error"]
 
 
+def test_a_store_whose_log_is_still_opening_is_a_warning_of_unknown_age():
+    """Initializing with no recovery under way in its times (seen on 4.0.7 in the faults set): how long it has
+    been so is unknown, so one sight of it is never an error; an Error is."""
+    opening = {"state": "Initializing", "recoverStartTime": 0, "recoverEndTime": 0}
+    r = reading(partitions={"p": {"stats": opening, "internal": {}}})
+    [finding] = stores.buffer_not_ready(r)
+    assert finding.severity == "warning" and "since when is unknown" in finding.summary, finding.summary
+    sub = {"topic": "persistent://t/n/x", "subscription": "s", "stats": opening, "internal": {}}
+    [finding] = stores.pending_ack_not_ready(reading(subscriptions=[sub]))
+    assert finding.severity == "warning" and "since when is unknown" in finding.summary, finding.summary
+    earlier = dict(sub, stats=dict(opening, recoverStartTime=NOW - 900_000, recoverEndTime=NOW - 899_000))
+    assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[earlier]))] == ["warning"]
+    failed = dict(sub, stats=dict(opening, state="Error"))
+    assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[failed]))] == ["error"]
+
+
 @pytest.fixture
 def isolated(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
