@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from typer._click.types import IntRange  # typer vendors click (>= 0.26)
 from typer.core import TyperCommand, TyperGroup
 
 OPTIONS = "Options"
@@ -55,7 +56,7 @@ def _name_metavar(param) -> None:
             return
     if getattr(param.type, "min", None) is not None or getattr(param.type, "max", None) is not None:
         # click's IntRange or FloatRange: the range is shown with the default
-        param.metavar = "N" if param.type.name == "int range" else "NUMBER"
+        param.metavar = "N" if isinstance(param.type, IntRange) else "NUMBER"
 
 
 def first_sentence(text: str, limit: int = 300) -> str:

@@ -14,17 +14,20 @@ PA_STATS = f"GET {TXN}/pendingAckStats/{{}}/{{}}"
 PA_INTERNAL = f"GET {TXN}/pendingAckInternalStats/{{}}/{{}}"
 
 
-def recovering_for(stats: dict, now_ms: int) -> int | None:
+def _under_way(stats: dict) -> bool:
+    """The times show a recovery that started and has not ended."""
     start, end = stats.get("recoverStartTime") or 0, stats.get("recoverEndTime") or 0
-    if not start or (end and end >= start):
-        return None
-    return max(now_ms - start, 0)
+    return bool(start) and not (end and end >= start)
+
+
+def recovering_for(stats: dict, now_ms: int) -> int | None:
+    return max(now_ms - stats["recoverStartTime"], 0) if _under_way(stats) else None
 
 
 def opening(stats: dict) -> bool:
     """Initializing, with no recovery under way in its times (no recoverStartTime, or an earlier recovery's):
     since when is unknown; a store that was loaded moments ago looks so (docs/real-broker-findings.md)."""
-    return stats.get("state") == "Initializing" and recovering_for(stats, 0) is None
+    return stats.get("state") == "Initializing" and not _under_way(stats)
 
 
 def _severity(stats: dict, now_ms: int) -> str:
