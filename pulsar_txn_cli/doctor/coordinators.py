@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.admin.features import lacks_batched_logs
 from pulsar_txn_cli.doctor.findings import ERROR, Finding, evidence
-from pulsar_txn_cli.doctor.stores import _severity, recovering_for
-from pulsar_txn_cli.doctor.transactions import _dur
+from pulsar_txn_cli.doctor.stores import _severity, _since, recovering_for
 from pulsar_txn_cli.protocol import LOOKUP as LOOKUP_PATH
 from pulsar_txn_cli.protocol import TC_ASSIGN as ASSIGN
 from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN, tc_assign_partition
@@ -43,7 +42,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
         summary = (
             f"coordinator {tc_id} is "
             + (f"{state}" if state else "not loaded")
-            + (f", recovering for {_dur(took)}" if took else "")
+            + _since(stats or {}, took)
             + ("" if owner else ", and no broker owns its partition")
             + ": transactions assigned to it fail, and clients stall (apache/pulsar#23039)"
         )

@@ -112,6 +112,8 @@ def test_a_store_whose_log_is_still_opening_is_a_warning_of_unknown_age():
     assert finding.severity == "warning" and "since when is unknown" in finding.summary, finding.summary
     earlier = dict(sub, stats=dict(opening, recoverStartTime=NOW - 900_000, recoverEndTime=NOW - 899_000))
     assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[earlier]))] == ["warning"]
+    [finding] = coordinators.coordinator_not_ready(reading(tc_count=1, tc_stats={"0": opening}, owners={"0": "b"}))
+    assert finding.severity == "warning" and "since when is unknown" in finding.summary, finding.summary
     failed = dict(sub, stats=dict(opening, state="Error"))
     assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[failed]))] == ["error"]
 
