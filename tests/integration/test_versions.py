@@ -9,6 +9,7 @@ code, never a stack of HTTP errors. The run prints the compatibility table (docs
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -223,17 +224,32 @@ def test_batch_log_switches(broker, tmp_path_factory):
 
 def test_upgrade_check(broker, tmp_path_factory):
     version = version_of(broker)
-    result = tool(broker, tmp_path_factory, "upgrade", "check", "-o", "json")
-    assert result.exit_code in (0, 5), result.stderr
-    verdict = result.json()
+    result, verdict, seen = settled_upgrade_check(broker, tmp_path_factory)
     assert [b["version"] for b in verdict["brokers"]] == [version]
     if before_pip160(version):
         assert verdict["verdict"] == "INCOMPLETE"
         assert any("upgrade it before enabling batching" in p for p in verdict["problems"]), verdict["problems"]
         assert not verdict["fixes"]  # nothing this broker accepts would help
     else:  # test_batch_log_switches enabled batching on both logs: the upgrade is done
-        assert (result.exit_code, verdict["verdict"]) == (0, "COMPLETE"), verdict
+        assert (result.exit_code, verdict["verdict"]) == (0, "COMPLETE"), seen
         assert not verdict["problems"], verdict["problems"]
+
+
+def settled_upgrade_check(broker, tmp_path_factory, timeout: float = 60):
+    """`upgrade check` until no store is opening: test_batch_log_switches' --reload unloaded every topic and
+    the checks' own stats calls load them again, so a pending-ack store can still be replaying its log (the
+    verdict then says so, INCOMPLETE, rightly; seen once in CI on 4.0.0). An operator reruns the check; so
+    does this, while every problem is a store still opening, and returns the problems of each run."""
+    deadline, seen = time.monotonic() + timeout, []
+    while True:
+        result = tool(broker, tmp_path_factory, "upgrade", "check", "-o", "json")
+        assert result.exit_code in (0, 5), result.stderr
+        verdict = result.json()
+        seen.append(verdict["problems"])
+        opening = verdict["problems"] and all("still opening" in p for p in verdict["problems"])
+        if not opening or time.monotonic() > deadline:
+            return result, verdict, seen
+        time.sleep(1)
 
 
 def test_downgrade_check(broker, tmp_path_factory):
