@@ -9,19 +9,21 @@ from the broker where pulsar-txn's own doctor got 755, so it measured itself, no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
 from urllib.parse import urlsplit
 
 
-def floor(url: str, requests: list[tuple], concurrency: int) -> tuple[float, int]:
+def floor(url: str, requests: list[tuple], concurrency: int, parse: bool = False) -> tuple[float, int]:
     """The GETs of `requests` ((method, path, status, ms) as the broker logged them) replayed:
-    (seconds, answers whose status differs from the logged one)."""
-    return asyncio.run(_floor(url, [r for r in requests if r[0] == "GET"], concurrency))
+    (seconds, answers whose status differs from the logged one). With `parse`, each answer's JSON is decoded too,
+    as any client that uses the answers must (the floor proper only reads the bytes)."""
+    return asyncio.run(_floor(url, [r for r in requests if r[0] == "GET"], concurrency, parse))
 
 
-async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
+async def _floor(url: str, requests, concurrency: int, parse: bool = False) -> tuple[float, int]:
     host, port = urlsplit(url).hostname, urlsplit(url).port or 80
     queue = list(reversed(requests))
     differs = 0
@@ -34,8 +36,11 @@ async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
                 _, path, status, _ms = queue.pop()
                 head = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\r\n"
                 writer.write(head.encode())
-                got = await _response(reader)
+                got, body = await _response(reader)
                 differs += got != status
+                if parse and body:
+                    with contextlib.suppress(ValueError):  # /metrics/ is Prometheus text, an error page HTML
+                        json.loads(body)
         finally:
             writer.close()
 
@@ -44,8 +49,8 @@ async def _floor(url: str, requests, concurrency: int) -> tuple[float, int]:
     return time.perf_counter() - start, differs
 
 
-async def _response(reader: asyncio.StreamReader) -> int:
-    """Read one response (Content-Length or chunked body) off a keep-alive connection; its status."""
+async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Read one response (Content-Length or chunked body) off a keep-alive connection: its status and body."""
     status = int((await reader.readline()).split()[1])
     length, chunked = 0, False
     while (line := await reader.readline()) not in (b"\r\n", b""):
@@ -55,12 +60,12 @@ async def _response(reader: asyncio.StreamReader) -> int:
         elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
             chunked = True
     if not chunked:
-        await reader.readexactly(length)
-        return status
+        return status, await reader.readexactly(length)
+    chunks = []
     while size := int((await reader.readline()).split(b";")[0], 16):
-        await reader.readexactly(size + 2)
+        chunks.append((await reader.readexactly(size + 2))[:-2])
     await reader.readline()  # the empty trailer
-    return status
+    return status, b"".join(chunks)
 
 
 if __name__ == "__main__":
