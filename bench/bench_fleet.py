@@ -20,6 +20,9 @@ itself (Jetty's request log in broker.log, User-Agent pulsar-txn). Then:
 --repeat=N runs each command and its floors N times, back to back, and shows the run whose ratio to its own floor is
 the median, with the range of the N ratios: on a shared 2-core machine one run's ratio moves by 2x.
 
+Each row also prints the CPU a request of the command's process and of the floor's (user + system over the requests,
+start-up included): Python's threads share one core, so a client's CPU a request bounds its requests/s.
+
 --profile=DIR runs each command under cProfile (bench/profiled.py, every thread) and leaves
 DIR/SIZE-COMMAND.prof: where a command's CPU goes. Its times are then not the published ones.
 """
@@ -161,6 +164,7 @@ class Run:
     output: object
     requests: list = field(default_factory=list)
     stderr: str = ""
+    cpu_seconds: float = 0.0  # user + system, the whole process (start-up included)
 
 
 def cli_env(home: Path) -> dict:
@@ -195,7 +199,8 @@ def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout:
         text, stderr = out.read().decode(), err.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     output = json.loads(text) if text.strip() else None
-    return Run(seconds, usage.ru_maxrss / 1024, code, output, log.since(offset), stderr)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(seconds, usage.ru_maxrss / 1024, code, output, log.since(offset), stderr, cpu)
 
 
 def _wait4(proc: subprocess.Popen, timeout: float):
@@ -214,24 +219,24 @@ def _wait4(proc: subprocess.Popen, timeout: float):
 # --------------------------------------------------------------------------- the floor, as a process
 
 
-def floor_process(url: str, requests: list[tuple], concurrency: int, scratch: Path) -> tuple[float, int]:
+def floor_process(url: str, requests: list[tuple], concurrency: int, scratch: Path) -> tuple[float, int, float]:
     """The floor's client run as its own Python process, timed as a command is (from the spawn to its exit): the
     fixed cost any client program pays, interpreter and imports, that the in-process floor does not. Returns
-    (seconds, answers whose status differs from the command's)."""
+    (seconds, answers whose status differs from the command's, its CPU seconds)."""
     paths = scratch / "floor-requests.json"
     paths.write_text(json.dumps([[r[1], r[2]] for r in requests if r[0] == "GET"]))
     argv = [sys.executable, str(ROOT / "bench" / "floor_client.py"), url, str(paths), str(concurrency)]
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=installed_env(), cwd=scratch)
     try:
-        _wait4(proc, 600)
+        _, _, usage = _wait4(proc, 600)
     finally:
         if proc.poll() is None:
             proc.kill()
     seconds = time.perf_counter() - start
     differs = json.loads(proc.stdout.read())["differs"]
     proc.stdout.close()
-    return seconds, differs
+    return seconds, differs, usage.ru_utime + usage.ru_stime
 
 
 # --------------------------------------------------------------------------- the anchor: pulsar-admin
@@ -338,9 +343,8 @@ def measure_size(
         trials = [measure_once(url, command, log, home) for _ in range(repeat)]
         # The median trial by its ratio to its own floor: each trial ran back to back, so the broker's drift between
         # repetitions (its GC, its ledgers' flushes, the other processes here) cancels out of the ratio.
-        run, floor_seconds, floor_differs, floor_process_seconds, floor_process_differs, parsed_seconds = sorted(
-            trials, key=_of_floor
-        )[len(trials) // 2]
+        trial = sorted(trials, key=Trial.of_floor)[len(trials) // 2]
+        run = trial.run
         count, gets = len(run.requests), sum(1 for r in run.requests if r[0] == "GET")
         row = {
             "size": size,
@@ -348,22 +352,22 @@ def measure_size(
             "seconds": run.seconds,
             "requests": count,
             "rps": count / run.seconds,
-            "rssMiB": max(p[0].rss_mib for p in trials),
+            "rssMiB": max(t.run.rss_mib for t in trials),
             "exit": run.exit_code,
-            "ok": all(p[0].exit_code in command.ok_exits for p in trials),
+            "ok": all(t.run.exit_code in command.ok_exits for t in trials),
             "seen": seen(command.name, run.output) if run.output is not None else 0,
-            "failedRequests": max(len(failed(p[0].requests)) for p in trials),
+            "failedRequests": max(len(failed(t.run.requests)) for t in trials),
             "perSubMs": 1000 * run.seconds / size,
             "concurrency": command.concurrency,
-            "floorSeconds": floor_seconds,
-            "floorRps": gets / floor_seconds if floor_seconds else 0.0,
-            "floorDiffers": floor_differs,
-            "floorProcessSeconds": floor_process_seconds,
-            "floorProcessRps": gets / floor_process_seconds,
-            "floorProcessDiffers": floor_process_differs,
+            "floorSeconds": trial.floor_seconds,
+            "floorRps": gets / trial.floor_seconds if trial.floor_seconds else 0.0,
+            "floorDiffers": trial.floor_differs,
+            "floorProcessSeconds": trial.process_seconds,
+            "floorProcessRps": gets / trial.process_seconds,
+            "floorProcessDiffers": trial.process_differs,
             "floorSkipped": count - gets,  # never replayed: only GETs are
             # the floor decoding every answer's JSON, as the command must to use it: how much of the gap that is
-            "floorParsedRps": gets / parsed_seconds if parsed_seconds else 0.0,
+            "floorParsedRps": gets / trial.parsed_seconds if trial.parsed_seconds else 0.0,
             "anchorSeconds": anchor_call * count,
             "stderr": run.stderr[-2000:] if run.exit_code not in command.ok_exits else "",
             # the broker's slowest answer to the command: a stall shows here, not only in the wall time
@@ -373,9 +377,13 @@ def measure_size(
                 k: run.output[k] for k in ("seconds", "requests") if isinstance(run.output, dict) and k in run.output
             },
             "notRun": not_run(run.output),
+            # CPU per request, the whole process each (start-up included): on 2 cores shared with the broker, and
+            # one core at most for Python's threads, a client's CPU a request bounds its requests/s
+            "cpuMsPerRequest": 1000 * run.cpu_seconds / count,
+            "floorProcessCpuMsPerRequest": 1000 * trial.process_cpu / gets if gets else 0.0,
             "repeat": repeat,
             # each repetition's ratio to its own floor, in process (the spread a single run hides)
-            "ofFloorRuns": sorted(map(_of_floor, trials)),
+            "ofFloorRuns": sorted(t.of_floor() for t in trials),
         }
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["ofFloorProcess"] = row["rps"] / row["floorProcessRps"]
@@ -385,10 +393,14 @@ def measure_size(
         out(
             f"{size:>5} subs  {command.name:<36} {run.seconds:6.2f} s  {count:>5} requests  {row['rps']:6.0f} req/s"
             f"  peak RSS {run.rss_mib:5.0f} MiB  exit {run.exit_code}  seen {row['seen']}  "
-            f"{row['perSubMs']:.2f} ms/sub | floor (c={command.concurrency}) {floor_seconds:5.2f} s "
-            f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor; as a process {floor_process_seconds:5.2f} s "
+            f"{row['perSubMs']:.2f} ms/sub | floor (c={command.concurrency}) {trial.floor_seconds:5.2f} s "
+            f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor; as a process {trial.process_seconds:5.2f} s "
             f"-> {row['ofFloorProcess']:.2f}; parsing its answers -> {row['ofFloorParsed']:.2f}{_spread(row)} | pulsar-admin "
             f"{row['anchorSeconds']:7.0f} s ({row['anchorRatio']:.0f}x)"
+        )
+        out(
+            f"      CPU a request (the process, start-up included): {row['cpuMsPerRequest']:.3f} ms; "
+            f"the floor as a process {row['floorProcessCpuMsPerRequest']:.3f} ms"
         )
         if row["own"]:
             out(f"      by its own count: {row['own']}")
@@ -401,28 +413,39 @@ def measure_size(
     return rows
 
 
-def measure_once(url: str, command: Command, log: AccessLog, home: Path) -> tuple:
-    """The command, then the floor of its requests in process, then as a process, then in process decoding each
-    answer's JSON, back to back: (run, floor seconds, floor differs, floor-process seconds, floor-process differs,
-    parsing floor seconds)."""
+@dataclass(frozen=True)
+class Trial:
+    """One run of a command and its floors, back to back (their ratios cancel the broker's drift between trials)."""
+
+    run: Run
+    floor_seconds: float  # the floor in process
+    floor_differs: int
+    process_seconds: float  # the floor as its own process, start-up included
+    process_differs: int
+    process_cpu: float
+    parsed_seconds: float  # the floor in process, decoding each answer's JSON
+
+    def of_floor(self) -> float:
+        """The command's requests/s over its floor's (in process)."""
+        gets = sum(1 for r in self.run.requests if r[0] == "GET")
+        if not gets or not self.floor_seconds:
+            return 0.0
+        return (len(self.run.requests) / self.run.seconds) / (gets / self.floor_seconds)
+
+
+def measure_once(url: str, command: Command, log: AccessLog, home: Path) -> Trial:
+    """The command, then the floor of its requests in process, as a process, and in process decoding the answers."""
     (home / "checkpoint.json").unlink(missing_ok=True)
     run = run_command(url, command, log, home)
     floor_seconds, floor_differs = floor(url, run.requests, command.concurrency)
-    floor_process_seconds, floor_process_differs = floor_process(url, run.requests, command.concurrency, home)
+    process = floor_process(url, run.requests, command.concurrency, home)
     parsed_seconds, _ = floor(url, run.requests, command.concurrency, parse=True)
-    return run, floor_seconds, floor_differs, floor_process_seconds, floor_process_differs, parsed_seconds
+    return Trial(run, floor_seconds, floor_differs, *process, parsed_seconds)
 
 
 def _spread(row: dict) -> str:
     runs = row["ofFloorRuns"]
     return f" (of the floor over {len(runs)} runs: {runs[0]:.2f}-{runs[-1]:.2f})" if len(runs) > 1 else ""
-
-
-def _of_floor(trial: tuple) -> float:
-    """A command's requests/s over its floor's (in process), from one measure_once."""
-    run, floor_seconds = trial[0], trial[1]
-    gets = sum(1 for r in run.requests if r[0] == "GET")
-    return (len(run.requests) / run.seconds) / (gets / floor_seconds) if gets and floor_seconds else 0.0
 
 
 def start_broker(out=print):
