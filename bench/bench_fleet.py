@@ -345,7 +345,7 @@ def measure_size(
         # repetitions (its GC, its ledgers' flushes, the other processes here) cancels out of the ratio.
         trial = sorted(trials, key=Trial.of_floor)[len(trials) // 2]
         run = trial.run
-        count, gets = len(run.requests), sum(1 for r in run.requests if r[0] == "GET")
+        count, gets = len(run.requests), trial.gets
         row = {
             "size": size,
             "command": command.name,
@@ -425,12 +425,16 @@ class Trial:
     process_cpu: float
     parsed_seconds: float  # the floor in process, decoding each answer's JSON
 
+    @property
+    def gets(self) -> int:
+        """The command's GETs: the requests the floors replay."""
+        return sum(1 for r in self.run.requests if r[0] == "GET")
+
     def of_floor(self) -> float:
         """The command's requests/s over its floor's (in process)."""
-        gets = sum(1 for r in self.run.requests if r[0] == "GET")
-        if not gets or not self.floor_seconds:
+        if not self.gets or not self.floor_seconds:
             return 0.0
-        return (len(self.run.requests) / self.run.seconds) / (gets / self.floor_seconds)
+        return (len(self.run.requests) / self.run.seconds) / (self.gets / self.floor_seconds)
 
 
 def measure_once(url: str, command: Command, log: AccessLog, home: Path) -> Trial:
