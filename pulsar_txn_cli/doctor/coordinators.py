@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.admin.features import lacks_batched_logs
 from pulsar_txn_cli.doctor.findings import ERROR, Finding, evidence
-from pulsar_txn_cli.doctor.stores import _severity, _since, recovering_for
+from pulsar_txn_cli.doctor.stores import recovering_for, severity, since_phrase
 from pulsar_txn_cli.protocol import LOOKUP as LOOKUP_PATH
 from pulsar_txn_cli.protocol import TC_ASSIGN as ASSIGN
 from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN, tc_assign_partition
@@ -42,7 +42,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
         summary = (
             f"coordinator {tc_id} is "
             + (f"{state}" if state else "not loaded")
-            + _since(stats or {}, took)
+            + since_phrase(stats or {}, took)
             + ("" if owner else ", and no broker owns its partition")
             + ": transactions assigned to it fail, and clients stall (apache/pulsar#23039)"
         )
@@ -57,7 +57,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
         out.append(
             Finding(
                 "coordinator-not-ready",
-                _severity(stats or {}, reading.now_ms) if stats else ERROR,
+                severity(stats or {}, reading.now_ms) if stats else ERROR,
                 f"coordinator {tc_id}",
                 summary,
                 [

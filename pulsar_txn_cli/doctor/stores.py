@@ -4,7 +4,7 @@ leaked-pending-ack. Pure judgements over a Reading (read.py)."""
 from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
-from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, _dur, partition_state, rest
+from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, partition_state, rest
 from pulsar_txn_cli.protocol import PERSISTENT, TXN
 from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition
 
@@ -30,19 +30,23 @@ def opening(stats: dict) -> bool:
     return stats.get("state") == "Initializing" and not _under_way(stats)
 
 
-def _severity(stats: dict, now_ms: int) -> str:
+def severity(stats: dict, now_ms: int) -> str:
+    """A store (or coordinator) not Ready: an error once its recovery outlasts the grace, else a warning."""
     if opening(stats):
         return WARNING  # its age is unknown: never an error on one sight
     took = recovering_for(stats, now_ms)
     return WARNING if took is not None and took < RECOVERY_GRACE_MS else ERROR
 
 
-def _since(stats: dict, recovering_ms: int | None) -> str:
+def since_phrase(stats: dict, recovering_ms: int | None) -> str:
+    """What its times tell of how long it has not been Ready, as a clause of a finding's summary."""
     if opening(stats):
         return (
             ", with no recovery under way in its times (since when is unknown; if a later check finds it so, unload it)"
         )
-    return f", recovering for {_dur(recovering_ms)}" if recovering_ms else ""
+    from pulsar_txn_cli.output.units import duration
+
+    return f", recovering for {duration(recovering_ms)}" if recovering_ms else ""
 
 
 def buffer_not_ready(reading) -> list[Finding]:
@@ -68,9 +72,9 @@ def buffer_not_ready(reading) -> list[Finding]:
             out.append(
                 Finding(
                     "buffer-not-ready",
-                    _severity(stats, reading.now_ms),
+                    severity(stats, reading.now_ms),
                     partition,
-                    f"the transaction buffer is {state}{_since(stats, values['recoveringForMs'])}"
+                    f"the transaction buffer is {state}{since_phrase(stats, values['recoveringForMs'])}"
                     f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
                     " entries after maxReadPosition",
                     [evidence(BUFFER.format(rest(partition)), **values)],
@@ -125,9 +129,9 @@ def pending_ack_not_ready(reading) -> list[Finding]:
         out.append(
             Finding(
                 "pending-ack-not-ready",
-                _severity(stats, reading.now_ms) if stats else WARNING,
+                severity(stats, reading.now_ms) if stats else WARNING,
                 f"{topic} / {name}",
-                f"the pending-ack store is {state or 'not answering'}{_since(stats, values['recoveringForMs'])}: "
+                f"the pending-ack store is {state or 'not answering'}{since_phrase(stats, values['recoveringForMs'])}: "
                 "transactional acknowledgements on this "
                 f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
                 f"({internal.get('totalSize', '?')} bytes)",
