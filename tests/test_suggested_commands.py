@@ -53,6 +53,33 @@ def suggestions(*texts: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _command_names() -> set[str]:
+    from typer.main import get_command
+
+    from pulsar_txn_cli.cli.app import app
+
+    return set(get_command(app).commands)
+
+
+# A command of the tool written with flags but without `pulsar-txn` in front ("reopen the stores with
+# set-txn-tc-batch-log --enable false --reload"): not runnable as printed.
+BARE = re.compile(r"(?<![\w/-])(" + "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True)) + r") --")
+
+
+def bare_commands(*texts: str) -> list[str]:
+    """Labelled lines (fix:, next:, hint:) that name a command of the tool with flags outside a
+    `pulsar-txn ...` command."""
+    out = []
+    for text in texts:
+        for line in text.splitlines():
+            if not re.match(r"^\s*(?:fix|next|hint):", line):
+                continue
+            rest = QUOTED.sub("", line)
+            rest = re.sub(r"pulsar-(?:txn|admin) .*", "", rest)  # a whole-line command
+            out += [line.strip() for _ in BARE.findall(rest)[:1]]
+    return out
+
+
 def json_suggestions(value) -> list[str]:
     """Commands in a JSON answer: `fixes`/`fix` arrays and any advice text."""
     out: list[str] = []
@@ -99,6 +126,7 @@ class Collector:
         if expect is not None:
             assert result.exit_code in ((expect,) if isinstance(expect, int) else expect), result.stderr
         texts = [result.stdout, result.stderr]
+        assert not bare_commands(*texts), f"a command to run without `pulsar-txn` in front: {bare_commands(*texts)}"
         commands = suggestions(*texts)
         if "-o" in args and args[args.index("-o") + 1] == "json" and result.stdout.strip():
             commands += json_suggestions(json.loads(result.stdout))

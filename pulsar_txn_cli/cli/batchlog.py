@@ -338,10 +338,10 @@ def _stat(log, *, concurrency: int) -> None:
     )
     if data["withoutBatchedLogs"]:
         verdict += f" Every broker runs {data['withoutBatchedLogs']}, which predates PIP-160: no store can batch."
-    elif effective.count(None) or (data[log.pip_flag] is not None and effective.count(not data[log.pip_flag])):
+    elif data[log.pip_flag] is not None and (effective.count(None) or effective.count(not data[log.pip_flag])):
+        # A command to paste (env.info carries the target): set the value already configured, and reload.
         env.info(
-            "hint: reopen the stores with "
-            f"set-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log --enable {_shown(data[log.pip_flag])} --reload"
+            f"hint: reopen the stores with `pulsar-txn {log.set_command} --enable {_shown(data[log.pip_flag])} --reload`"
         )
     # -o jsonl: a line per store, each with what the JSON document says about all of them
     shared = {"target": data["target"], "setting": data["setting"], log.pip_flag: data[log.pip_flag]}

@@ -25,12 +25,19 @@ def demo(
             "--dir",
             metavar="DIR",
             show_default=False,
-            help="A new directory for the demo's engine (default: a new temporary directory).",
+            help="A new directory for the demo's engine (also --engine-dir; default: a new temporary directory).",
         ),
     ] = None,
     coordinators: Annotated[int, typer.Option("--coordinators", min=1, max=64, help="Transaction coordinators.")] = 4,
     transactions: Annotated[
-        int, typer.Option("--transactions", min=10, max=100_000, help="Transactions per workload round.")
+        int,
+        typer.Option(
+            "--transactions",
+            min=10,
+            max=100_000,
+            help="Transactions per workload round (a drain round runs at least 60, and 4 per coordinator, "
+            "so that every log rolls its ledger).",
+        ),
     ] = 400,
 ) -> None:
     """Walk PIP-160 on a fresh embedded engine: enable batching, run a workload, see the entries
@@ -39,6 +46,7 @@ def demo(
     from pulsar_txn_cli.output import Result, emit
 
     env = current()
+    directory = _directory(directory, env.target)
     say = env.info if env.output != "table" else (lambda line: print(line, file=env.stdout, flush=True))
     story = DemoStory(directory, coordinators=coordinators, transactions=transactions, say=say)
     summary = story.run()
@@ -48,3 +56,17 @@ def demo(
         from pulsar_txn_cli.errors import ExitCode, Verdict
 
         raise Verdict(f"the demo's downgrade check ended at {summary.get('verdict')}, not SAFE", ExitCode.NOT_YET)
+
+
+def _directory(directory: str | None, flags) -> str | None:
+    """The demo builds an engine of its own: --engine-dir (before the command) names its directory as
+    --dir does; a cluster's flags cannot apply, and ignoring them silently would mislead."""
+    from pulsar_txn_cli.errors import UsageError
+
+    for name, flag in (("admin_url", "--admin-url"), ("context", "--context")):
+        if getattr(flags, name, None):
+            raise UsageError(f"the demo runs on an embedded engine of its own; {flag} does not apply to it")
+    given = getattr(flags, "engine_dir", None)
+    if given and directory and given != directory:
+        raise UsageError(f"--engine-dir {given} and --dir {directory} name two directories; give one")
+    return directory or given

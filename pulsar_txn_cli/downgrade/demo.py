@@ -48,7 +48,11 @@ class DemoStory:
             rounds = 0
             while verdict != "SAFE" and rounds < MAX_DRAIN_ROUNDS:
                 rounds += 1
-                self._workload(engine, "more workload, batching off: ledgers roll over and the old ones are trimmed")
+                self._workload(
+                    engine,
+                    "more workload, batching off: ledgers roll over and the old ones are trimmed",
+                    transactions=self.drain_transactions,
+                )
                 verdict = self._check(admin, "2-7", "again: is every oldest ledger past its recorded one?")
             self.summary["verdict"] = verdict
         finally:
@@ -115,12 +119,19 @@ class DemoStory:
         for line in self._set(engine, admin, True):
             self.say(line)
 
-    def _workload(self, engine, title: str) -> None:
+    @property
+    def drain_transactions(self) -> int:
+        """A drain round's transactions: enough for every log to fill a demo ledger (50 entries) within
+        MAX_DRAIN_ROUNDS, however few --transactions or however many coordinators (a transaction writes
+        about five records to its coordinator's log; the 8 subscriptions share about three a transaction)."""
+        return max(self.transactions, 60, 4 * self.coordinators)
+
+    def _workload(self, engine, title: str, *, transactions: int | None = None) -> None:
         from pulsar_txn_cli.engine.simulate import SimOptions, simulate
 
         self.round += 1
         self._step(f"Workload round {self.round}: {title}")
-        result = simulate(engine, SimOptions(transactions=self.transactions, seed=self.round))
+        result = simulate(engine, SimOptions(transactions=transactions or self.transactions, seed=self.round))
         records, entries = result["records"], result["entries"]
         self.say(
             f"{result['committed']} committed, {result['aborted']} aborted; TC log: {records['tc']} records in "

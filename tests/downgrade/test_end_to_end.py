@@ -433,6 +433,32 @@ def test_demo_walks_from_wait_to_safe_and_leaves_the_engine(cli, tmp_path):
     assert again.exit_code == 2 and "already holds an engine" in again.stderr
 
 
+@pytest.mark.parametrize("transactions,coordinators", [(10, 1), (10, 64), (100, 64)])
+def test_demo_reaches_safe_at_the_edges_of_its_options(cli, tmp_path, transactions, coordinators):
+    """The fewest transactions a round, the most coordinators: every log still fills a ledger, so the
+    story ends at SAFE (it ended at WAIT, exit 5, when a round was too small for so many logs)."""
+    result = cli(
+        ["demo", "--dir", tmp_path / "d", "--transactions", transactions, "--coordinators", coordinators, "-o", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    summary = result.json()
+    assert summary["verdict"] == "SAFE"
+    checks = [s for s in summary["steps"] if s["step"] == "downgrade check"]
+    assert checks[0]["verdict"] == "WAIT" and checks[-1] == {**checks[-1], "verdict": "SAFE"}
+    assert checks[-1]["clear"] == checks[-1]["logs"] == coordinators + 8  # every coordinator and subscription
+
+
+def test_demo_takes_engine_dir_as_its_directory_and_refuses_a_cluster(cli, tmp_path):
+    directory = tmp_path / "named"
+    result = cli(["--engine-dir", directory, "demo", "--transactions", "60", "--coordinators", "1"])
+    assert result.exit_code == 0, result.stderr
+    assert (directory / "engine.db").exists() and str(directory) in result.stdout
+    both = cli(["--engine-dir", tmp_path / "a", "demo", "--dir", tmp_path / "b"])
+    assert both.exit_code == 2 and "name two directories" in both.stderr
+    cluster = cli(["--admin-url", "http://localhost:1", "demo"])
+    assert cluster.exit_code == 2 and "--admin-url does not apply" in cluster.stderr
+
+
 # -- the batch-index deletion stall on the engine ------------------------------------------------------------------
 
 
