@@ -197,6 +197,24 @@ def test_pruning_an_unknown_identity_is_one_error_naming_the_known_ones(cli, tmp
     assert cli(["state", "prune", known]).exit_code == 0
 
 
+def test_pruning_an_unknown_identity_names_a_few_however_many_are_known(cli, tmp_path):
+    """One sentence even with many targets remembered: the closest identities, else three, and how many."""
+    for i in range(5):
+        engine = tmp_path / f"engine-{i}"
+        assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
+        assert cli(["set-txn-tc-batch-log", "--enable", "--engine-dir", engine]).exit_code == 0
+    known = sorted({r["identity"] for r in cli(["state", "list", "-o", "json"]).json()})
+    assert len(known) == 5
+    result = cli(["state", "prune", "nosuch-identity"])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert sum(identity in result.stderr for identity in known) == 3, result.stderr
+    assert "(of 5 known; `pulsar-txn state list` shows them all)" in result.stderr
+    typo = known[2][:-1] + ("0" if known[2][-1] != "0" else "1")
+    result = cli(["state", "prune", typo])
+    assert result.exit_code == 2 and f"did you mean: {known[2]!r}" in result.stderr, result.stderr
+    assert len(cli(["state", "list", "-o", "json"]).json()) == 5  # nothing was forgotten
+
+
 # -- 10: decode of an input with nothing decodable ---------------------------------------------------
 
 

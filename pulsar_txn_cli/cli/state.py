@@ -89,10 +89,7 @@ def prune(
     known = {r["identity"] for r in remembered.listing()}
     unknown = [i for i in chosen if i not in known]
     if unknown:  # a typo must not look like "forgot 0 record(s)"
-        raise UsageError(
-            f"no record of {', '.join(map(repr, unknown))} on this machine; known: "
-            f"{', '.join(map(repr, sorted(known))) if known else 'none'} (`pulsar-txn state list` shows them)"
-        )
+        raise UsageError(f"no record of {', '.join(map(repr, unknown))} on this machine; {_known(unknown, known)}")
     if this_target:
         chosen.append(env.admin().identity())
     gone = [
@@ -101,3 +98,16 @@ def prune(
     ]
     env.info(f"forgot {len(gone)} record(s)")
     emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, gone, "Forgotten")] if gone else []), env)
+
+
+def _known(unknown: list[str], known: set[str]) -> str:
+    """What is known, in one sentence however many: the closest identities, else a few, and how many."""
+    import difflib
+
+    if not known:
+        return "nothing is remembered"
+    close = [m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=3, cutoff=0.6)]
+    shown = list(dict.fromkeys(close)) or sorted(known)[:3]
+    more = f"of {len(known)} known; " if len(known) > len(shown) else ""
+    more = f" ({more}`pulsar-txn state list` shows them{' all' if more else ''})"
+    return f"{'did you mean' if close else 'known'}: {', '.join(map(repr, shown))}{more}"
