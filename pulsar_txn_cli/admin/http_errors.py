@@ -137,11 +137,11 @@ def endpoint_of(path: str) -> str:
 def _what_to_check(path: str) -> str:
     """The 404 hint that fits the endpoint."""
     if "coordinator" in path.lower():
-        return "check the coordinator id (coordinators-list shows them)"
+        return "check the coordinator id (`pulsar-txn coordinators-list` shows them)"
     if "/transactionMetadata/" in path or "/abortTransaction/" in path:
         return "check the transaction id; a committed or aborted transaction is forgotten by its coordinator"
     if "/pendingAck" in path:
-        return "check the topic and the subscription (subscriptions lists those that use transactions)"
+        return "check the topic and the subscription (`pulsar-txn subscriptions` lists those that use transactions)"
     if "/configuration/" in path:
         return "check the configuration name (dynamic settings only)"
     if "/namespaces/" in path:

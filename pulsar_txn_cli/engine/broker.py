@@ -441,7 +441,7 @@ class Engine:
     def managed_ledger(self, name: str) -> ManagedLedger:
         ml = ManagedLedger.get(self.store, self.clock, name)
         if not ml.exists:
-            raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
+            raise UsageError(f"no managed ledger named {name!r} in the engine; `pulsar-txn engine dump --list` shows them")
         return ml
 
     def tc_log_names(self) -> list[str]:

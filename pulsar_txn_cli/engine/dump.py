@@ -13,7 +13,7 @@ def select(engine, names: list[str] | None, log: str = "all") -> list[str]:
     if names:
         for name in names:
             if name not in known:
-                raise UsageError(f"no managed ledger named {name!r} in the engine; `engine dump --list` shows them")
+                raise UsageError(f"no managed ledger named {name!r} in the engine; `pulsar-txn engine dump --list` shows them")
         return list(names)
     if log == "any":
         return known  # every managed ledger, topics and snapshot topics included
