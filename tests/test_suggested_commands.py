@@ -66,12 +66,21 @@ def _command_names() -> set[str]:
 BARE = re.compile(r"(?<![\w/-])(" + "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True)) + r") --")
 
 
+QUOTED_BARE = re.compile(
+    r"`(" + "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True)) + r")\b[^`]* --[^`]*`"
+)
+
+
 def bare_commands(*texts: str) -> list[str]:
     """Labelled lines (fix:, next:, hint:) that name a command of the tool with flags outside a
-    `pulsar-txn ...` command."""
+    `pulsar-txn ...` command, and any line that quotes one with flags but without `pulsar-txn`
+    (`engine dump --list`; a quoted name alone, `downgrade check`, names the check, not a command to run)."""
     out = []
     for text in texts:
         for line in text.splitlines():
+            if QUOTED_BARE.search(line):
+                out.append(line.strip())
+                continue
             if not re.match(r"^\s*(?:fix|next|hint):", line):
                 continue
             rest = QUOTED.sub("", line)
@@ -214,6 +223,9 @@ def _engine_scenarios(c: Collector, d, tmp_path) -> None:
     c.run("stuck-readers", "-t", TOPIC, *t, expect=0)
     c.run("stuck-readers", "-t", TOPIC, *t, "-o", "json", expect=0)
     c.run("engine", "dump", "--log", "nosuch", *t, expect=2)
+    c.run("engine", "dump", "-m", "nosuch", *t, expect=2)  # "`pulsar-txn engine dump --list` shows them"
+    c.run("coordinator-stats", "-c", "9", *t, expect=4)  # "`pulsar-txn coordinators-list` shows them"
+    c.run("pending-ack-stats", "-t", TOPIC, "-s", "nosuch", *t, expect=4)  # "`pulsar-txn subscriptions` lists ..."
     missing = tmp_path / "typo engine"
     c.run("coordinator-stats", "--engine-dir", missing)  # the error names `engine init`
 

@@ -441,11 +441,15 @@ class Engine:
     def managed_ledger(self, name: str) -> ManagedLedger:
         ml = ManagedLedger.get(self.store, self.clock, name)
         if not ml.exists:
-            raise UsageError(f"no managed ledger named {name!r} in the engine; `pulsar-txn engine dump --list` shows them")
+            raise unknown_managed_ledger(name)
         return ml
 
     def tc_log_names(self) -> list[str]:
         return [tc_log_name(i) for i in range(self.coordinator_count)]
+
+
+def unknown_managed_ledger(name: str) -> UsageError:
+    return UsageError(f"no managed ledger named {name!r} in the engine; `pulsar-txn engine dump --list` shows them")
 
 
 def _stuck(store, fault: dict | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.codec import PENDING_ACK_LOG, TC_LOG, log_of_managed_ledger
 from pulsar_txn_cli.codec.dumps import dump_line, dump_object  # noqa: F401 - dump_object for callers
+from pulsar_txn_cli.engine.broker import unknown_managed_ledger
 from pulsar_txn_cli.errors import UsageError
 
 
@@ -13,7 +14,7 @@ def select(engine, names: list[str] | None, log: str = "all") -> list[str]:
     if names:
         for name in names:
             if name not in known:
-                raise UsageError(f"no managed ledger named {name!r} in the engine; `pulsar-txn engine dump --list` shows them")
+                raise unknown_managed_ledger(name)
         return list(names)
     if log == "any":
         return known  # every managed ledger, topics and snapshot topics included
