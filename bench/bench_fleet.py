@@ -203,6 +203,17 @@ def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout:
     return Run(seconds, usage.ru_maxrss / 1024, code, output, log.since(offset), stderr, cpu)
 
 
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds of a running process so far (Linux's /proc/PID/stat; 0 when unknown)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
 def _wait4(proc: subprocess.Popen, timeout: float):
     """os.wait4 (the child's own peak RSS), bounded: a hung command is killed after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -334,13 +345,20 @@ def transport_cost(url: str, n: int = 500) -> dict:
 
 
 def measure_size(
-    url: str, size: int, log: AccessLog, home: Path, anchor_call: float, out=print, repeat: int = 1
+    url: str,
+    size: int,
+    log: AccessLog,
+    home: Path,
+    anchor_call: float,
+    out=print,
+    repeat: int = 1,
+    broker_pid: int | None = None,
 ) -> list[dict]:
     rows = []
     if PROFILE:
         PROFILE["size"] = size
     for command in commands(home / "checkpoint.json"):
-        trials = [measure_once(url, command, log, home) for _ in range(repeat)]
+        trials = [measure_once(url, command, log, home, broker_pid) for _ in range(repeat)]
         # The median trial by its ratio to its own floor: each trial ran back to back, so the broker's drift between
         # repetitions (its GC, its ledgers' flushes, the other processes here) cancels out of the ratio.
         trial = sorted(trials, key=Trial.of_floor)[len(trials) // 2]
@@ -384,11 +402,17 @@ def measure_size(
             "repeat": repeat,
             # each repetition's ratio to its own floor, in process (the spread a single run hides)
             "ofFloorRuns": sorted(t.of_floor() for t in trials),
+            # the broker's CPU a request (its JVM: broker, bookie and ZooKeeper of the standalone), while the command
+            # ran and while the floor replayed its GETs in process; and the floor's own CPU a request there
+            "brokerCpuMsPerRequest": 1000 * trial.broker_cpu_command / count,
+            "brokerCpuMsPerRequestFloor": 1000 * trial.broker_cpu_floor / gets if gets else 0.0,
+            "floorCpuMsPerRequest": 1000 * trial.floor_cpu / gets if gets else 0.0,
         }
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["ofFloorProcess"] = row["rps"] / row["floorProcessRps"]
         row["ofFloorParsed"] = row["rps"] / row["floorParsedRps"] if row["floorParsedRps"] else 0.0
         row["anchorRatio"] = row["anchorSeconds"] / run.seconds
+        row.update(cpu_budget(row))
         rows.append(row)
         out(
             f"{size:>5} subs  {command.name:<36} {run.seconds:6.2f} s  {count:>5} requests  {row['rps']:6.0f} req/s"
@@ -402,6 +426,13 @@ def measure_size(
             f"      CPU a request (the process, start-up included): {row['cpuMsPerRequest']:.3f} ms; "
             f"the floor as a process {row['floorProcessCpuMsPerRequest']:.3f} ms"
         )
+        if broker_pid is not None:
+            out(
+                f"      the broker's CPU a request: {row['brokerCpuMsPerRequest']:.3f} ms under the command, "
+                f"{row['brokerCpuMsPerRequestFloor']:.3f} ms under the floor (whose own is "
+                f"{row['floorCpuMsPerRequest']:.3f} ms: together {row['floorMachineShare']:.0%} of the {CORES} cores "
+                f"at the floor's rate); at 0.8 of that rate a client may spend {row['budgetMsFor08']:.3f} ms a request"
+            )
         if row["own"]:
             out(f"      by its own count: {row['own']}")
         if row["notRun"]:
@@ -411,6 +442,23 @@ def measure_size(
                 f"      the broker's slowest answer: {row['slowest'][3]} ms for {row['slowest'][0]} {row['slowest'][1]}"
             )
     return rows
+
+
+CORES = os.cpu_count() or 1
+
+
+def cpu_budget(row: dict) -> dict:
+    """What 0.8 of the floor's rate leaves a client, when the machine's CPU is what bounds the rate: at R requests/s
+    the broker takes R x its CPU a request (as measured under the floor) of the cores, the client the rest; and
+    Python's threads run on one core at a time. `floorMachineShare` near 1 says the floor was bound by the CPU, so
+    the budget binds; well below 1 (one connection at a time, say), the bound is loose."""
+    rate = row["floorRps"]
+    if not rate:
+        return {"floorMachineShare": 0.0, "budgetMsFor08": 0.0}
+    broker = row["brokerCpuMsPerRequestFloor"] / 1000
+    share = rate * (broker + row["floorCpuMsPerRequest"] / 1000) / CORES
+    budget = min(CORES / (0.8 * rate) - broker, 1 / (0.8 * rate))
+    return {"floorMachineShare": share, "budgetMsFor08": 1000 * budget}
 
 
 @dataclass(frozen=True)
@@ -424,6 +472,9 @@ class Trial:
     process_differs: int
     process_cpu: float
     parsed_seconds: float  # the floor in process, decoding each answer's JSON
+    broker_cpu_command: float = 0.0  # the broker JVM's CPU seconds while the command ran
+    broker_cpu_floor: float = 0.0  # ... while the floor replayed its GETs in process
+    floor_cpu: float = 0.0  # this process's CPU seconds for that floor
 
     @property
     def gets(self) -> int:
@@ -437,14 +488,20 @@ class Trial:
         return (len(self.run.requests) / self.run.seconds) / (self.gets / self.floor_seconds)
 
 
-def measure_once(url: str, command: Command, log: AccessLog, home: Path) -> Trial:
-    """The command, then the floor of its requests in process, as a process, and in process decoding the answers."""
+def measure_once(url: str, command: Command, log: AccessLog, home: Path, broker_pid: int | None = None) -> Trial:
+    """The command, then the floor of its requests in process, as a process, and in process decoding the answers;
+    the broker's CPU is read around the command and around the first floor."""
     (home / "checkpoint.json").unlink(missing_ok=True)
+    before = process_cpu(broker_pid)
     run = run_command(url, command, log, home)
+    between, own = process_cpu(broker_pid), time.process_time()
     floor_seconds, floor_differs = floor(url, run.requests, command.concurrency)
+    floor_cpu, after = time.process_time() - own, process_cpu(broker_pid)
     process = floor_process(url, run.requests, command.concurrency, home)
     parsed_seconds, _ = floor(url, run.requests, command.concurrency, parse=True)
-    return Trial(run, floor_seconds, floor_differs, *process, parsed_seconds)
+    return Trial(
+        run, floor_seconds, floor_differs, *process, parsed_seconds, between - before, after - between, floor_cpu
+    )
 
 
 def _spread(row: dict) -> str:
@@ -478,7 +535,8 @@ def run(broker, sizes, scratch: Path, out=print, repeat: int = 1) -> dict:
         if anchor_call is None:
             anchor_call = anchor_call_seconds(broker.admin_url, scratch)
             out(f"pulsar-admin transactions pending-ack-internal-stats, one JVM: {anchor_call:.2f} s (median of 3)")
-        rows += measure_size(broker.admin_url, size, log, scratch, anchor_call, out, repeat)
+        pid = broker.proc.pid if getattr(broker, "proc", None) is not None else None
+        rows += measure_size(broker.admin_url, size, log, scratch, anchor_call, out, repeat, pid)
     costs = transport_cost(broker.admin_url)
     out(
         "one request at a time, the same GET: "

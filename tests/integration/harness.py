@@ -150,6 +150,11 @@ BOOKIE_TIMEOUT = "Bookie operation timeout"
 # failed inside the broker ("Handle end txn on subscription failed") with Prometheus' own exception.
 METRICS_LABELS = "Incorrect number of labels"
 
+# Seen once on 4.0.7 in a CI run (docs/real-broker-findings.md): after a topic was reloaded, its transaction buffer's
+# recovery timed out reading the `__transaction_buffer_snapshot` topic (TableView.readLatest), the broker closed the
+# topic and failed every commit on it ("UnknownError"), so a held client's commit timed out.
+BUFFER_RECOVERY_FAILED = "Transaction buffer failed to recover snapshot"
+
 # Every retry the harness makes of Pulsar's own flakiness (a workload rerun, a broker or cluster start
 # retried), with its cause: logged when it happens and counted in the run's summary (conftest.py), so
 # the flakiness is visible instead of absorbed.
@@ -491,9 +496,13 @@ class PulsarBroker:
 
     def bookie_stalled(self) -> str | None:
         """The broker log's first line saying the bookie did not answer in time (BOOKIE_TIMEOUT), or None."""
+        return self.logged(BOOKIE_TIMEOUT)
+
+    def logged(self, needle: str) -> str | None:
+        """The broker log's first line holding needle, or None."""
         try:
             with open(self.log_path, errors="replace") as log:
-                return next((line.strip() for line in log if BOOKIE_TIMEOUT in line), None)
+                return next((line.strip() for line in log if needle in line), None)
         except OSError:
             return None
 

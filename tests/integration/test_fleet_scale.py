@@ -86,6 +86,17 @@ def test_requests_and_time_grow_no_faster_than_the_fleet(measured):
 
 
 @pytest.mark.timeout(300)
+def test_the_brokers_cpu_a_request_was_read_and_bounds_the_budget(measured):
+    """The broker's JVM spent CPU on the command's requests and on the floor's (read from /proc), and the budget a
+    client has at 0.8 of the floor's rate is below what one core allows it (1 / the rate). At the largest size only:
+    /proc counts CPU in 10 ms ticks, and the smallest fleet's floor can finish within a few."""
+    for row in (r for r in measured["rows"] if r["size"] == SIZES[-1]):
+        assert row["brokerCpuMsPerRequest"] > 0 and row["brokerCpuMsPerRequestFloor"] > 0, row
+        assert row["floorCpuMsPerRequest"] > 0, row
+        assert row["budgetMsFor08"] <= 1000 / (0.8 * row["floorRps"]) + 1e-9, row
+
+
+@pytest.mark.timeout(300)
 def test_pulsar_admin_one_jvm_per_call_is_far_slower(measured):
     """The anchor: one pulsar-admin JVM took seconds; the same calls that way take far longer than the command."""
     assert measured["anchorCall"] > 0.2

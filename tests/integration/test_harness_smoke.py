@@ -459,15 +459,16 @@ def _experiment_on_its_own_broker(conf: dict, name: str, tmp_path: Path) -> tupl
     """(broker, observations) of downgrade_experiment on a broker of its own. Run once more on a fresh broker
     when the first one stopped answering writes (BookKeeper's "Bookie operation timeout" in its log: seen in a
     cold CI run, the held workload's acks and commits then time out; a Java-level deadlock of the broker's own,
-    harness.java_deadlock, is one cause): not what the test checks, and it does not end by itself. The retry
-    is reported with its cause (harness.note_retry)."""
+    harness.java_deadlock, is one cause), or closed a topic whose transaction buffer could not recover
+    (harness.BUFFER_RECOVERY_FAILED: its commits then fail): not what the test checks, and it does not end by
+    itself. The retry is reported with its cause (harness.note_retry)."""
     for attempt in (1, 2):
         b = start_broker_or_fail(conf, name=name)
         try:
             tool = Tool(b.admin_url, tmp_path / f"state-{attempt}")
             return b, downgrade_experiment(b, tool, tmp_path / f"downgrade-checkpoint-{attempt}.json")
         except Exception:
-            stalled = b.deadlock() or b.bookie_stalled()
+            stalled = b.deadlock() or b.bookie_stalled() or b.logged(harness.BUFFER_RECOVERY_FAILED)
             harness.release_broker(b)
             if attempt == 2 or stalled is None:
                 raise
