@@ -63,12 +63,9 @@ def _command_names() -> set[str]:
 
 # A command of the tool written with flags but without `pulsar-txn` in front ("reopen the stores with
 # set-txn-tc-batch-log --enable false --reload"): not runnable as printed.
-BARE = re.compile(r"(?<![\w/-])(" + "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True)) + r") --")
-
-
-QUOTED_BARE = re.compile(
-    r"`(" + "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True)) + r")\b[^`]* --[^`]*`"
-)
+NAMES = "|".join(sorted(map(re.escape, _command_names()), key=len, reverse=True))
+BARE = re.compile(rf"(?<![\w/-])({NAMES}) --")
+QUOTED_BARE = re.compile(rf"`({NAMES})\b[^`]* --[^`]*`")
 
 
 def bare_commands(*texts: str) -> list[str]:
