@@ -47,9 +47,15 @@ class Credentials:
     def basic_conf(self) -> dict:
         """A broker that also takes HTTP basic authentication for BASIC_USER (a superuser), checked
         against an htpasswd-style file (Apache MD5, made with openssl)."""
-        self.basic_password = secrets.token_urlsafe(12)
+        # Starting with "-" on purpose: openssl read such a password as an option when it was an argument (a CI run
+        # failed so, one random password in 64); on stdin it is only a password.
+        self.basic_password = "-" + secrets.token_urlsafe(12)
         hashed = subprocess.run(
-            ["openssl", "passwd", "-apr1", self.basic_password], capture_output=True, text=True, check=True
+            ["openssl", "passwd", "-apr1", "-stdin"],
+            input=self.basic_password + "\n",
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         (self.dir / "htpasswd").write_text(f"{BASIC_USER}:{hashed}\n")
         return {
