@@ -67,6 +67,7 @@ BROKER_CONF = {
 
 
 SLOW_MS = 1000  # a request the broker took this long on is printed with the command's figures
+CORES = os.cpu_count() or 1  # the broker and the client share them: what a client may spend at 0.8 of the floor
 
 
 @dataclass(frozen=True)
@@ -442,9 +443,6 @@ def measure_size(
                 f"      the broker's slowest answer: {row['slowest'][3]} ms for {row['slowest'][0]} {row['slowest'][1]}"
             )
     return rows
-
-
-CORES = os.cpu_count() or 1
 
 
 def cpu_budget(row: dict) -> dict:
