@@ -339,10 +339,10 @@ def _stat(log, *, concurrency: int) -> None:
     if data["withoutBatchedLogs"]:
         verdict += f" Every broker runs {data['withoutBatchedLogs']}, which predates PIP-160: no store can batch."
     elif data[log.pip_flag] is not None and (effective.count(None) or effective.count(not data[log.pip_flag])):
+        from pulsar_txn_cli.downgrade.advice import set_command
+
         # A command to paste (env.info carries the target): set the value already configured, and reload.
-        env.info(
-            f"hint: reopen the stores with `pulsar-txn {log.set_command} --enable {_shown(data[log.pip_flag])} --reload`"
-        )
+        env.info(f"hint: reopen the stores with `{set_command(log.key, data[log.pip_flag])}`")
     # -o jsonl: a line per store, each with what the JSON document says about all of them
     shared = {"target": data["target"], "setting": data["setting"], log.pip_flag: data[log.pip_flag]}
     emit(

@@ -17,11 +17,6 @@ class Log:
     store: str  # words for messages
 
     @property
-    def set_command(self) -> str:
-        """The pulsar-txn command that switches this log."""
-        return f"set-txn-{self.kind}-batch-log"
-
-    @property
     def detail_key(self) -> str:
         return "coordinators" if self.kind == "tc" else "subscriptions"
 
