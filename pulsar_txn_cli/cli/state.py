@@ -108,6 +108,8 @@ def _known(unknown: list[str], known: set[str]) -> str:
         return "nothing is remembered"
     close = [m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=3, cutoff=0.6)]
     shown = list(dict.fromkeys(close)) or sorted(known)[:3]
-    more = f"of {len(known)} known; " if len(known) > len(shown) else ""
-    more = f" ({more}`pulsar-txn state list` shows them{' all' if more else ''})"
-    return f"{'did you mean' if close else 'known'}: {', '.join(map(repr, shown))}{more}"
+    if len(known) > len(shown):
+        where = f" (of {len(known)} known; `pulsar-txn state list` shows them all)"
+    else:
+        where = " (`pulsar-txn state list` shows them)"
+    return f"{'did you mean' if close else 'known'}: {', '.join(map(repr, shown))}{where}"
