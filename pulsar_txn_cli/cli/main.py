@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import traceback
 
 from pulsar_txn_cli import notices
@@ -16,6 +17,7 @@ BEFORE_COMMAND = "interrupted (Ctrl-C) before the command began: nothing was don
 
 
 def main(argv: list[str] | None = None) -> None:
+    sys.unraisablehook = _redeliver_swallowed_ctrl_c
     try:
         code = run(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:  # before the command began (while Python loaded the modules)
@@ -75,6 +77,18 @@ def run(argv: list[str]) -> int:
         if previous is not None:
             _release_sigint(previous)
     return code
+
+
+def _redeliver_swallowed_ctrl_c(unraisable) -> None:
+    """A Ctrl-C that lands while Python runs a finalizer or a weakref callback is "ignored" by Python:
+    printed as a traceback and lost, so `--wait` would poll on. Send it to the main thread again, a
+    moment later from a timer thread: raised in this hook, or before it returns, it would be ignored too."""
+    if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+        return sys.__unraisablehook__(unraisable)
+    again = threading.Timer(0.05, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    again.daemon = True
+    again.start()
+    return None
 
 
 def _hold_sigint():
