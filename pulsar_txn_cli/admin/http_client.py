@@ -202,7 +202,9 @@ class RestTransport:
         return max(0.0, when.timestamp() - time.time())
 
     def _transport_failure(self, exc: http_pool.TransportError, method: str, url: str) -> ConnectionFailed:
-        where = f"{self.target.describe()} ({_origin(url)})"
+        where, origin = self.target.describe(), _origin(url)
+        if origin != _origin(self.target.url or ""):  # another broker of the cluster, or one a redirect named
+            where = f"{where} ({origin})"
         text = redact(str(exc)) or type(exc).__name__
         if isinstance(exc, http_pool.ConnectError) and exc.tls:
             msg = (

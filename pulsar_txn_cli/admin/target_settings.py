@@ -145,10 +145,22 @@ def _build(s: dict, source: str) -> Target:
         url = given.rstrip("/")
         if not given.startswith(("http://", "https://")):
             raise UsageError(f"admin URL {given!r} ({source}) must start with http:// or https://")
-        if not urlsplit(given).hostname:
+        parts = urlsplit(given)
+        if not parts.hostname:
             raise UsageError(
                 f"admin URL {given!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
             )
+        if "," in parts.netloc:  # client.conf's multi-host form, which pulsar-txn does not fail over between
+            raise UsageError(
+                f"admin URL {given!r} ({source}) names several hosts; give one broker's web service (any broker "
+                "answers for the whole cluster) or the load balancer in front of them"
+            )
+        try:
+            _ = parts.port  # urllib checks the port only when it is read
+        except ValueError:
+            raise UsageError(
+                f"admin URL {given!r} ({source}) has a port that is not a number from 1 to 65535"
+            ) from None
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
         token, cert, key, basic, oauth = _auth(s, cert, key)
         if bool(cert) != bool(key):

@@ -20,6 +20,35 @@ def test_an_admin_url_without_a_host(cli, url):
     assert result.exit_code == 2 and f"admin URL {url!r} (flags) names no host" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://b1:8080,b2:8080", "names several hosts; give one broker's web service"),
+        ("http://broker:99999", "has a port that is not a number from 1 to 65535"),
+        ("http://broker:web", "has a port that is not a number from 1 to 65535"),
+    ],
+)
+def test_an_admin_url_pulsar_txn_cannot_call_is_a_usage_error(cli, url, said):
+    """Before a request: a multi-host or a bad port was a transport failure (exit 4) quoting urllib."""
+    result = cli(["coordinators-list", "--admin-url", url])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == f"error: admin URL {url!r} (flags) {said}" + (
+        " (any broker answers for the whole cluster) or the load balancer in front of them" if "," in url else ""
+    )
+
+
+def test_a_refused_connection_names_the_url_once(cli):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        result = cli(["coordinators-list", "--admin-url", url])
+    assert result.exit_code == 4, result.stderr
+    assert result.stderr.count(url) == 2, result.stderr  # the target line and the error, once each
+    assert f"error: cannot connect to cluster {url} (" in result.stderr
+
+
 def test_a_file_given_as_the_engine_directory(cli, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("")
