@@ -190,3 +190,42 @@ def test_a_bad_stored_batch_setting_names_itself_and_blocks_only_the_enable(tmp_
             engine.config.set("transactionLogBatchedWriteMaxDelayInMillis", "-1")
     finally:
         engine.close()
+
+
+def test_an_engine_made_with_the_earlier_entries_table_runs_as_before(cli, tmp_path):
+    """Engines made before 2026-11-26 hold `entries` WITHOUT ROWID; the schema's IF NOT EXISTS keeps that
+    table, and every read, write and delete is the same SQL on either kind."""
+    import sqlite3
+
+    edir = tmp_path / "e"
+    assert cli(["engine", "init", "--engine-dir", edir]).exit_code == 0
+    db = sqlite3.connect(edir / "engine.db")
+    db.executescript(
+        """
+        CREATE TABLE old_entries (ledger_id INTEGER NOT NULL, entry_id INTEGER NOT NULL, data BLOB NOT NULL,
+          PRIMARY KEY (ledger_id, entry_id)) WITHOUT ROWID;
+        INSERT INTO old_entries SELECT ledger_id, entry_id, data FROM entries;
+        DROP TABLE entries;
+        ALTER TABLE old_entries RENAME TO entries;
+        """
+    )
+    db.close()
+    for step in (
+        ["set-txn-tc-batch-log", "--enable", "--reload", "--yes"],
+        ["engine", "simulate", "-n", "300"],
+        ["engine", "advance", "5h"],  # ledgers roll over, and those behind every cursor are trimmed
+        ["engine", "simulate", "-n", "300"],
+        ["engine", "advance", "5h"],
+        ["engine", "verify"],
+    ):
+        result = cli([*step, "--engine-dir", edir, "-o", "json"])
+        assert result.exit_code == 0, (step, result.stderr)
+        if step[1] == "advance":
+            assert result.json()["ledgersTrimmed"] > 0  # entries deleted from the old table too
+    db = sqlite3.connect(edir / "engine.db")
+    try:
+        (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'entries'").fetchone()
+        assert "WITHOUT ROWID" in sql  # kept, not rebuilt
+        assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] > 0
+    finally:
+        db.close()
