@@ -17,6 +17,8 @@ Tolerances, and why:
 - new design, plan's steady state vs the real tracker: within 10%. The probe nacks in a tight loop
   while the real clock runs (due = now + delay, and `now` moves a few % of the simulated span
   while adding), so the Java buckets are spread a little wider than the plan's ideal clock.
+- new design under churn: the real peak within 85% to 110% of the simulation's. The real tracker
+  is read only when its timer runs, which the simulation's even samples need not coincide with.
 """
 
 from __future__ import annotations
@@ -172,7 +174,10 @@ def test_old_design_under_churn_keeps_tombstones_and_doubles(measured):
 
 
 def test_new_design_under_churn(measured):
+    """The real tracker's peak is read only when its timer runs, a phase the simulation's 40 even samples need
+    not share (and a late timer on a loaded machine leaves more in it): 16 runs by hand gave 0.90 to 0.99 of
+    the simulation's peak, quiet and three JVMs at once; a CI run, 0.902."""
     rate, delay_ms, span_ms = CHURN
     java = measured["new"][len(WORKLOADS) + 2]["maxBytes"]
     simulated = simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40))["peak"]["afterBytes"]
-    assert simulated == pytest.approx(java, rel=0.10)
+    assert 0.85 * simulated <= java <= 1.10 * simulated, (java, simulated)
