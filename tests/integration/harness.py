@@ -207,15 +207,25 @@ def java_deadlock(pid: int) -> str | None:
 def hold_workload(target, **kw) -> tuple["WorkloadRun", list[dict]]:
     """`target.start_workload(**kw)` until it holds its transactions open: (the run, its lines so far). Run once
     more when a broker of `target` (a PulsarBroker or a cluster) was stopped by a Java-level deadlock, after
-    restarting it (`restart_deadlocked`, a reported retry); any other failure is the test's."""
+    restarting it (`restart_deadlocked`, a reported retry), or when a standalone broker logged the bookie's
+    stall (BOOKIE_TIMEOUT) during the run, as `run_workload` does (seen in a CI run: the bookie answered
+    nothing for 30 s and the held run's commits timed out); any other failure is the test's."""
     for attempt in (1, 2):
+        mark = target.log_mark() if isinstance(target, PulsarBroker) else None
         run = target.start_workload(**kw)
         try:
             return run, run.wait_holding()
         except RuntimeError:
             run.proc.kill()
-            if attempt == 2 or not target.restart_deadlocked():
+            if attempt == 2:
                 raise
+            if target.restart_deadlocked():
+                continue
+            stalled = target.bookie_stalled(since=mark) if mark is not None else None
+            if stalled is None:
+                raise
+            note_retry(f"{target.name}'s held workload run once more", stalled)
+            target.wait_coordinators_ready()
     raise AssertionError("unreachable")
 
 
@@ -494,15 +504,24 @@ class PulsarBroker:
             return "(no broker log)"
         return text[-chars:]
 
-    def bookie_stalled(self) -> str | None:
+    def bookie_stalled(self, since: int = 0) -> str | None:
         """The broker log's first line saying the bookie did not answer in time (BOOKIE_TIMEOUT), or None."""
-        return self.logged(BOOKIE_TIMEOUT)
+        return self.logged(BOOKIE_TIMEOUT, since)
 
-    def logged(self, needle: str) -> str | None:
-        """The broker log's first line holding needle, or None."""
+    def log_mark(self) -> int:
+        """Where the broker log ends now: `logged(needle, since=mark)` reads only what comes after it."""
         try:
-            with open(self.log_path, errors="replace") as log:
-                return next((line.strip() for line in log if needle in line), None)
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def logged(self, needle: str, since: int = 0) -> str | None:
+        """The broker log's first line holding needle (from byte `since` on), or None."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(since)
+                lines = (raw.decode(errors="replace") for raw in log)
+                return next((line.strip() for line in lines if needle in line), None)
         except OSError:
             return None
 

@@ -35,8 +35,7 @@ def held(pulsar_broker):
     """A finished workload plus one holding 2 transactions open (for metadata and slow-transactions)."""
     b = pulsar_broker
     done = b.run_workload(seed=41, txns=6, aborts=2, ops=3, parallel=2, prefix=PREFIX)
-    run = b.start_workload(seed=42, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix=PREFIX)
-    lines = run.wait_holding(timeout=300)
+    run, lines = harness.hold_workload(b, seed=42, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix=PREFIX)
     yield done + lines
     harness.finish_held(b, run, "commit")
 

@@ -33,8 +33,7 @@ def live(pulsar_broker):
     # a transactional ack on every subscription: a real broker answers pendingAckInternalStats with
     # 503 "Pending ack have not init success!" for a subscription that never had one
     b.run_workload(seed=73, txns=0, aborts=0, drain=1, prefix="fx")
-    run = b.start_workload(seed=72, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix="fx")
-    lines = run.wait_holding(timeout=300)
+    run, lines = harness.hold_workload(b, seed=72, txns=4, aborts=1, ops=3, parallel=2, hold=2, prefix="fx")
     held = [(r["most"], r["least"]) for r in lines if r.get("event") == "txn" and r["outcome"] == "open"]
     assert held
     yield held[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 
 import harness
@@ -88,3 +89,45 @@ def test_a_real_jvm_deadlock_is_found_and_named(tmp_path):
         proc.kill()
         proc.wait(10)
     assert harness.java_deadlock(proc.pid) is None  # gone: no report, no exception
+
+
+class _StalledBroker(harness.PulsarBroker):
+    """A stand-in for a standalone broker (no JVM): its log file is real, its workload is a real process
+    that dies before holding, and a bookie stall is appended to the log while the first one runs."""
+
+    def __init__(self, base, stall_during_run: bool):
+        self.name, self.log_path, self.starts = "session", base / "broker.log", 0
+        self.log_path.write_text("2026-11-26T17:29:00 INFO an earlier Bookie operation timeout, before the run\n")
+        self.stall_during_run = stall_during_run
+
+    def start_workload(self, **kw):
+        self.starts += 1
+        if self.starts == 1 and self.stall_during_run:
+            with self.log_path.open("a") as log:
+                log.write("2026-11-26T17:30:47 WARN Error creating ledger: Bookie operation timeout\n")
+        held = '{"event":"holding"}' if self.starts == 2 else '{"event":"done"}'
+        return harness.WorkloadRun([sys.executable, "-c", f"print('{held}')"], cwd=self.log_path.parent)
+
+    def restart_deadlocked(self) -> bool:
+        return False
+
+    def wait_coordinators_ready(self, timeout: float = 120) -> dict:
+        return {}
+
+
+def test_a_held_workload_is_run_once_more_only_for_a_stall_logged_during_it(tmp_path, monkeypatch):
+    import pytest
+
+    monkeypatch.setattr(harness, "RETRIES", [])
+    broker = _StalledBroker(tmp_path, stall_during_run=True)
+    run, lines = harness.hold_workload(broker, hold=2)
+    run.proc.wait(timeout=30)
+    assert broker.starts == 2 and lines == [{"event": "holding"}]
+    assert len(harness.RETRIES) == 1 and "Bookie operation timeout" in harness.RETRIES[0]["cause"]
+    assert "17:30:47" in harness.RETRIES[0]["cause"]  # the line logged during the run, not the earlier one
+    # the only stall line predates the run: that failure is the test's, not the bookie's
+    (tmp_path / "quiet").mkdir()
+    quiet = _StalledBroker(tmp_path / "quiet", stall_during_run=False)
+    with pytest.raises(RuntimeError, match="did not hold"):
+        harness.hold_workload(quiet, hold=2)
+    assert quiet.starts == 1 and len(harness.RETRIES) == 1
