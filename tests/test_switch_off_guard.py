@@ -132,3 +132,44 @@ def test_no_warning_without_open_transactions(cli, tmp_path):
     _batched_with_open(cli, d, open_count=0)
     result = cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--engine-dir", d])
     assert result.exit_code == 0 and "warning:" not in result.stderr, result.stderr
+
+
+def _coordinator_not_ready(cli, directory) -> None:
+    """Coordinator 0 stuck recovering (engine/faults.py), as a real coordinator that never finishes loading."""
+    result = cli(["engine", "simulate", "--engine-dir", directory, "-n", "0", "--fault", "coordinator-not-ready"])
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_coordinator_not_ready_is_named_and_the_reload_reopens_it(cli, tmp_path):
+    """Its stats cannot count what its log holds open: a warning that names it, not an all-clear. The switch then
+    goes through and its --reload reopens every coordinator, the stuck one too (it used to stop on a KeyError
+    after the setting had changed, with nothing reloaded)."""
+    d = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", d, "--coordinators", "2"]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", "--engine-dir", d]).exit_code == 0
+    _coordinator_not_ready(cli, d)
+    result = cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--engine-dir", d, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert "the open transactions of coordinator(s) 0 could not be counted" in result.stderr
+    assert f"`pulsar-txn coordinator-stats --engine-dir {d}` shows them Ready" in result.stderr
+    data = result.json()
+    assert data["stallRisk"]["uncountedCoordinators"] == [0] and data["stallRisk"]["openTransactions"] == 0
+    assert [r["unloaded"] for r in data["reload"]] == [True, True]
+    stats = cli(["coordinator-stats", "--engine-dir", d, "-o", "json"]).json()
+    assert {k: v["state"] for k, v in stats.items()} == {"0": "Ready", "1": "Ready"}
+    assert _tc_batching(cli, d) == "false"
+
+
+def test_open_transactions_elsewhere_still_refuse_with_a_coordinator_not_ready(cli, tmp_path):
+    d = tmp_path / "engine"
+    assert cli(["engine", "init", "--engine-dir", d, "--coordinators", "2"]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", "--engine-dir", d]).exit_code == 0
+    with Engine.open(d) as engine:
+        engine.tc(1).new_transaction(3_600_000, lambda _: None)
+        engine.checkpoint()
+    _coordinator_not_ready(cli, d)
+    result = cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--engine-dir", d])
+    assert result.exit_code == 6, result.stderr
+    assert "coordinator(s) 0 could not be counted" in result.stderr
+    assert "1 transaction(s) are open" in result.stderr and "nothing was changed" in result.stderr
+    assert _tc_batching(cli, d) == "true"

@@ -191,7 +191,9 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         if not yes:
             confirm(f"Enable {log.key} on {target} while those brokers still run?")
     risk = None if enabled else batchlog.switch_off_risk(admin, before, reload)
-    if risk:
+    if risk and risk["uncountedCoordinators"]:
+        _warn_uncounted(env, log, risk)
+    if risk and risk["openTransactions"]:
         _guard_switch_off(env, log, risk, yes=yes, force=force)
     stores = batchlog.stores_of(admin, log, concurrency)
     topics = batchlog.reload_targets(log, stores) if reload else []
@@ -212,7 +214,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
                 "once the broker answers",
                 status=exc.status,
             ) from exc
-        opening = {s["topic"] for s in stores if batchlog.opening(s)}
+        opening = batchlog.still_opening(log, stores)
         if opening:
             env.warn(
                 f"{len(opening)} topic(s) still have a pending-ack store that is not Ready after "
@@ -281,6 +283,22 @@ def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
     raise Refused(
         f"nothing was changed: turning {log.key} off now would pin the {log.store} logs of {target} for good; "
         "avoid it as shown above and run this command again, or add --force to turn it off anyway"
+    )
+
+
+def _warn_uncounted(env, log, risk: dict) -> None:
+    """Coordinators that cannot say how many transactions they hold open: a warning, not a refusal (an idle
+    cluster's coordinators are not loaded until a client connects), with how to be sure."""
+    from pulsar_txn_cli.cli.advice import command
+
+    ids = risk["uncountedCoordinators"]
+    flag = "unknown" if risk["batchIndexDeletion"] is None else "false"
+    env.warn(
+        f"the open transactions of coordinator(s) {', '.join(map(str, ids))} could not be counted (not loaded or "
+        "not Ready; a broker loads a coordinator when a transactional client connects to it): if their logs hold "
+        f"open transactions, turning {log.key} off now pins its {log.store} logs for good once they end, as "
+        f"acknowledgmentAtBatchIndexLevelEnabled is {flag}; to be sure, run this command again once "
+        f"`{command('pulsar-txn coordinator-stats', env)}` shows them Ready"
     )
 
 

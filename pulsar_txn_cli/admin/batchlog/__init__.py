@@ -23,6 +23,7 @@ from pulsar_txn_cli.admin.batchlog.changes import (
     reload_targets,
     set_batch_log,
     settle,
+    still_opening,
 )
 from pulsar_txn_cli.admin.batchlog.config import cannot_batch, configured_setting, without_batched_logs
 from pulsar_txn_cli.admin.batchlog.judgement import judge
@@ -55,6 +56,7 @@ __all__ = [
     "reload_targets",
     "set_batch_log",
     "settle",
+    "still_opening",
     "store_key",
     "stores_of",
     "subscription_stores",

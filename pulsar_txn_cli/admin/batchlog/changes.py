@@ -147,6 +147,14 @@ def settle(admin, log: Log, stores: list[dict], timeout: float | None = None, sl
             stores[i] = {**s, **{k: fresh.get(k) for k in ("state", "recoverStartTime", "recoverEndTime")}}
 
 
+def still_opening(log: Log, stores: list[dict]) -> set[str]:
+    """The topics not to unload: their pending-ack store is still replaying after `settle`. Never a
+    coordinator's: one that does not finish recovering is what an unload clears (docs/doctor.md)."""
+    if log is TC:
+        return set()
+    return {s["topic"] for s in stores if opening(s)}
+
+
 def reload_stores(admin, topics: list[str]) -> list[dict]:
     """Unload each topic; failures are reported per topic, not raised."""
     results = []

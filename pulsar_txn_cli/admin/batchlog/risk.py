@@ -21,13 +21,17 @@ def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
     the log's cursor stays pinned for good. Nothing to fear when no store can batch, when nothing
     changes now or at a later reopen (already off, no --reload), with no open transaction, or with
     batch-index acknowledgements on in every broker.
-    Returns {"openTransactions": n, "transactions": [[most, least], ...] (the first few),
-    "batchIndexDeletion": False|None (unknown), "brokers": [{"broker", "batchIndexDeletion"}]}."""
+    A coordinator that is not loaded, or not Ready, cannot say how many transactions its log holds
+    open: it is named in "uncountedCoordinators" (and the caller warns; it refuses only on a count).
+    Returns {"openTransactions": n, "uncountedCoordinators": [id, ...], "transactions": [[most, least], ...]
+    (the first few), "batchIndexDeletion": False|None (unknown), "brokers": [{"broker", "batchIndexDeletion"}]}."""
     if cannot_batch(setting) or (setting["configured"] is False and setting["dynamic"] is False and not reload):
         return None
-    stats, _ = admin.coordinator_stats_each()
-    count = sum(int((s or {}).get("ongoingTxnSize") or 0) for s in stats.values())
-    if not count:
+    stats, errors = admin.coordinator_stats_each()
+    ready = {k: s for k, s in stats.items() if (s or {}).get("state") == "Ready"}
+    count = sum(int(s.get("ongoingTxnSize") or 0) for s in ready.values())
+    uncounted = sorted({int(k) for k in errors} | {int(k) for k in stats if k not in ready})
+    if not count and not uncounted:
         return None
     brokers = _batch_index_flags(admin)
     flags = [b["batchIndexDeletion"] for b in brokers]
@@ -36,7 +40,8 @@ def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
         return None
     return {
         "openTransactions": count,
-        "transactions": _open_ids(admin)[:SHOWN_TRANSACTIONS],
+        "uncountedCoordinators": uncounted,
+        "transactions": _open_ids(admin)[:SHOWN_TRANSACTIONS] if count else [],
         "batchIndexDeletion": deletion,
         "brokers": brokers,
     }
