@@ -12,6 +12,7 @@ CAUSE_NOT_RECORDED = "not-recorded"
 CAUSE_NOT_ROLLED = "ledger-not-rolled"
 CAUSE_TRIM_PENDING = "trim-pending"
 CAUSE_OPEN_TXN = "open-transaction"
+CAUSE_OVERDUE = "overdue-transaction"
 CAUSE_BATCH_INDEX = "batch-index-deletion"
 CAUSE_OPEN_ACROSS = "open-across-switch"
 CAUSE_CURSOR_STUCK = "cursor-not-moving"
@@ -66,6 +67,8 @@ def diagnose(
         return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
     if log.ongoing_txns and _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
         return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
+    if log.ongoing_txns and log.overdue_txns:
+        return CAUSE_OVERDUE, OVERDUE_ADVICE
     if log.ongoing_txns:
         advice = (
             "let the open transactions commit, abort or time out; list them with "
@@ -163,6 +166,15 @@ OPEN_ACROSS_ADVICE = (
 )
 
 
+OVERDUE_ADVICE = (
+    "abort them (the fixes below): their coordinator did not end them at their own timeout, so waiting does not "
+    "help (apache/pulsar#19200 left such transactions open on brokers before 2.11.1; a client killed mid-commit "
+    "left one on a real 2.11.0 cluster, docs/real-broker-findings.md). Brokers before 3.2 have no abort endpoint "
+    "(PIP-325): there, the coordinator's reload (the unload in the fixes) or a restart of the client that owns "
+    "them ends them"
+)
+
+
 def stall_fixes(engine: bool) -> list[str]:
     """What removes the stall: batch-index deletion on, then the coordinators reopened with it."""
     if engine:
@@ -189,6 +201,9 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         "batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when they end, the cursor stays pinned "
         "for good (the batch-index deletion stall), which only an operator can prevent or clear",
         CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
+        CAUSE_OVERDUE: f"{len(log.overdue_txns)} transaction(s) open long past their own timeout "
+        f"({', '.join(log.overdue_txns[:3])}{' …' if len(log.overdue_txns) > 3 else ''}) keep the cursor at "
+        f"{log.mark_delete} (last confirmed {log.last_confirmed}); they may never end by themselves",
     }.get(cause, cause)
 
 

@@ -62,7 +62,8 @@ def gather(
     counter = counter or Counter()
     counter.add()
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
-    taken_at = iso_seconds(admin.now_ms())  # on the target's clock, as the times its stores report
+    now_ms = admin.now_ms()
+    taken_at = iso_seconds(now_ms)  # on the target's clock, as the times its stores report
     identity = admin.identity()  # what the records are keyed by; without it nothing can be compared
     problems: list[str] = []
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade")
@@ -98,7 +99,7 @@ def gather(
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
         tc_futures = [
-            pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter)), i) for i in range(tc_count)
+            pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter, now_ms)), i) for i in range(tc_count)
         ]
         sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
@@ -217,7 +218,9 @@ def _broker(admin, url: str, at: str | None, versions: bool, counter: Counter) -
     return BrokerObservation(url, runtime, version, error)
 
 
-def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) -> tuple[LogObservation, dict]:
+def _coordinator(
+    admin, tc_id: int, all_stats: dict | None, counter: Counter, now_ms: int
+) -> tuple[LogObservation, dict]:
     """The TC log and the coordinator's stats (state, open time, open transactions)."""
     data, error = _attempt(counter, admin.coordinator_internal_stats, tc_id)
     log = _log(COORDINATOR, data, error, "transactionLogStats", TC_CURSOR, coordinator_id=tc_id)
@@ -230,22 +233,35 @@ def _coordinator(admin, tc_id: int, all_stats: dict | None, counter: Counter) ->
     stats = stats if isinstance(stats, dict) else {}
     ongoing = stats.get("ongoingTxnSize")
     if isinstance(ongoing, int) and ongoing > 0 and not log.error:
-        log = replace(log, oldest_open_ms=_oldest_open(admin, tc_id, counter))
+        oldest, overdue = _open_transactions(admin, tc_id, counter, now_ms)
+        log = replace(log, oldest_open_ms=oldest, overdue_txns=overdue)
     return log, stats
 
 
-def _oldest_open(admin, tc_id: int, counter: Counter) -> int | None:
-    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over EVERY_OPEN);
-    None when it cannot be told: the verdict then does not rest on it."""
+# An open transaction this long past its own timeout was not ended by its coordinator's timeout, and may never
+# be (apache/pulsar#19200; seen on a real 2.11.0 cluster, docs/real-broker-findings.md). The margin covers the
+# skew between this machine's clock and the broker's, and a timeout abort still in flight.
+OVERDUE_MARGIN_MS = 120_000
+
+
+def _open_transactions(admin, tc_id: int, counter: Counter, now_ms: int) -> tuple[int | None, tuple[str, ...]]:
+    """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over EVERY_OPEN),
+    and the ids of those long past their own timeout; (None, ()) when it cannot be told: the verdict then does
+    not rest on them."""
     data, error = _attempt(counter, admin.slow_transactions, EVERY_OPEN, tc_id)
     if error or not isinstance(data, dict):
-        return None
-    stamps = [
-        meta.get("openTimestamp")
-        for meta in data.values()
-        if isinstance(meta, dict) and isinstance(meta.get("openTimestamp"), int)
-    ]
-    return min(stamps) if stamps else None
+        return None, ()
+    metas = [m for m in data.values() if isinstance(m, dict) and _millis(m.get("openTimestamp")) is not None]
+    overdue = tuple(
+        str(m.get("txnId"))
+        for m in metas
+        if _millis(m.get("timeoutAt")) is not None and now_ms - m["openTimestamp"] > m["timeoutAt"] + OVERDUE_MARGIN_MS
+    )
+    return (min(m["openTimestamp"] for m in metas) if metas else None), overdue
+
+
+def _millis(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:

@@ -42,6 +42,7 @@ class LogObservation:
     store_state: str | None = None  # the store's state ("Ready"; "Initializing" while it opens; None: not loaded)
     opened_ms: int | None = None  # when the store last (re)opened: its recoverStartTime
     oldest_open_ms: int | None = None  # a coordinator's oldest open transaction's openTimestamp (None: none or unknown)
+    overdue_txns: tuple[str, ...] = ()  # a coordinator's open transactions long past their own timeout ("(1,5)")
     current_created_ms: int | None = None  # when its current ledger was created (lastLedgerCreatedTimestamp)
 
     @property

@@ -13,6 +13,7 @@ from pulsar_txn_cli.downgrade.advice import (
     CAUSE_BATCH_INDEX,
     CAUSE_ERROR,
     CAUSE_OPEN_ACROSS,
+    CAUSE_OVERDUE,
     CAUSE_INCONSISTENT,
     CAUSE_MISSING,
     CAUSE_NOT_RECORDED,
@@ -26,6 +27,7 @@ from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
+from pulsar_txn_cli.doctor.transactions import abort_fix
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.output.units import iso_ms
@@ -137,6 +139,7 @@ def downgrade_verdict(
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
     engine = obs.key.startswith("engine ")
     _stalls(coordinators, findings, batch_index, engine=engine)
+    _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
     _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
     for item in missing:
@@ -193,6 +196,20 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
             )
     if stalled:
         _stall_fixes_first(findings, engine)
+
+
+SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
+
+
+def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
+    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts."""
+    for item in items:
+        if item.cause != CAUSE_OVERDUE:
+            continue
+        findings.blocked.append(f"{item.observation.label}: {item.reason}")
+        for txn_id in item.observation.overdue_txns[:SHOWN_OVERDUE]:
+            for command in abort_fix(txn_id, versions):
+                findings.fix(command)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:

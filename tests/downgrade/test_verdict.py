@@ -252,6 +252,28 @@ def test_cause_open_transaction():
     assert "2 open transaction(s)" in item.reason
 
 
+def test_transactions_long_past_their_timeout_are_blocked_with_their_aborts():
+    """Their coordinator did not end them at their timeout (seen on a real 2.11.0 cluster after a client was
+    killed mid-commit): waiting does not help, so BLOCKED, with the abort of each, and --wait stops there."""
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=2, overdue_txns=("(0,7)",))
+    result = v.downgrade_verdict(obs([log], brokers=[broker(version="4.0.7")]), checkpoint({0: 4}))
+    item = result.coordinators[0]
+    assert item.cause == advice.CAUSE_OVERDUE and "(0,7)" in item.reason and "never end" in item.reason
+    assert (
+        result.verdict == v.BLOCKED
+        and "coordinator 0: oldest ledger 4 <= last batched ledger 4: 1 transaction(s) open long past"
+        in result.problems[0]
+    )
+    assert result.fixes == ["pulsar-txn abort-transaction -m 0 -l 7 --yes"]
+    # A broker without the abort endpoint (before 3.2): the coordinator's reload ends them.
+    old = v.downgrade_verdict(obs([log], brokers=[broker(version="2.11.0")]), checkpoint({0: 4}))
+    assert old.fixes == [
+        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-0"
+    ]
+    # Open, but within their timeout: they may still end, so WAIT as before.
+    assert _cause(replace(log, overdue_txns=())).cause == advice.CAUSE_OPEN_TXN
+
+
 def test_the_batch_index_stall_is_blocked_with_its_fixes():
     """No open transaction, batch-index deletion off, the cursor pinned in the batched ledger: nothing
     but an operator clears it (issue #21), so BLOCKED, and --wait stops there."""
