@@ -222,6 +222,7 @@ def _engine_scenarios(c: Collector, d, tmp_path) -> None:
     c.run("engine", "dump", "--log", "nosuch", *t, expect=2)
     c.run("engine", "dump", "-m", "nosuch", *t, expect=2)  # "`pulsar-txn engine dump --list` shows them"
     c.run("coordinator-stats", "-c", "9", *t, expect=4)  # "`pulsar-txn coordinators-list` shows them"
+    c.run("slow-transactions", "-c", "9", *t, expect=4)  # the same (it said "check the URL")
     c.run("pending-ack-stats", "-t", TOPIC, "-s", "nosuch", *t, expect=4)  # "`pulsar-txn subscriptions` lists ..."
     missing = tmp_path / "typo engine"
     c.run("coordinator-stats", "--engine-dir", missing)  # the error names `engine init`

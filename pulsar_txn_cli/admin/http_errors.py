@@ -81,8 +81,9 @@ def http_failure(status: int, method: str, path: str, where: str, body=None) -> 
         msg = f"{what}: transactions are not enabled (503){said}; set transactionCoordinatorEnabled=true in broker.conf and restart the brokers"
     elif status == 503 and "pending ack" in lowered and "init" in lowered:
         msg = (
-            f"{what}: the subscription has no pending-ack store yet (503){said}; a broker opens it at the "
-            "subscription's first transactional acknowledgement after the topic loads"
+            f"{what}: the subscription's pending-ack store is not open yet (503){said}; a broker opens a store "
+            "that exists when its topic loads, which can take a few seconds, and a new one at the subscription's "
+            "first transactional acknowledgement; check again shortly"
         )
     elif status in (502, 503, 504):
         msg = f"{what} failed: the broker is unavailable ({status}){said}; check that the brokers are up and the topic is loaded"
@@ -136,7 +137,7 @@ def endpoint_of(path: str) -> str:
 
 def _what_to_check(path: str) -> str:
     """The 404 hint that fits the endpoint."""
-    if "coordinator" in path.lower():
+    if "coordinator" in path.lower() or "/slowTransactions/" in path:  # its 404: no such coordinatorId
         return "check the coordinator id (`pulsar-txn coordinators-list` shows them)"
     if "/transactionMetadata/" in path or "/abortTransaction/" in path:
         return "check the transaction id; a committed or aborted transaction is forgotten by its coordinator"

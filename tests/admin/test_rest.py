@@ -189,6 +189,16 @@ def test_http_errors_become_sentences(status, reason, expected):
     assert TOKEN not in message
 
 
+def test_a_slow_transactions_404_points_to_the_coordinator_id():
+    """Its 404 means no coordinator of that id; it used to say "check the URL", even on an engine."""
+    reason = "Transaction coordinator not found! coordinator id : 9"
+    with ScriptedServer(always((404, {}, {"reason": reason}))) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, retries=0).slow_transactions(1000, 9)
+    assert "check the coordinator id (`pulsar-txn coordinators-list` shows them)" in str(info.value)
+    assert "check the URL" not in str(info.value)
+
+
 def tls_server_context(cert, key):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -245,7 +255,7 @@ def test_pending_ack_not_initialised_is_explained():
         "cluster http://broker:8080",
         '{"reason":"org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: Pending ack have not init success!"}',
     )
-    assert "no pending-ack store yet" in str(error) and error.status == 503
+    assert "pending-ack store is not open yet" in str(error) and error.status == 503
 
 
 def test_basic_authentication_is_sent_and_never_shown(cli):
