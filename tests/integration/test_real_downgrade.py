@@ -13,6 +13,7 @@ The steps run in order on one cluster (module scope); each test needs the one be
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -59,6 +60,8 @@ def roll(cluster, version: str) -> float:
 
 PRODUCED = {"dg": 0}  # messages the "dg" workloads produced that a reader must see: plain ones and committed ones
 TOPICS = {"prefix": "dg"}  # the workloads' topics; fresh ones if a workload had to begin again
+ABANDONED: list[str] = []  # the topics a workload that began again left: their subscriptions still hold logs
+DRAINS_REFUSED: list[str] = []  # drains of those topics that met the killed client's acknowledgements
 SNAPSHOT_STALL = "Transaction buffer take snapshot fail!"
 
 
@@ -88,6 +91,7 @@ def begin_again(cluster, exc: Exception) -> None:
     stall = next((deadlock for _, deadlock in cluster.deadlocks()), None)
     if stall is None and SNAPSHOT_STALL in logs:
         stall = harness._first_line_with(logs, SNAPSHOT_STALL)
+    ABANDONED.append(TOPICS["prefix"])
     TOPICS["prefix"] = f"dg{len(harness.RETRIES) + 1}"
     harness.note_retry(
         f"real downgrade: brokers restarted and the count begun again on the '{TOPICS['prefix']}' topics",
@@ -95,7 +99,37 @@ def begin_again(cluster, exc: Exception) -> None:
     )
     roll(cluster, NEW)
     cluster.wait_coordinators_ready()
+    end_what_the_killed_client_left(cluster)
     PRODUCED["dg"] = 0
+
+
+def end_what_the_killed_client_left(cluster) -> None:
+    """Abort every transaction still open, as their owner would after a restart. Seen by hand: one the killed
+    client left stayed open on 2.11.0 long past its timeout, reloads of its coordinator included, and held the
+    TC log for good (`open-transaction`). Its id is one of each coordinator's ids above its low-water mark (no
+    listing is needed: slowTransactions can fail while the topics it touched are not loaded); an id that has
+    ended is refused, which is harmless."""
+    ids = []
+    for tc, stats in cluster.coordinator_stats().items():
+        low, high = int(stats.get("lowWaterMark", -1)), int(stats.get("leastSigBits", -1))
+        ids += [f"{tc}:{n}" for n in range(max(low + 1, 0), high + 1)][-500:]
+    if not ids:
+        return
+    lines = cluster.run_workload(abort=",".join(ids), timeout=300)
+    aborted = [r["txnId"] for r in lines if r.get("event") == "abort" and not r["error"]]
+    OBSERVED.setdefault("abortedAfterRetry", []).extend(aborted)
+
+
+def drain_abandoned(cluster, seed: int) -> None:
+    """A cluster's consumers keep acknowledging; those of the topics a retry left must too, or their pending-ack
+    logs never trim (a pending-ack log trims when its store appends): seen by hand after a retry, WAIT for 300 s
+    on three of them. Until the killed client's transaction times out, the drain meets its acknowledgement
+    (TransactionConflictException: "in pending ack status") and tries again the next round."""
+    for prefix in ABANDONED:
+        try:
+            cluster.run_workload(seed=seed, txns=0, aborts=0, drain=1, prefix=prefix, timeout=120)
+        except RuntimeError as exc:
+            DRAINS_REFUSED.append(harness._first_line_with(exc, "Exception")[:300])
 
 
 def broker_versions(cluster) -> list[str]:
@@ -108,6 +142,33 @@ def broker_versions(cluster) -> list[str]:
 def readable(cluster, name: str) -> int:
     """Messages a new non-transactional subscription reads on the workload's topics."""
     return cluster.run_workload(count=name, prefix=TOPICS["prefix"])[-1]["received"]
+
+
+ROUNDS: list[dict] = []  # each check of the wait for SAFE: when, the verdict, the causes of what was held
+
+
+def round_seen(verdict: dict, seconds: float) -> dict:
+    items = [i for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]
+    causes: dict[str, int] = {}
+    for item in items:
+        causes[item["cause"]] = causes.get(item["cause"], 0) + 1
+    return {"seconds": round(seconds, 1), "verdict": verdict["verdict"], "held": causes}
+
+
+def held(verdict: dict | None) -> str:
+    """What a failed wait shows: the verdict, its problems and every held item in full (pytest would cut a
+    dict to one line; a string it prints whole)."""
+    if not verdict:
+        return "no verdict"
+    items = [i for i in verdict["coordinators"] + verdict["subscriptions"] if not i["clear"]]
+    shown = {
+        "verdict": verdict["verdict"],
+        "problems": verdict["problems"],
+        "rounds": ROUNDS,
+        "drainsRefused": DRAINS_REFUSED,
+        "held": items,
+    }
+    return json.dumps(shown, indent=1)
 
 
 def coordinator_states(cluster) -> dict[str, str]:
@@ -210,11 +271,15 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
     for log in LOGS:
         tool.run(f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes")
     cluster.wait_coordinators_ready()
+    # SAFE came after 4 to 6 rounds (39 to 77 s) in every run by hand; one CI run still held two coordinators
+    # after 300 s, its causes unrecorded: a failure now shows every round's causes and each held item in full.
     t0, rounds, verdict = time.monotonic(), 0, None
-    while time.monotonic() - t0 < 300:
+    while time.monotonic() - t0 < 480:
         rounds += 1
         produce(cluster, seed=100 + rounds, txns=12, aborts=2, ops=3, parallel=4)
+        drain_abandoned(cluster, seed=100 + rounds)
         verdict = tool.json("downgrade", "check", expect=(0, 5, 6))
+        ROUNDS.append(round_seen(verdict, time.monotonic() - t0))
         if verdict["verdict"] == "SAFE":
             break
         # The tool's advice for held logs: roll the current ledgers (reopening the stores does).
@@ -222,7 +287,8 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
             tool.run(f"set-txn-{log}-batch-log", "--disable", "--reload", "--yes")
         cluster.wait_coordinators_ready()
     OBSERVED["rollsUntilSafe"], OBSERVED["secondsUntilSafe"] = rounds, round(time.monotonic() - t0, 1)
-    assert verdict and verdict["verdict"] == "SAFE", verdict
+    OBSERVED["rounds"], OBSERVED["drainsRefused"] = ROUNDS, DRAINS_REFUSED
+    assert verdict and verdict["verdict"] == "SAFE", held(verdict)
     readable_before = readable(cluster, "before-rollback")
     OBSERVED["rollbackSeconds"] = round(roll(cluster, OLD), 1)
     cluster.wait_coordinators_ready()

@@ -246,10 +246,16 @@ def settled_upgrade_check(broker, tmp_path_factory, timeout: float = 60):
         assert result.exit_code in (0, 5), result.stderr
         verdict = result.json()
         seen.append(verdict["problems"])
-        opening = verdict["problems"] and all("still opening" in p for p in verdict["problems"])
+        opening = verdict["problems"] and all(opening_store(p) for p in verdict["problems"])
         if not opening or time.monotonic() > deadline:
             return result, verdict, seen
         time.sleep(1)
+
+
+def opening_store(problem: str) -> bool:
+    """A store that is opening: replaying its log ("still opening"), or a pending-ack store its reloaded topic
+    has not opened yet (503 "Pending ack have not init success!", seen once in CI on 4.0.0)."""
+    return "still opening" in problem or "pending-ack store is not open yet" in problem
 
 
 def test_downgrade_check(broker, tmp_path_factory):

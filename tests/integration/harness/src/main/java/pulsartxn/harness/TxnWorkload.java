@@ -89,6 +89,29 @@ public final class TxnWorkload {
             System.exit(0);
         }
 
+        if (a.containsKey("abort")) {
+            // --abort M:L,M:L: end transactions a killed client left open, as their owner would after a
+            // restart (brokers before 3.2 have no abort endpoint, PIP-325). One JSON line per transaction.
+            try (PulsarClient client = clientBuilder(a).serviceUrl(serviceUrl).enableTransaction(true)
+                    .operationTimeout(60, TimeUnit.SECONDS).build()) {
+                org.apache.pulsar.client.impl.transaction.TransactionCoordinatorClientImpl tc =
+                        ((org.apache.pulsar.client.impl.PulsarClientImpl) client).getTcClient();
+                for (String id : a.get("abort").split(",")) {
+                    String[] parts = id.split(":");
+                    String error = "";
+                    try {
+                        tc.abortAsync(new TxnID(Long.parseLong(parts[0]), Long.parseLong(parts[1])))
+                                .get(60, TimeUnit.SECONDS);
+                    } catch (Exception e) {
+                        error = String.valueOf(e.getMessage()).replace("\\", "/").replace("\"", "'");
+                    }
+                    System.out.println("{\"event\":\"abort\",\"txnId\":\"" + id + "\",\"error\":\"" + error + "\"}");
+                }
+                System.out.println("{\"event\":\"done\",\"abort\":true}");
+            }
+            System.exit(0);
+        }
+
         if (a.containsKey("fleet")) {
             fleet(a, serviceUrl, adminUrl, Integer.parseInt(a.get("fleet")), prefix, txnTimeoutSec);
             System.exit(0);
