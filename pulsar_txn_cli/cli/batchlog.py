@@ -264,7 +264,7 @@ def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
 
     target = env.admin().target.describe()
     n = risk["openTransactions"]
-    flag = "unknown" if risk["batchIndexDeletion"] is None else "false"
+    flag = _batch_index_flag(risk)
     env.warn(
         f"turning {log.key} off on {target} now would pin its {log.store} logs for good: {n} transaction(s) "
         f"are open and acknowledgmentAtBatchIndexLevelEnabled is {flag}, so once the stores reopen "
@@ -286,13 +286,17 @@ def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
     )
 
 
+def _batch_index_flag(risk: dict) -> str:
+    return "unknown" if risk["batchIndexDeletion"] is None else "false"
+
+
 def _warn_uncounted(env, log, risk: dict) -> None:
     """Coordinators that cannot say how many transactions they hold open: a warning, not a refusal (an idle
     cluster's coordinators are not loaded until a client connects), with how to be sure."""
     from pulsar_txn_cli.cli.advice import command
 
     ids = risk["uncountedCoordinators"]
-    flag = "unknown" if risk["batchIndexDeletion"] is None else "false"
+    flag = _batch_index_flag(risk)
     env.warn(
         f"the open transactions of coordinator(s) {', '.join(map(str, ids))} could not be counted (not loaded or "
         "not Ready; a broker loads a coordinator when a transactional client connects to it): if their logs hold "

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import EVERY_OPEN
+from pulsar_txn_cli.doctor.transactions import age_ms, timeout_ms
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -251,17 +252,13 @@ def _open_transactions(admin, tc_id: int, counter: Counter, now_ms: int) -> tupl
     data, error = _attempt(counter, admin.slow_transactions, EVERY_OPEN, tc_id)
     if error or not isinstance(data, dict):
         return None, ()
-    metas = [m for m in data.values() if isinstance(m, dict) and _millis(m.get("openTimestamp")) is not None]
+    metas = [m for m in data.values() if isinstance(m, dict) and age_ms(m, now_ms) is not None]
     overdue = tuple(
         str(m.get("txnId"))
         for m in metas
-        if _millis(m.get("timeoutAt")) is not None and now_ms - m["openTimestamp"] > m["timeoutAt"] + OVERDUE_MARGIN_MS
+        if timeout_ms(m) is not None and age_ms(m, now_ms) > timeout_ms(m) + OVERDUE_MARGIN_MS
     )
     return (min(m["openTimestamp"] for m in metas) if metas else None), overdue
-
-
-def _millis(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:
