@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -514,6 +515,40 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
         assert tc0["cause"] in ("batch-index-deletion", "open-across-switch"), tc0["reason"]
         assert "acknowledgmentAtBatchIndexLevelEnabled=true" in tc0["advice"]
         assert int(tc0["markDeletePosition"].split(":")[0]) <= tc0["lastBatchedLedgerId"]
+
+
+def test_the_stalls_remedy_then_the_overdue_aborts_as_printed(cli, tmp_path):
+    """The stall's fixes bring its transactions back open, two hours old with a one-hour timeout: BLOCKED again,
+    now `overdue-transaction` with their aborts (they were WAIT, and --wait polled them for good), and those
+    aborts, run as printed, leave WAIT."""
+    d = tmp_path / "engine"
+    assert cli(["engine", "init", "--coordinators", "1", "--engine-dir", d]).exit_code == 0
+    assert cli(["engine", "simulate", "-n", "40", "--engine-dir", d]).exit_code == 0
+    for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert cli([command, "--enable", "--reload", "--yes", "--engine-dir", d]).exit_code == 0
+    opened: list[int] = []
+    with Engine.open(d) as engine:
+        for _ in range(3):
+            engine.tc(0).new_transaction(3_600_000, opened.append)
+        engine.checkpoint()
+    for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert cli([command, "--disable", "--reload", "--yes", "--force", "--engine-dir", d]).exit_code == 0
+    assert cli(["engine", "advance", "2h", "--engine-dir", d]).exit_code == 0
+    causes, fixes = [], []
+    for _ in range(3):
+        result = cli(["downgrade", "check", "-o", "json", "--engine-dir", d])
+        doc = result.json()
+        causes.append([i["cause"] for i in doc["coordinators"]])
+        if doc["verdict"] != "BLOCKED":
+            break
+        assert result.exit_code == 6 and doc["fixes"], doc
+        fixes.append(doc["fixes"])
+        for fix in doc["fixes"]:
+            argv = shlex.split(fix)
+            assert argv[0] == "pulsar-txn" and cli(argv[1:]).exit_code == 0, fix
+    assert causes == [["batch-index-deletion"], ["overdue-transaction"], [None]], causes
+    assert fixes[1] == [f"pulsar-txn abort-transaction -m 0 -l {n} --yes --engine-dir {d}" for n in opened]
+    assert (result.exit_code, doc["verdict"]) == (5, "WAIT"), doc
 
 
 # -- --wait ----------------------------------------------------------------------------------------
