@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import EVERY_OPEN
-from pulsar_txn_cli.doctor.transactions import age_ms, timeout_ms
+from pulsar_txn_cli.doctor.transactions import age_ms, past_timeout
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -253,11 +253,7 @@ def _open_transactions(admin, tc_id: int, counter: Counter, now_ms: int) -> tupl
     if error or not isinstance(data, dict):
         return None, ()
     metas = [m for m in data.values() if isinstance(m, dict) and age_ms(m, now_ms) is not None]
-    overdue = tuple(
-        str(m.get("txnId"))
-        for m in metas
-        if timeout_ms(m) is not None and age_ms(m, now_ms) > timeout_ms(m) + OVERDUE_MARGIN_MS
-    )
+    overdue = tuple(str(m.get("txnId")) for m in metas if past_timeout(m, now_ms - OVERDUE_MARGIN_MS))
     return (min(m["openTimestamp"] for m in metas) if metas else None), overdue
 
 
