@@ -1,22 +1,23 @@
-"""Keep-alive HTTP/1.1 connections over the standard library's http.client, and one raw exchange.
+"""Keep-alive HTTP/1.1 connections over plain sockets, and one raw exchange.
 
-Why not httpx: a GET cost 0.59 ms of CPU through httpx against 0.15 ms through http.client
-(`python -m bench fleet`, issue #24 §1), and a fleet-wide command is bound by its own CPU.
+Why not http.client: at fleet scale a command is bound by its own CPU a request, and http.client spent about 0.1 ms
+of it on a GET (its header parsing goes through the email package), three times what this module does. The answers
+it reads are the admin API's: a status line, headers, and a body framed by Content-Length, chunks, or the close.
+(`python -m bench fleet`, issue #24 §1; httpx cost 0.59 ms.)
 
-- One pool per transport, idle connections kept per origin (scheme, host, port); the CLI calls
-  it from a thread pool (--concurrency), so each exchange takes an idle connection or opens one
-  and gives it back only after the whole body was read.
-- An idle connection the server closed (or that has unread bytes) is dropped before use; one that
-  fails anyway is replaced once, transparently, when resending is safe: the request broke while
-  being sent (the server had closed the connection), or it is idempotent.
+- One pool per transport, idle connections kept per origin (scheme, host, port); the CLI calls it from a thread
+  pool (--concurrency), so each exchange takes an idle connection or opens one and gives it back only after the
+  whole body was read.
+- An idle connection the server closed (or that has unread bytes) is dropped before use; one that fails anyway is
+  replaced once, transparently, when resending is safe: the request broke while being sent (the server had closed
+  the connection), or it is idempotent.
 - Failures are one of the classes below, so the caller can choose retries and sentences by kind.
 """
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import select
+import socket
 import ssl
 import threading
 from urllib.parse import quote, urlsplit
@@ -24,6 +25,9 @@ from urllib.parse import quote, urlsplit
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 MAX_IDLE = 64  # per origin; more than any --concurrency the CLI allows by default
 PATH_SAFE = "/:@!$&'()*+,;=%~"  # what a path may hold unescaped (an escape stays as it is)
+MAX_HEAD = 64 * 1024  # a status line and headers longer than this are not an admin API's answer
+CHUNK = 64 * 1024
+WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # an empty one is still announced (Content-Length: 0)
 
 
 class TransportError(Exception):
@@ -54,13 +58,20 @@ class ReadError(TransportError):
     """The connection broke or the answer was not HTTP while it was being read."""
 
 
+class Headers(dict):
+    """An answer's headers, names lower-cased; get() ignores case. A repeated header keeps its first value."""
+
+    def get(self, name: str, default=None):
+        return super().get(name.lower(), default)
+
+
 class Response:
     __slots__ = ("status", "reason", "headers", "content")
 
-    def __init__(self, status: int, reason: str, headers, content: bytes):
+    def __init__(self, status: int, reason: str, headers: Headers, content: bytes):
         self.status = status
         self.reason = reason
-        self.headers = headers  # http.client.HTTPMessage: get() ignores case
+        self.headers = headers
         self.content = content
 
 
@@ -90,16 +101,17 @@ class ConnectionPool:
         target = quote(parts.path or "/", safe=PATH_SAFE)
         if parts.query:
             target += "?" + quote(parts.query, safe=PATH_SAFE + "?")
+        message = _message(method, target, _host_header(origin), headers, body)
         connection, reused = self._take(origin)
         try:
-            return self._exchange(origin, connection, method, target, body, headers)
+            return self._exchange(origin, connection, method, message)
         except (WriteError, ReadError) as exc:
             if not reused or not (isinstance(exc, WriteError) or method in IDEMPOTENT):
                 raise
         # The kept-alive connection had been closed by the server: once more on a fresh one.
-        return self._exchange(origin, self._open(origin), method, target, body, headers)
+        return self._exchange(origin, self._open(origin), method, message)
 
-    def _take(self, origin) -> tuple[http.client.HTTPConnection, bool]:
+    def _take(self, origin) -> tuple[Connection, bool]:
         while True:
             with self._lock:
                 idle = self._idle.get(origin)
@@ -120,53 +132,202 @@ class ConnectionPool:
                 return
         connection.close()
 
-    def _open(self, origin) -> http.client.HTTPConnection:
+    def _open(self, origin) -> Connection:
         scheme, host, port = origin
-        if scheme == "https":
-            context = self.ssl_context or ssl.create_default_context()
-            connection = http.client.HTTPSConnection(host, port, timeout=self.timeout, context=context)
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=self.timeout)
         try:
-            connection.connect()
-        except (ssl.SSLError, ssl.CertificateError) as exc:
-            connection.close()
-            raise ConnectError(str(exc), tls=True) from None
+            sock = socket.create_connection((host, port), timeout=self.timeout)
         except TimeoutError as exc:
-            connection.close()
             raise ConnectTimeout(str(exc) or "timed out") from None
         except OSError as exc:
-            connection.close()
             raise ConnectError(str(exc)) from None
-        return connection
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request is one write; never wait for an ACK
+        if scheme == "https":
+            context = self.ssl_context or ssl.create_default_context()
+            try:
+                sock = context.wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, ssl.CertificateError) as exc:
+                sock.close()
+                raise ConnectError(str(exc), tls=True) from None
+            except TimeoutError as exc:
+                sock.close()
+                raise ConnectTimeout(str(exc) or "timed out") from None
+            except OSError as exc:
+                sock.close()
+                raise ConnectError(str(exc)) from None
+        return Connection(sock)
 
-    def _exchange(self, origin, connection, method, target, body, headers) -> Response:
+    def _exchange(self, origin, connection: Connection, method: str, message: bytes) -> Response:
         with _closed_on_failure(connection, WriteError):
-            connection.request(method, target, body=body, headers=headers)
+            connection.sock.sendall(message)
         with _closed_on_failure(connection, ReadError):
-            answer = connection.getresponse()
-            content = answer.read()
+            response = connection.read_response(method)
         self._give_back(origin, connection)
-        return Response(answer.status, answer.reason, answer.headers, content)
+        return response
 
 
-@contextlib.contextmanager
-def _closed_on_failure(connection, failure: type[TransportError]):
+class Connection:
+    """One socket, and the bytes read past the end of the last answer (none, on a well-behaved server)."""
+
+    __slots__ = ("sock", "_buffer")
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._buffer = bytearray()
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    @property
+    def buffered(self) -> bool:
+        return bool(self._buffer) or (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending() > 0)
+
+    def read_response(self, method: str) -> Response:
+        """The next whole answer; an informational one (1xx) is skipped. Closes the socket when the answer says so."""
+        while True:
+            version, status, reason, headers = self._head()
+            if not 100 <= status < 200:
+                break
+        keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+        if method == "HEAD" or status in (204, 304):
+            content = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            content = self._chunked()
+        elif (length := headers.get("content-length")) is not None:
+            content = self._exactly(_length(length))
+        else:  # framed by the close
+            content, keep = self._until_close(), False
+        if not keep:
+            self.close()
+        return Response(status, reason, headers, content)
+
+    def _head(self) -> tuple[str, int, str, Headers]:
+        end = self._fill_to(b"\r\n\r\n", MAX_HEAD)
+        lines = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
+        del self._buffer[: end + 4]
+        version, _, rest = lines[0].partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
+            raise ReadError(f"the answer is not HTTP: {lines[0][:80]!r}")
+        headers = Headers()
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise ReadError(f"a header line is not 'name: value': {line[:80]!r}")
+            headers.setdefault(name.strip().lower(), value.strip())
+        return version, int(code), reason, headers
+
+    def _fill_to(self, mark: bytes, limit: int) -> int:
+        """Read until `mark` is in the buffer; its index."""
+        start = 0
+        while (index := self._buffer.find(mark, start)) < 0 and len(self._buffer) <= limit:
+            start = max(0, len(self._buffer) - len(mark) + 1)
+            self._receive("the server closed the connection before it answered")
+        if not 0 <= index <= limit:
+            raise ReadError(f"no end of line within {limit} bytes")
+        return index
+
+    def _receive(self, eof_message: str) -> None:
+        data = self.sock.recv(CHUNK)
+        if not data:
+            raise ReadError(eof_message)
+        self._buffer += data
+
+    def _exactly(self, length: int) -> bytes:
+        while len(self._buffer) < length:
+            self._receive(f"the answer ended after {len(self._buffer)} of its {length} bytes")
+        content = bytes(self._buffer[:length])
+        del self._buffer[:length]
+        return content
+
+    def _chunked(self) -> bytes:
+        parts = []
+        while True:
+            end = self._fill_to(b"\r\n", MAX_HEAD)
+            size = _length(bytes(self._buffer[:end]).split(b";")[0].strip(), base=16)
+            del self._buffer[: end + 2]
+            if size == 0:
+                break
+            parts.append(self._exactly(size))
+            if self._exactly(2) != b"\r\n":
+                raise ReadError("a chunk of the answer did not end with CRLF")
+        while (end := self._fill_to(b"\r\n", MAX_HEAD)) > 0:  # trailers, up to the empty line
+            del self._buffer[: end + 2]
+        del self._buffer[:2]
+        return b"".join(parts)
+
+    def _until_close(self) -> bytes:
+        while data := self.sock.recv(CHUNK):
+            self._buffer += data
+        content = bytes(self._buffer)
+        self._buffer.clear()
+        return content
+
+
+class _closed_on_failure:
     """Sending or reading: a timeout is a ReadTimeout, any other failure `failure`; the connection is closed."""
+
+    __slots__ = ("connection", "failure")
+
+    def __init__(self, connection: Connection, failure: type[TransportError]):
+        self.connection, self.failure = connection, failure
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is None:
+            return False
+        if issubclass(kind, TimeoutError):
+            self.connection.close()
+            raise ReadTimeout(str(exc) or "timed out") from None
+        if issubclass(kind, TransportError):
+            self.connection.close()
+            raise self.failure(str(exc)) from None
+        if issubclass(kind, OSError):
+            self.connection.close()
+            raise self.failure(str(exc) or kind.__name__) from None
+        return False
+
+
+def _message(method: str, target: str, host: str, headers: dict, body: bytes | None) -> bytes:
+    """The request's bytes: one write. A header value that would split the message is refused."""
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    for name, value in headers.items():
+        value = str(value)
+        if "\r" in value or "\n" in value:
+            raise TransportError(f"the {name} header holds a line break")
+        lines.append(f"{name}: {value}")
+    if body is not None or method in WITH_BODY:
+        lines.append(f"Content-Length: {len(body or b'')}")
     try:
-        yield
-    except TimeoutError as exc:
-        connection.close()
-        raise ReadTimeout(str(exc) or "timed out") from None
-    except (OSError, http.client.HTTPException) as exc:
-        connection.close()
-        raise failure(str(exc) or type(exc).__name__) from None
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    except UnicodeEncodeError:
+        raise TransportError("a header holds characters HTTP cannot carry (not Latin-1)") from None
+    return head + body if body else head
+
+
+def _host_header(origin) -> str:
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host  # an IPv6 literal
+    return host if port == (443 if scheme == "https" else 80) else f"{host}:{port}"
+
+
+def _length(text, base: int = 10) -> int:
+    try:
+        value = int(text, base)
+    except ValueError:
+        raise ReadError(f"the answer's length is not a number: {text[:40]!r}") from None
+    if value < 0:
+        raise ReadError(f"the answer's length is negative: {value}")
+    return value
 
 
 def _usable(connection) -> bool:
     """An idle connection is usable when nothing is waiting on it: readable means closed or garbage."""
     sock = connection.sock
-    if sock is None:
+    if sock is None or connection.buffered:
         return False
     try:
         readable, _, _ = select.select([sock], [], [], 0)
