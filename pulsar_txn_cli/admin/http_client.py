@@ -1,4 +1,4 @@
-"""The REST transport: Pulsar's admin API over http_pool (the standard library's http.client).
+"""The REST transport: Pulsar's admin API over http_pool (keep-alive HTTP/1.1 over plain sockets).
 
 - Redirects are followed by hand: Pulsar answers 307 to the broker that owns a topic, and
   generic clients drop `Authorization` when the host changes. The header is kept, the hop count

@@ -16,6 +16,8 @@ it reads are the admin API's: a status line, headers, and a body framed by Conte
 
 from __future__ import annotations
 
+import functools
+import re
 import select
 import socket
 import ssl
@@ -92,17 +94,12 @@ class ConnectionPool:
     def request(self, method: str, url: str, body: bytes | None, headers: dict) -> Response:
         """One exchange, the whole body read; a stale kept-alive connection is replaced when that is safe."""
         parts = urlsplit(url)
-        try:
-            origin = (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-        except ValueError as exc:  # a port that is not a number, as a redirect may carry
-            raise TransportError(f"invalid URL: {exc}") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise TransportError(f"invalid URL: {url}")
-        target = quote(parts.path or "/", safe=PATH_SAFE)
+        origin, host = _origin(parts.scheme, parts.netloc)
+        target = _quoted(parts.path or "/", PATH_SAFE)
         if parts.query:
-            target += "?" + quote(parts.query, safe=PATH_SAFE + "?")
-        message = _message(method, target, _host_header(origin), headers, body)
-        connection, reused = self._take(origin)
+            target += "?" + _quoted(parts.query, PATH_SAFE + "?")
+        message = _message(method, target, host, headers, body)
+        connection, reused = self._take(origin, probe=method not in IDEMPOTENT)
         try:
             return self._exchange(origin, connection, method, message)
         except (WriteError, ReadError) as exc:
@@ -111,14 +108,17 @@ class ConnectionPool:
         # The kept-alive connection had been closed by the server: once more on a fresh one.
         return self._exchange(origin, self._open(origin), method, message)
 
-    def _take(self, origin) -> tuple[Connection, bool]:
+    def _take(self, origin, probe: bool) -> tuple[Connection, bool]:
+        """An idle connection (reused=True) or a new one. With `probe`, an idle one is first asked whether the server
+        closed it, a system call that under --concurrency threads costs a turn at the GIL; without, a closed one
+        fails on use and is replaced (request()), which only a request safe to send twice may risk."""
         while True:
             with self._lock:
                 idle = self._idle.get(origin)
                 connection = idle.pop() if idle else None
             if connection is None:
                 return self._open(origin), False
-            if _usable(connection):
+            if not connection.buffered and (not probe or _usable(connection)):
                 return connection, True
             connection.close()
 
@@ -308,10 +308,28 @@ def _message(method: str, target: str, host: str, headers: dict, body: bytes | N
     return head + body if body else head
 
 
-def _host_header(origin) -> str:
-    scheme, host, port = origin
-    host = f"[{host}]" if ":" in host else host  # an IPv6 literal
-    return host if port == (443 if scheme == "https" else 80) else f"{host}:{port}"
+@functools.lru_cache(maxsize=64)
+def _origin(scheme: str, netloc: str) -> tuple[tuple, str]:
+    """(scheme, host, port) and the Host header of a URL's origin; a command talks to a handful, parsed once."""
+    parts = urlsplit(f"{scheme}://{netloc}")
+    try:
+        default = 443 if scheme == "https" else 80
+        origin = (scheme, parts.hostname, parts.port or default)
+    except ValueError as exc:  # a port that is not a number, as a redirect may carry
+        raise TransportError(f"invalid URL: {exc}") from None
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise TransportError(f"invalid URL: {scheme}://{netloc}")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # an IPv6 literal
+    return origin, host if origin[2] == default else f"{host}:{origin[2]}"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-~/:@!$&'()*+,;=%?]*")  # unreserved, PATH_SAFE, and the query's "?"
+
+
+def _quoted(text: str, safe: str) -> str:
+    """`text` with what a request line may not hold escaped; the tool's own paths are escaped already. (A path
+    holds no "?": urlsplit ends it there.)"""
+    return text if _PLAIN.fullmatch(text) else quote(text, safe=safe)
 
 
 def _length(text, base: int = 10) -> int:
@@ -327,7 +345,7 @@ def _length(text, base: int = 10) -> int:
 def _usable(connection) -> bool:
     """An idle connection is usable when nothing is waiting on it: readable means closed or garbage."""
     sock = connection.sock
-    if sock is None or connection.buffered:
+    if sock is None:
         return False
     try:
         readable, _, _ = select.select([sock], [], [], 0)
