@@ -297,10 +297,11 @@ def anchor_call_seconds(url: str, scratch: Path, repeat: int = 3) -> float:
 # --------------------------------------------------------------------------- what a request costs the tool
 
 
-def transport_cost(url: str, n: int = 500) -> dict:
+def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
     """CPU and wall ms per request, one request at a time, of the same GET (a partition's txnBufferStats) through
     stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (its http_pool and the tool's layer):
-    where a command's time goes besides the broker's."""
+    where a command's time goes besides the broker's. The ways take turns, `rounds` rounds of n / rounds requests
+    each, and each figure is the median of its rounds: a broker that slows down in between weighs on every way."""
     import http.client
 
     import httpx
@@ -324,17 +325,24 @@ def transport_cost(url: str, n: int = 500) -> dict:
         "httpx.Client": lambda: client.get(url + path).json(),
         "PulsarAdmin": lambda: admin.transaction_buffer_stats(topic),
     }
-    costs = {}
+    each = max(1, n // rounds)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
     try:
-        for name, call in ways.items():
+        for call in ways.values():
             call()  # the connection opened, untimed
-            wall, cpu = time.perf_counter(), time.process_time()
-            for _ in range(n):
-                call()
-            costs[name] = {
-                "wallMs": 1000 * (time.perf_counter() - wall) / n,
-                "cpuMs": 1000 * (time.process_time() - cpu) / n,
+        for _ in range(rounds):
+            for name, call in ways.items():
+                wall, cpu = time.perf_counter(), time.process_time()
+                for _ in range(each):
+                    call()
+                samples[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+        costs = {
+            name: {
+                "wallMs": 1000 * statistics.median(w for w, _ in got) / each,
+                "cpuMs": 1000 * statistics.median(c for _, c in got) / each,
             }
+            for name, got in samples.items()
+        }
     finally:
         stdlib.close()
         client.close()
