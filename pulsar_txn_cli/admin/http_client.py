@@ -222,6 +222,11 @@ class RestTransport:
                 f"{method} {path} on {where} got no answer within {self.target.request_timeout:g}s; {hint}",
                 no_answer=True,
             )
+        elif isinstance(exc, http_pool.NotHttp):
+            msg = (
+                f"{where} answered {method} {urlsplit(url).path} in something that is not HTTP ({text}); check that "
+                "the URL names the broker's web service port (e.g. http://broker:8080), not another protocol's"
+            )
         elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:
@@ -239,6 +244,8 @@ def _retriable_error(exc: http_pool.TransportError, method: str) -> bool:
     if isinstance(exc, http_pool.ConnectTimeout):
         return True
     # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
+    if isinstance(exc, http_pool.NotHttp):
+        return False  # another protocol's port answers the same way every time
     return method in IDEMPOTENT and isinstance(exc, http_pool.ReadError)
 
 

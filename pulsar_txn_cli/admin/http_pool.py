@@ -60,6 +60,10 @@ class ReadError(TransportError):
     """The connection broke or the answer was not HTTP while it was being read."""
 
 
+class NotHttp(ReadError):
+    """The other end answered, but not in HTTP: the port of another protocol, most likely."""
+
+
 class Headers(dict):
     """An answer's headers, names lower-cased; get() ignores case. A repeated header keeps its first value."""
 
@@ -203,13 +207,19 @@ class Connection:
         return Response(status, reason, headers, content)
 
     def _head(self) -> tuple[str, int, str, Headers]:
+        while len(self._buffer) < 5:  # enough to tell another protocol at once, before it waits or closes
+            self._receive("the server closed the connection before it answered")
+        if not self._buffer.startswith(b"HTTP/"):
+            if self._buffer[0] in (0x15, 0x16) and self._buffer[1] == 0x03:  # a TLS record: alert or handshake
+                raise NotHttp("it answered in TLS: the URL wants https://")
+            raise NotHttp(f"it began {bytes(self._buffer[:24])!r}")
         end = self._fill_to(b"\r\n\r\n", MAX_HEAD)
         lines = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
         del self._buffer[: end + 4]
         version, _, rest = lines[0].partition(" ")
         code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
-            raise ReadError(f"the answer is not HTTP: {lines[0][:80]!r}")
+        if len(code) != 3 or not code.isdigit():
+            raise ReadError(f"a status line without a status: {lines[0][:80]!r}")
         headers = Headers()
         for line in lines[1:]:
             name, colon, value = line.partition(":")
@@ -284,7 +294,7 @@ class _closed_on_failure:
             raise ReadTimeout(str(exc) or "timed out") from None
         if issubclass(kind, TransportError):
             self.connection.close()
-            raise self.failure(str(exc)) from None
+            return False  # already the class it is
         if issubclass(kind, OSError):
             self.connection.close()
             raise self.failure(str(exc) or kind.__name__) from None

@@ -131,7 +131,6 @@ def test_bytes_left_after_an_answer_keep_its_connection_out_of_the_pool():
 @pytest.mark.parametrize(
     "answer",
     [
-        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
         b"HTTP/1.1 2xx OK\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n",
@@ -140,7 +139,7 @@ def test_bytes_left_after_an_answer_keep_its_connection_out_of_the_pool():
         b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * (http_pool.MAX_HEAD + 10) + b"\r\n\r\n",
         b"" + RawServer.CLOSE,
     ],
-    ids=["not-http", "bad-status", "bad-header", "bad-length", "truncated", "bad-chunk", "huge-head", "no-answer"],
+    ids=["bad-status", "bad-header", "bad-length", "truncated", "bad-chunk", "huge-head", "no-answer"],
 )
 def test_a_broken_answer_is_one_sentence_and_its_connection_closed(answer):
     with RawServer(answer) as server:
@@ -172,3 +171,25 @@ def test_headers_are_read_whatever_their_case():
     with RawServer(answer, ok(b'["public"]')) as server:
         assert admin_at(server).tenants() == ["public"]
     assert server.requests[1][1].startswith(b"GET /admin/v2/tenants?x=1 HTTP/1.1")
+
+
+@pytest.mark.parametrize(
+    "answer", [b"SSH-2.0-OpenSSH_9.6\r\n" + RawServer.CLOSE, b"\x00\x00\x00\x05\x08\x12"], ids=["ssh", "binary"]
+)
+def test_another_protocols_port_is_named_at_once_and_not_retried(answer):
+    """A URL with the wrong port (an SSH server's, a binary protocol's that waits for more) is one sentence that
+    says so, at the first bytes, without waiting for the timeout and without the retries a dropped connection gets."""
+    with RawServer(answer) as server:
+        with pytest.raises(ConnectionFailed) as info:
+            rest_admin(server.url, retries=3, timeout=30.0).tenants()
+    message = str(info.value)
+    assert "answered GET /admin/v2/tenants in something that is not HTTP (it began b'" in message
+    assert "the broker's web service port (e.g. http://broker:8080)" in message
+    assert len(server.requests) == 1
+
+
+def test_a_tls_port_asked_in_plain_http_says_the_url_wants_https():
+    with RawServer(b"\x15\x03\x03\x00\x02\x02\x46" + RawServer.CLOSE) as server:
+        with pytest.raises(ConnectionFailed, match=r"not HTTP \(it answered in TLS: the URL wants https://\)"):
+            rest_admin(server.url, retries=3).tenants()
+    assert len(server.requests) == 1
