@@ -1,16 +1,18 @@
 """Keep-alive HTTP/1.1 connections over plain sockets, and one raw exchange.
 
-Why not http.client: at fleet scale a command is bound by its own CPU a request, and http.client spent about 0.1 ms
-of it on a GET (its header parsing goes through the email package), three times what this module does. The answers
-it reads are the admin API's: a status line, headers, and a body framed by Content-Length, chunks, or the close.
-(`python -m bench fleet`, issue #24 §1; httpx cost 0.59 ms.)
+Why not http.client: at fleet scale a command is bound by its own CPU a request. One GET to a real broker cost
+0.073 ms of CPU through http.client (with json.loads; it parses headers through the email package) and 0.053 ms
+through the tool's whole admin layer on this module (`python -m bench fleet`, issue #24 §1; httpx: 0.31 ms). The
+answers it reads are the admin API's: a status line, headers, and a body framed by Content-Length, chunks, or the
+close.
 
 - One pool per transport, idle connections kept per origin (scheme, host, port); the CLI calls it from a thread
   pool (--concurrency), so each exchange takes an idle connection or opens one and gives it back only after the
   whole body was read.
-- An idle connection the server closed (or that has unread bytes) is dropped before use; one that fails anyway is
-  replaced once, transparently, when resending is safe: the request broke while being sent (the server had closed
-  the connection), or it is idempotent.
+- An idle connection with unread bytes is dropped. One the server closed is found before a request that is not
+  safe to send twice (a probe costs each thread a turn at the GIL); otherwise, and whenever a kept-alive connection
+  fails anyway, the request is sent once more on a fresh one if that is safe: it broke while being sent (the server
+  had closed the connection), or it is idempotent.
 - Failures are one of the classes below, so the caller can choose retries and sentences by kind.
 """
 
@@ -113,9 +115,7 @@ class ConnectionPool:
         return self._exchange(origin, self._open(origin), method, message)
 
     def _take(self, origin, probe: bool) -> tuple[Connection, bool]:
-        """An idle connection (reused=True) or a new one. With `probe`, an idle one is first asked whether the server
-        closed it, a system call that under --concurrency threads costs a turn at the GIL; without, a closed one
-        fails on use and is replaced (request()), which only a request safe to send twice may risk."""
+        """An idle connection (reused=True) or a new one; with `probe`, an idle one the server closed is skipped."""
         while True:
             with self._lock:
                 idle = self._idle.get(origin)
@@ -276,7 +276,8 @@ class Connection:
 
 
 class _closed_on_failure:
-    """Sending or reading: a timeout is a ReadTimeout, any other failure `failure`; the connection is closed."""
+    """Sending or reading: a timeout is a ReadTimeout, a socket's failure `failure`, a broken answer the class it was
+    raised as; the connection is closed."""
 
     __slots__ = ("connection", "failure")
 
