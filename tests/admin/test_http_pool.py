@@ -94,21 +94,18 @@ def test_a_chunked_answer_with_extensions_and_trailers_is_read_and_the_connectio
     assert [number for number, _ in server.requests] == [1, 1]
 
 
-def test_an_answer_framed_by_the_close_is_read_whole_and_its_connection_not_reused():
-    with RawServer(b'HTTP/1.1 200 OK\r\n\r\n["public"]' + RawServer.CLOSE) as server:
-        admin = admin_at(server)
-        assert admin.tenants() == ["public"]
-        assert admin.tenants() == ["public"]
-    assert [number for number, _ in server.requests] == [1, 2]
-
-
 @pytest.mark.parametrize(
-    "answer",
-    [ok(b'["public"]', "Connection: close"), ok(b'["public"]').replace(b"HTTP/1.1", b"HTTP/1.0", 1)],
-    ids=["connection-close", "http-1.0"],
+    "answers",
+    [
+        (b'HTTP/1.1 200 OK\r\n\r\n["public"]' + RawServer.CLOSE,),
+        (ok(b'["public"]', "Connection: close"),),
+        (ok(b'["public"]').replace(b"HTTP/1.1", b"HTTP/1.0", 1),),
+        (ok(b'["public"]') + b"garbage", ok(b'["public"]')),
+    ],
+    ids=["framed-by-the-close", "connection-close", "http-1.0", "bytes-left-after-it"],
 )
-def test_an_answer_that_ends_the_connection_is_not_reused(answer):
-    with RawServer(answer) as server:
+def test_an_answer_that_ends_its_connection_is_read_whole_and_the_next_goes_on_a_new_one(answers):
+    with RawServer(*answers) as server:
         admin = admin_at(server)
         assert admin.tenants() == ["public"]
         assert admin.tenants() == ["public"]
@@ -118,14 +115,6 @@ def test_an_answer_that_ends_the_connection_is_not_reused(answer):
 def test_an_informational_answer_before_the_real_one_is_skipped():
     with RawServer(b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b'["public"]')) as server:
         assert admin_at(server).tenants() == ["public"]
-
-
-def test_bytes_left_after_an_answer_keep_its_connection_out_of_the_pool():
-    with RawServer(ok(b'["public"]') + b"garbage", ok(b'["public"]')) as server:
-        admin = admin_at(server)
-        assert admin.tenants() == ["public"]
-        assert admin.tenants() == ["public"]
-    assert [number for number, _ in server.requests] == [1, 2]
 
 
 @pytest.mark.parametrize(
