@@ -13,7 +13,7 @@ import typer
 from pulsar_txn_cli.admin.calls import BY_NAME, COMMANDS, TXN_COLUMNS, AdminCall
 from pulsar_txn_cli.cli.common import command, confirm, declared
 from pulsar_txn_cli.cli.env import current
-from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError, UsageError
 from pulsar_txn_cli.names import TxnID
 from pulsar_txn_cli.output.units import parse_duration_ms
 
@@ -28,7 +28,8 @@ def plain(call: AdminCall):
     """The body of a call that is one request: invoke it and show the answer as declared."""
 
     def body(**values) -> None:
-        data = current().admin().invoke(call, **values)
+        admin = current().admin()
+        data = _for_coordinator(admin, values.get("coordinator_id"), lambda: admin.invoke(call, **values))
         if call.log_stats:
             _emit_log_stats(data, call.log_stats)
             return
@@ -73,7 +74,8 @@ def coordinator_stats(coordinator_id: int | None) -> None:
         for tc_id, reason in missing.items():
             env.warn(f"coordinator {tc_id} is left out: {reason}")
     else:
-        data = env.admin().coordinator_stats(coordinator_id)
+        admin = env.admin()
+        data = _for_coordinator(admin, coordinator_id, lambda: admin.coordinator_stats(coordinator_id))
     rows = (
         [{"coordinatorId": coordinator_id, **data}]
         if coordinator_id is not None
@@ -86,6 +88,27 @@ def coordinator_stats(coordinator_id: int | None) -> None:
         rows=_timed(rows, call.times),
         records=rows if coordinator_id is None else None,
     )
+
+
+def _for_coordinator(admin, coordinator_id: int | None, request):
+    """request(); its 404 for a coordinator id the target does not have names the ids it has."""
+    try:
+        return request()
+    except ConnectionFailed as exc:
+        if exc.status != 404 or coordinator_id is None:
+            raise
+        try:
+            count = admin.tc_partitions()
+        except PulsarTxnError:
+            raise exc from None
+        if count < 1 or 0 <= coordinator_id < count:
+            raise
+        ids = "its only coordinator is 0" if count == 1 else f"its {count} coordinators are 0 to {count - 1}"
+        raise ConnectionFailed(
+            f"{admin.target.describe()} has no coordinator {coordinator_id}: {ids} "
+            "(`pulsar-txn coordinators-list` shows them)",
+            status=404,
+        ) from None
 
 
 def transaction_metadata(txn_id: str | None, most: int | None, least: int | None) -> None:
@@ -108,8 +131,9 @@ def abort_transaction(txn_id: str | None, most: int | None, least: int | None, y
 
 
 def slow_transactions(time: str, coordinator_id: int | None) -> None:
-    env = current()
-    data = env.admin().slow_transactions(parse_duration_ms(time), coordinator_id) or {}
+    admin = current().admin()
+    call = lambda: admin.slow_transactions(parse_duration_ms(time), coordinator_id)  # noqa: E731
+    data = _for_coordinator(admin, coordinator_id, call) or {}
     from pulsar_txn_cli.natural import natural_key
 
     rows = [_txn_row(v) for _, v in sorted(data.items(), key=lambda kv: natural_key(kv[0]))]

@@ -69,3 +69,24 @@ def test_html_into_a_directory_is_refused_before_the_work(cli, tmp_path):
     result = cli(["analyze", sample, "--html", tmp_path, "--engine", "local"])
     assert result.exit_code == 2 and f"--html {tmp_path} is a directory" in result.stderr
     assert "engine: local" not in result.stderr  # refused before the work started
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["coordinator-stats", "-c", "9"],
+        ["slow-transactions", "-c", "9"],
+        ["coordinator-internal-stats", "-c", "9"],
+        ["coordinator-internal-stats", "-c", "-1"],
+    ],
+)
+def test_a_coordinator_id_the_target_does_not_have_names_the_ids_it_has(cli, tmp_path, args):
+    """A 404 for a coordinator id out of range says which ids there are (an engine has 4), with the command that
+    lists them; an id in range keeps Pulsar's own answer."""
+    assert cli(["engine", "init", "--engine-dir", tmp_path / "e"]).exit_code == 0
+    result = cli([*args, "--engine-dir", tmp_path / "e"])
+    assert result.exit_code == 4, result.stderr
+    wrong = args[-1]
+    said = f"has no coordinator {wrong}: its 4 coordinators are 0 to 3 (`pulsar-txn coordinators-list --engine-dir"
+    assert said in result.stderr and "` shows them)" in result.stderr
+    assert cli(["coordinator-stats", "-c", "3", "--engine-dir", tmp_path / "e"]).exit_code == 0
