@@ -8,7 +8,7 @@ URL; the broker's own request log counts their requests, which a bare asyncio cl
 and one `pulsar-admin` JVM is timed (the anchor). `bench/bench_fleet.py` measures; `python -m bench fleet` prints
 the same figures (docs/figures.md). Only what is robust on a shared 2-core machine is asserted: nothing failed,
 every subscription seen by every command, requests and time growing no faster than the fleet, and the tool's admin
-layer costing no more CPU a request than the standard library's bare HTTP client (measured in the same run).
+layer costing at most 1.1 times the CPU a request of the standard library's bare HTTP client (the same run).
 """
 
 from __future__ import annotations
@@ -110,6 +110,6 @@ def test_the_tools_admin_layer_costs_no_more_cpu_a_request_than_the_standard_lib
     """Issue #24 §1's gap to the floor is the client's CPU a request. The tool's whole admin layer (its own HTTP/1.1,
     retries, errors, the JSON decoded) against one GET through the standard library's http.client and json.loads:
     the same request, one at a time, in one process, the ways taking turns. Within 10%; when the tool ran on
-    http.client it cost 1.4 times as much (docs/figures.md)."""
+    http.client it cost 1.4 to 1.5 times as much (docs/figures.md)."""
     costs = measured["transport"]
     assert costs["PulsarAdmin"]["cpuMs"] <= 1.1 * costs["http.client"]["cpuMs"], costs
