@@ -132,8 +132,8 @@ def abort_transaction(txn_id: str | None, most: int | None, least: int | None, y
 
 def slow_transactions(time: str, coordinator_id: int | None) -> None:
     admin = current().admin()
-    call = lambda: admin.slow_transactions(parse_duration_ms(time), coordinator_id)  # noqa: E731
-    data = _for_coordinator(admin, coordinator_id, call) or {}
+    timeout_ms = parse_duration_ms(time)
+    data = _for_coordinator(admin, coordinator_id, lambda: admin.slow_transactions(timeout_ms, coordinator_id)) or {}
     from pulsar_txn_cli.natural import natural_key
 
     rows = [_txn_row(v) for _, v in sorted(data.items(), key=lambda kv: natural_key(kv[0]))]
