@@ -334,7 +334,7 @@ def _origin(scheme: str, netloc: str) -> tuple[tuple, str]:
     return origin, host if origin[2] == default else f"{host}:{origin[2]}"
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.\-~/:@!$&'()*+,;=%?]*")  # unreserved, PATH_SAFE, and the query's "?"
+_PLAIN = re.compile("[A-Za-z0-9_.~" + re.escape("-" + PATH_SAFE + "?") + "]*")  # unreserved, PATH_SAFE, the query's "?"
 
 
 def _quoted(text: str, safe: str) -> str:
