@@ -23,8 +23,15 @@ from pulsar_txn_cli.downgrade.advice import (
     pinned_without_open_transactions,
     stall_fixes,
 )
+from pulsar_txn_cli.downgrade.batched_since import LABEL, baseline, newest_possibly_batched, since_last_check
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
-from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.downgrade.observations import (
+    COORDINATOR,
+    PENDING_ACK_WRITER,
+    TC_WRITER,
+    LogObservation,
+    Observations,
+)
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
 from pulsar_txn_cli.doctor.transactions import abort_fix
@@ -118,6 +125,9 @@ def downgrade_verdict(
         )
         usable = usable.without_records()
 
+    if usable is not None:
+        usable = _batching_since_last_check(obs, usable, findings)
+
     since = obs.unbatched_since_ms if findings.step1_clean else None
     new_records = {}
     if findings.step1_clean and usable is not None:
@@ -164,6 +174,43 @@ def downgrade_verdict(
         len(new_records),
         obs.key,
     )
+
+
+def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findings: Findings) -> Checkpoint:
+    """Records taken by an earlier check, raised to the newest ledger a batch written since then may be in
+    (downgrade/batched_since.py), and the counters kept for the next check. Counters that cannot be read
+    now are told by a later check; until then the verdict waits."""
+    held_back = set()  # writers with a record the evidence could not be applied to: their old counters are kept
+    for writer, logs, recorded in (
+        (TC_WRITER, obs.coordinators, checkpoint.coordinators),
+        (PENDING_ACK_WRITER, obs.subscriptions, checkpoint.subscriptions),
+    ):
+        if not recorded:
+            continue
+        evidence = since_last_check(checkpoint.writers, obs.writers, writer)
+        if evidence.unknown:
+            findings.waiting.append(
+                f"whether the {LABEL[writer]} logs were batched since the last check cannot be told yet "
+                f"({'; '.join(evidence.unknown)}): a check that reads every broker's buffered-writer metrics tells"
+            )
+        if evidence.end is None:
+            continue
+        raised = {
+            log.key: newest_possibly_batched(log, evidence.end)
+            for log in logs
+            if not log.error and log.ledgers and checkpoint.record_for(log.key) is not None
+        }
+        if len(raised) < len(recorded):
+            held_back.add(writer)  # a log not seen now is raised once it is seen: the evidence must survive till then
+        before = checkpoint
+        checkpoint = checkpoint.with_raised(raised, obs.taken_at)
+        again = sum(checkpoint.record_for(key) != before.record_for(key) for key in raised)
+        if again:
+            findings.waiting.append(
+                f"batching may have run since the last check ({'; '.join(evidence.why)}): the last batched ledger "
+                f"of {again} {LABEL[writer]} log(s) was recorded again, so the downgrade starts over for them"
+            )
+    return checkpoint.with_writers(baseline(obs.writers, checkpoint.writers, keep=held_back))
 
 
 def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
