@@ -98,10 +98,11 @@ def baseline(
 
 
 def newest_possibly_batched(log: LogObservation, end: float) -> int:
-    """The newest ledger of `log` a batch written until `end` can be in: one created before `end` (a ledger
-    is written only after it is created). The current ledger is the newest; only it has a known creation time."""
+    """The newest ledger of `log` a batch written before `end` can be in: one created before `end` (a ledger
+    is written only after it is created; a broker's counters start before it opens any log). The current
+    ledger is the newest; only it has a known creation time."""
     newest = max(log.ledgers)
-    if log.current_created_ms is None or log.current_created_ms <= end:
+    if log.current_created_ms is None or log.current_created_ms < end:
         return newest
     older = [ledger for ledger in log.ledgers if ledger < newest]
     return max(older) if older else newest - 1
