@@ -105,7 +105,7 @@ def test_pulsarctl_runs_the_tool_as_its_txn_plugin():
 
 @pytest.mark.tools
 def test_fish_completes_file_paths_for_decode_and_analyze(tmp_path):
-    """#13.21 in a real fish (Debian's package): the checked-in script offers files after decode and analyze."""
+    """In a real fish (Debian's package), the checked-in script offers files after decode and analyze."""
     import shutil
 
     fish = shutil.which("fish")

@@ -1,4 +1,4 @@
-"""A Hypothesis state machine over what operators and workloads do to an engine (issue #21), with the
+"""A Hypothesis state machine over what operators and workloads do to an engine, with the
 downgrade and upgrade verdicts checked against the engine's own oracle after every step.
 
 Used by tests/downgrade/test_verdict_oracle.py (fast, fixed seed) and `python -m bench verdict_oracle`.
