@@ -1,4 +1,4 @@
-"""The downgrade verdict against the engine's oracle, longer than the fast suite (issue #21).
+"""The downgrade verdict against the engine's oracle, longer than the fast suite.
 
 Runs the Hypothesis state machine of tests/downgrade/oracle_machine.py: the full profile (broker
 restarts, unloads, scale-up, and a `--wait` on a copy for every WAIT) with N examples of up to S steps,

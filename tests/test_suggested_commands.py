@@ -1,4 +1,4 @@
-"""Every command the tool suggests is runnable as printed (issue 21 §5), as a property.
+"""Every command the tool suggests is runnable as printed, as a property.
 
 The scenarios below drive the tool to every kind of advice it prints (fix lines, hints, `next:`
 lines, interrupt messages, stuck-readers' fixes, the downgrade advice texts, the switch guard,

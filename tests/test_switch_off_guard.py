@@ -1,4 +1,4 @@
-"""Prevention at the switch (issue 21 §4): turning a batch log off while transactions are open and
+"""Prevention at the switch: turning a batch log off while transactions are open and
 acknowledgmentAtBatchIndexLevelEnabled is off would pin the log for good (docs/real-broker-findings.md);
 the set commands say so first, with the commands that avoid it, and refuse under --yes without --force."""
 

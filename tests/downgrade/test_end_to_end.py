@@ -135,7 +135,7 @@ def test_blocked_while_batching_is_on(cli, backend):
     assert result.exit_code == 6
     doc = result.json()
     assert doc["verdict"] == "BLOCKED" and doc["target"].endswith((str(backend.dir), backend.target[1]))
-    # the fix carries the target, so pasting it acts here and not on the default engine (#13.7)
+    # the fix carries the target, so pasting it acts here and not on the default engine
     target = " ".join(str(a) for a in backend.target)
     assert f"pulsar-txn set-txn-tc-batch-log --disable --reload --yes {target}" in doc["fixes"]
     assert not backend.checkpoint.exists()
@@ -485,7 +485,7 @@ def test_transactions_open_across_the_switch(cli, tmp_path, batch_index):
     switch(cli, b, False, force=not batch_index)
     first = check(cli, b)
     # With batch-index deletion off the stall is certain once they end: BLOCKED now, while they are
-    # still open and the operator can prevent it (issue #21); with it on, they only need to end.
+    # still open and the operator can prevent it; with it on, they only need to end.
     assert first.exit_code == (5 if batch_index else 6), first.stdout
     b.workload()
     second = check(cli, b)

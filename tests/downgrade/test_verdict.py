@@ -276,7 +276,7 @@ def test_transactions_long_past_their_timeout_are_blocked_with_their_aborts():
 
 def test_the_batch_index_stall_is_blocked_with_its_fixes():
     """No open transaction, batch-index deletion off, the cursor pinned in the batched ledger: nothing
-    but an operator clears it (issue #21), so BLOCKED, and --wait stops there."""
+    but an operator clears it, so BLOCKED, and --wait stops there."""
     log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
     result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
     item = result.coordinators[0]
@@ -474,7 +474,7 @@ def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
     assert "transactional client connects" in result.coordinators[0].advice
 
 
-# -- a log that never batched (issue #21, item 6) ---------------------------------------------------
+# -- a log that never batched ------------------------------------------------------------------------
 
 
 def test_a_log_whose_only_ledger_postdates_metrics_that_counted_no_batch_is_clear():

@@ -1,4 +1,4 @@
-"""The downgrade verdict against the engine's oracle (issue #21): a stateful property test over what
+"""The downgrade verdict against the engine's oracle: a stateful property test over what
 operators, clients and time do to an engine. Fixed seed; `python -m bench verdict_oracle` runs more."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_the_verdict_follows_the_oracle(monkeypatch, tmp_path):
 
 
 def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
-    """The property test's shrunk counterexample on the code before issue #21: WAIT ("the ledger has not
+    """The property test's shrunk counterexample on the code before the oracle was written: WAIT ("the ledger has not
     rolled over yet") while the oracle says traffic and time alone never clear the batched ledger.
 
       1. engine init --coordinators 1; acknowledgmentAtBatchIndexLevelEnabled=False; a 40-transaction workload
@@ -69,7 +69,7 @@ def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
 
 
 def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli, monkeypatch, tmp_path):
-    """Issue #21, item 6: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
+    """An operator's trial found it: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
     may contain batched entries", and advice to unload the coordinators. Its buffered-writer metrics say no
     batch was ever written, and each log's only ledger was created after they started: SAFE, as the
     oracle says."""
@@ -187,7 +187,7 @@ def test_known_a_switch_on_and_off_without_reload_is_blocked_for_want_of_knowled
 
 
 def test_regression_safe_turned_wait_when_idle_ledgers_rolled_over(cli, monkeypatch, tmp_path):
-    """Issue #23: a cluster that never batched is SAFE (each log's only ledger was created after the
+    """Found by the faults set: a cluster that never batched is SAFE (each log's only ledger was created after the
     brokers' buffered-writer metrics started, and they counted no batch). Then, with no traffic, each idle
     pending-ack ledger rolled over at managedLedgerMaxLedgerRolloverTimeMinutes, and the next check said
     WAIT for good ("oldest ledger 7 <= last batched ledger 7: the cursor does not move"): the record took

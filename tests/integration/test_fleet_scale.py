@@ -1,4 +1,4 @@
-"""A real Pulsar 4.0.7 broker at fleet scale (marker `scale`, issue #24 §1).
+"""A real Pulsar 4.0.7 broker at fleet scale (marker `scale`).
 
 One standalone broker with batched coordinator and pending-ack logs; a partitioned topic grown to 100, 300 and
 1,000 partitions (the build is paid once: about 75 s in all on the project's machine), one subscription a
@@ -107,7 +107,7 @@ def test_pulsar_admin_one_jvm_per_call_is_far_slower(measured):
 
 @pytest.mark.timeout(300)
 def test_the_tools_admin_layer_costs_no_more_cpu_a_request_than_the_standard_librarys_client(measured):
-    """Issue #24 §1's gap to the floor is the client's CPU a request. The tool's whole admin layer (its own HTTP/1.1,
+    """The gap to the floor (a bare asyncio client replaying the same requests) is the client's CPU a request. The tool's whole admin layer (its own HTTP/1.1,
     retries, errors, the JSON decoded) against one GET through the standard library's http.client and json.loads:
     the same request, one at a time, in one process, the ways taking turns. Within 10%; when the tool ran on
     http.client it cost 1.4 to 1.5 times as much (docs/figures.md)."""

@@ -1,4 +1,4 @@
-"""Prevention at the switch on a real Pulsar 4.0.7 broker (issue 21 §4).
+"""Prevention at the switch on a real Pulsar 4.0.7 broker.
 
 The session broker runs with acknowledgmentAtBatchIndexLevelEnabled at its default (false). With
 batching on and a Java client holding transactions open, `set-txn-*-batch-log --disable --yes`
