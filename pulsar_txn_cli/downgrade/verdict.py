@@ -27,7 +27,7 @@ from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
-from pulsar_txn_cli.doctor.transactions import abort_fix
+from pulsar_txn_cli.doctor.transactions import abort_fix, abort_supported
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.output.units import iso_ms
@@ -137,7 +137,7 @@ def downgrade_verdict(
     batch_index = _batch_index_deletion(obs)
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
-    engine = obs.key.startswith("engine ")
+    engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
     _stalls(coordinators, findings, batch_index, engine=engine)
     _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
     _switch_would_stall(obs, findings, batch_index, engine=engine)
@@ -199,17 +199,30 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
 
 
 SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
+ABORT_ALL_HANGING = "pulsar-txn abort-hanging --state OPEN --execute --yes"
 
 
 def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
-    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts."""
+    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts.
+    Beyond the few listed one by one, the count of the others and the one command that aborts them all."""
+    unlisted = 0
     for item in items:
         if item.cause != CAUSE_OVERDUE:
             continue
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
-        for txn_id in item.observation.overdue_txns[:SHOWN_OVERDUE]:
+        overdue = item.observation.overdue_txns
+        for txn_id in overdue[:SHOWN_OVERDUE]:
             for command in abort_fix(txn_id, versions):
                 findings.fix(command)
+        unlisted += max(len(overdue) - SHOWN_OVERDUE, 0)
+    if unlisted and abort_supported(versions):
+        # Every overdue transaction is past its own timeout, so abort-hanging's default bound (half of it)
+        # selects each of them (and any other transaction open that long).
+        findings.blocked.append(
+            f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
+            f"`{ABORT_ALL_HANGING}` aborts every one of them (without --execute it lists them)"
+        )
+        findings.fix(ABORT_ALL_HANGING)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
