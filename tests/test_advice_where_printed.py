@@ -38,6 +38,10 @@ def test_turning_off_what_is_off_and_never_batched_is_a_no_op(tmp_path, reload):
     _engine_with_open_transaction(d)
     result = run_cli(["set-txn-tc-batch-log", "--disable", *reload, "--engine-dir", d])
     assert result.exit_code == 0 and "would pin" not in result.stderr, result.stderr
+    # and the check after it does not take the transaction for one open across a switch from batching: no
+    # broker has written a batch since before it opened
+    check = run_cli(["downgrade", "check", "--engine-dir", d, "-o", "json"])
+    assert check.json()["verdict"] != "BLOCKED", check.json()["problems"]
 
 
 def test_the_pending_ack_switch_is_never_refused_for_the_stall(tmp_path):

@@ -45,14 +45,19 @@ def reload_command(obs: LogObservation) -> str:
 
 
 def diagnose(
-    log: LogObservation, recorded: int, batch_index: bool | None, held_since: int | None = None
+    log: LogObservation,
+    recorded: int,
+    batch_index: bool | None,
+    held_since: int | None = None,
+    unbatched_since: int | None = None,
 ) -> tuple[str, str]:
     """The likely reason the ledgers up to `recorded` still exist, and what the operator can do.
-    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known."""
+    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known;
+    `unbatched_since`: since when no broker has written a batch (Observations.unbatched_since_ms)."""
     newest = max(log.ledgers)
     mark = Position.find(log.mark_delete)
     lac = Position.find(log.last_confirmed)
-    if open_across_switch(log, batch_index) and (mark is None or mark[0] <= recorded):
+    if open_across_switch(log, batch_index, unbatched_since) and (mark is None or mark[0] <= recorded):
         return CAUSE_OPEN_ACROSS, OPEN_ACROSS_ADVICE
     if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
         if _empty_current(log, lac):
@@ -164,9 +169,11 @@ def _pinned_without_open_transactions(
     return held_since is not None and log.oldest_open_ms is not None and log.oldest_open_ms > held_since
 
 
-def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:
+def open_across_switch(log: LogObservation, batch_index: bool | None, unbatched_since: int | None = None) -> bool:
     """Transactions open since before the coordinator reopened without batching, while batch-index
-    deletion is off: their records sit in batched entries that cannot be deleted once they end."""
+    deletion is off: their records sit in batched entries that cannot be deleted once they end. Not when
+    no broker has written a batch since before the oldest of them opened (a reopen of a coordinator that
+    never batched, say): their records are all unbatched."""
     return (
         log.kind == COORDINATOR
         and batch_index is False
@@ -175,6 +182,7 @@ def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:
         and log.oldest_open_ms is not None
         and log.opened_ms is not None
         and log.oldest_open_ms < log.opened_ms
+        and (unbatched_since is None or log.oldest_open_ms < unbatched_since)
     )
 
 

@@ -138,7 +138,7 @@ def downgrade_verdict(
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
     engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
-    _stalls(coordinators, findings, batch_index, engine=engine)
+    _stalls(coordinators, findings, batch_index, engine=engine, unbatched_since=since)
     _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
     _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
@@ -166,7 +166,9 @@ def downgrade_verdict(
     )
 
 
-def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+def _stalls(
+    items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool, unbatched_since=None
+) -> None:
     """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
     Transactions open across the switch count even before the log is recorded (step 1 may still block
     on the other log): its fixes alone would not lead anywhere."""
@@ -187,7 +189,7 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
                 f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
                 "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
             )
-        elif item not in stalled and not item.clear and open_across_switch(log, batch_index):
+        elif item not in stalled and not item.clear and open_across_switch(log, batch_index, unbatched_since):
             stalled.append(item)
             findings.blocked.append(
                 f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
@@ -343,7 +345,7 @@ def _item(
     if oldest > recorded:
         return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
     held_since = iso_ms(record.mark_since) if record.mark_delete == log.mark_delete else None
-    cause, advice = diagnose(log, recorded, batch_index, held_since)
+    cause, advice = diagnose(log, recorded, batch_index, held_since, unbatched_since)
     return ItemVerdict(
         log,
         oldest,
