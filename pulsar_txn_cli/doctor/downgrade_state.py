@@ -32,10 +32,11 @@ def downgrade(admin, concurrency: int) -> tuple[CheckRun, list[Finding]]:
 
 
 def findings_of(verdict, checkpoint: str) -> list[Finding]:
-    """One finding per log that holds the downgrade back, graded by its own cause: a WAIT cause (it clears
-    as ledgers roll and are trimmed, or as transactions end) is a warning, a cause that only an operator
-    can clear is an error; each carries the fixes of its own cause only. The verdict's problems about one
-    of those logs are not repeated; the others (step 1, the checkpoint) follow with the verdict's fixes."""
+    """One finding per log that holds the downgrade back: an error when the verdict blocks on it (a problem
+    opens with its label), else a warning (a WAIT cause clears as ledgers roll and are trimmed, or as
+    transactions end, even while another log blocks the verdict); each carries the fixes of its own cause
+    only. The verdict's problems about one of those logs are folded into its finding; the others (step 1,
+    the checkpoint) follow, with the verdict's fixes when it is BLOCKED."""
     if verdict.verdict == "SAFE":
         return []
     endpoint = "GET /admin/v3/transactions/{}".format
