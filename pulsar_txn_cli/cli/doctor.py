@@ -200,10 +200,12 @@ def unload(
 
 
 def _assign_partitions(admin, coordinator: int | None, target: str) -> list[str]:
-    """The assign partitions of coordinator N (which must exist), or of every coordinator."""
+    """The assign partitions of coordinator N (which must exist), or of every coordinator. Counted from the
+    assign topic's partitions, not from the coordinators listed: one that failed to load is not listed,
+    and reloading it is what the doctor suggests then."""
     from pulsar_txn_cli.protocol import tc_assign_partition
 
-    ids = sorted(c["id"] for c in admin.coordinators())
+    ids = list(range(admin.tc_partitions()))
     if coordinator is None:
         if not ids:
             raise UsageError(f"{target} has no transaction coordinator (is transactionCoordinatorEnabled=true?)")
