@@ -167,7 +167,12 @@ def downgrade_verdict(
 
 
 def _stalls(
-    items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool, unbatched_since=None
+    items: list[ItemVerdict],
+    findings: Findings,
+    batch_index: bool | None,
+    *,
+    engine: bool,
+    unbatched_since: int | None = None,
 ) -> None:
     """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
     Transactions open across the switch count even before the log is recorded (step 1 may still block
@@ -201,7 +206,8 @@ def _stalls(
 
 
 SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
-ABORT_ALL_HANGING = "pulsar-txn abort-hanging --state OPEN --execute --yes"
+LIST_HANGING = "pulsar-txn abort-hanging --state OPEN"  # a dry run: what the next one aborts
+ABORT_ALL_HANGING = f"{LIST_HANGING} --execute --yes"
 
 
 def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
@@ -222,7 +228,7 @@ def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) 
         # selects each of them (and any other transaction open that long).
         findings.blocked.append(
             f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
-            f"`{ABORT_ALL_HANGING}` aborts every one of them (without --execute it lists them)"
+            f"`{ABORT_ALL_HANGING}` aborts every one of them (`{LIST_HANGING}` lists them first)"
         )
         findings.fix(ABORT_ALL_HANGING)
 
