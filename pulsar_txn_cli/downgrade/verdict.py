@@ -34,7 +34,7 @@ from pulsar_txn_cli.downgrade.observations import (
 )
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
-from pulsar_txn_cli.doctor.transactions import abort_fix
+from pulsar_txn_cli.doctor.transactions import abort_fix, abort_supported
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.output.units import iso_ms
@@ -147,8 +147,8 @@ def downgrade_verdict(
     batch_index = _batch_index_deletion(obs)
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
-    engine = obs.key.startswith("engine ")
-    _stalls(coordinators, findings, batch_index, engine=engine)
+    engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
+    _stalls(coordinators, findings, batch_index, engine=engine, unbatched_since=since)
     _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
     _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
@@ -213,7 +213,14 @@ def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findin
     return checkpoint.with_writers(baseline(obs.writers, checkpoint.writers, keep=held_back))
 
 
-def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+def _stalls(
+    items: list[ItemVerdict],
+    findings: Findings,
+    batch_index: bool | None,
+    *,
+    engine: bool,
+    unbatched_since: int | None = None,
+) -> None:
     """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
     Transactions open across the switch count even before the log is recorded (step 1 may still block
     on the other log): its fixes alone would not lead anywhere."""
@@ -234,7 +241,7 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
                 f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
                 "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
             )
-        elif item not in stalled and not item.clear and open_across_switch(log, batch_index):
+        elif item not in stalled and not item.clear and open_across_switch(log, batch_index, unbatched_since):
             stalled.append(item)
             findings.blocked.append(
                 f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
@@ -246,17 +253,31 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
 
 
 SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
+LIST_HANGING = "pulsar-txn abort-hanging --state OPEN"  # a dry run: what the next one aborts
+ABORT_ALL_HANGING = f"{LIST_HANGING} --execute --yes"
 
 
 def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
-    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts."""
+    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts.
+    Beyond the few listed one by one, the count of the others and the one command that aborts them all."""
+    unlisted = 0
     for item in items:
         if item.cause != CAUSE_OVERDUE:
             continue
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
-        for txn_id in item.observation.overdue_txns[:SHOWN_OVERDUE]:
+        overdue = item.observation.overdue_txns
+        for txn_id in overdue[:SHOWN_OVERDUE]:
             for command in abort_fix(txn_id, versions):
                 findings.fix(command)
+        unlisted += max(len(overdue) - SHOWN_OVERDUE, 0)
+    if unlisted and abort_supported(versions):
+        # Every overdue transaction is past its own timeout, so abort-hanging's default bound (half of it)
+        # selects each of them (and any other transaction open that long).
+        findings.blocked.append(
+            f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
+            f"`{ABORT_ALL_HANGING}` aborts every one of them (`{LIST_HANGING}` lists them first)"
+        )
+        findings.fix(ABORT_ALL_HANGING)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
@@ -377,7 +398,7 @@ def _item(
     if oldest > recorded:
         return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
     held_since = iso_ms(record.mark_since) if record.mark_delete == log.mark_delete else None
-    cause, advice = diagnose(log, recorded, batch_index, held_since)
+    cause, advice = diagnose(log, recorded, batch_index, held_since, unbatched_since)
     return ItemVerdict(
         log,
         oldest,

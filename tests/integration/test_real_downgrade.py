@@ -258,9 +258,10 @@ def test_doctor_names_the_coordinators_that_cannot_recover(cluster, tool):
     found = {f["subject"]: f for f in report["findings"] if f["check"] == "coordinator-not-ready"}
     OBSERVED["doctorOnEarlyRollback"] = {"failedInBrokerLogs": failed, "named": sorted(found), "exit": 6}
     assert {f"coordinator {tc}" for tc in failed} <= set(found), (failed, report["findings"])
-    for finding in (found[f"coordinator {tc}"] for tc in failed):
+    for tc in failed:
+        finding = found[f"coordinator {tc}"]
         assert finding["severity"] == "error", finding
-        assert finding["fix"] and finding["fix"][0].startswith("pulsar-txn unload -t "), finding
+        assert finding["fix"] and finding["fix"][0].startswith(f"pulsar-txn unload --coordinator {tc} --yes"), finding
         assert f"on {OLD}, which predates PIP-160" in finding["advice"], finding
         assert "set-txn-tc-batch-log --disable --reload --yes" in finding["advice"], finding
 
