@@ -205,3 +205,31 @@ def test_regression_safe_turned_wait_when_idle_ledgers_rolled_over(cli, monkeypa
     doc = after.json()
     assert after.exit_code == 0 and doc["verdict"] == "SAFE", [i["reason"] for i in doc["subscriptions"]]
     assert len(doc["subscriptions"]) == 8 and all(i["clear"] for i in doc["subscriptions"])
+
+
+def test_regression_batching_back_on_between_two_checks_was_safe(monkeypatch, tmp_path):
+    """The machine's shrunk counterexample on the code before the checkpoint kept the buffered-writer counters:
+    SAFE while two pending-ack ledgers written during a batching spell were still stored.
+
+      1.-6. as above, with 1 coordinator, batch-index acks on and transactionPendingAckLogIndexMinLag=60
+      7. downgrade check -> WAIT
+      8. the client commits its 3 open transaction(s)
+      9. engine simulate -n 60; engine advance 15m
+      11. set-txn-pending-ack-batch-log --enable --reload --yes --force
+      12. engine simulate -n 20
+      13. set-txn-pending-ack-batch-log --disable --reload --yes --force
+      14. engine simulate -n 20
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracleSound()
+    try:
+        machine.start(batching=True, batch_index=True, coordinators=1, held=3, downgrading=True, index_lag=60)
+        machine.client_ends("commit")
+        machine.an_ordinary_quarter_hour(60)
+        machine.batching_spell(("pa",), 20, False)
+        machine.never_a_false_safe()
+        doc = machine.check()
+        assert doc["verdict"] == "WAIT", doc["problems"]
+        assert any("batching may have run since the last check" in p for p in doc["problems"]), doc["problems"]
+    finally:
+        machine.teardown()
