@@ -63,3 +63,6 @@ def test_batching_back_on_between_two_checks_is_never_safe(cli, monkeypatch, tmp
     doctor = cli(["doctor", *target, "-o", "json"])
     assert doctor.exit_code in (5, 6), doctor.stdout
     assert any(f["check"] == "downgrade" for f in doctor.json()["findings"]), doctor.stdout
+    exported = cli(["exporter", "--once", *target]).stdout
+    assert 'pulsar_txn_downgrade_verdict{verdict="WAIT"} 1.0' in exported, exported[:2000]
+    assert 'pulsar_txn_downgrade_verdict{verdict="SAFE"} 0.0' in exported
