@@ -35,8 +35,27 @@ def switch_behind_its_back(cli, target, on):
 def test_batching_back_on_between_two_checks_is_never_safe(cli, monkeypatch, tmp_path, switch):
     isolate(monkeypatch, tmp_path)
     directory = tmp_path / "engine"
-    target = ["--engine-dir", directory]
-    assert cli(["engine", "init", *target]).exit_code == 0
+    assert cli(["engine", "init", "--engine-dir", directory]).exit_code == 0
+    walk(cli, ["--engine-dir", directory], directory, switch)
+
+
+@pytest.mark.timeout(120)
+def test_the_same_walk_against_a_served_engine_by_url(cli, monkeypatch, tmp_path):
+    """Every step through `--admin-url`, as against a cluster: the switches reload through unloads, the traffic
+    through the served engine's workload endpoint, the checks keep their checkpoint by the target's identity."""
+    from pulsar_txn_cli.admin import server
+
+    isolate(monkeypatch, tmp_path)
+    directory = tmp_path / "engine"
+    Engine.init(directory).close()
+    with server.start(str(directory)) as served:
+        walk(cli, ["--admin-url", served.url], None, switch_with_the_tool)
+    with Engine.open(directory, auto_init=False) as engine:  # as the checks found it: nothing ran since
+        assert any(log["reachable"] for log in batched_ledgers(engine)), "the walk tests nothing"
+
+
+def walk(cli, target, directory, switch):
+    """The trial: a downgrade started, batching back on for a while and off again, then every consumer of the verdict."""
     switch_with_the_tool(cli, target, True)
     assert cli(["engine", "simulate", "-n", "400", *target]).exit_code == 0
     switch_with_the_tool(cli, target, False)
@@ -47,9 +66,10 @@ def test_batching_back_on_between_two_checks_is_never_safe(cli, monkeypatch, tmp
     assert cli(["engine", "simulate", "-n", "200", "--seed", "3", *target]).exit_code == 0
     switch(cli, target, False)
     assert cli(["engine", "simulate", "-n", "100", "--seed", "11", *target]).exit_code == 0
-    with Engine.open(directory, auto_init=False) as engine:
-        stored = [log["managedLedger"] for log in batched_ledgers(engine) if log["reachable"]]
-    assert stored, "the scenario must leave batched entries stored, or it tests nothing"
+    if directory is not None:
+        with Engine.open(directory, auto_init=False) as engine:
+            stored = [log["managedLedger"] for log in batched_ledgers(engine) if log["reachable"]]
+        assert stored, "the scenario must leave batched entries stored, or it tests nothing"
 
     check = cli(["downgrade", "check", *target, "-o", "json"])
     doc = check.json()
