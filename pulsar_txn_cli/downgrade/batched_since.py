@@ -98,11 +98,12 @@ def baseline(
 
 
 def newest_possibly_batched(log: LogObservation, end: float) -> int:
-    """The newest ledger of `log` a batch written before `end` can be in: one created before `end` (a ledger
-    is written only after it is created; a broker's counters start before it opens any log). The current
-    ledger is the newest; only it has a known creation time."""
+    """The newest ledger of `log` a batch written before `end` can be in. Until now: its newest. Before a broker's
+    start: a ledger before its current one. A log is read on the live broker that opened it, and opening
+    creates its current ledger; a ledger is written only by its creator, and no live broker has written a batch
+    since the last check, or since its own start (else the window would run until now)."""
     newest = max(log.ledgers)
-    if log.current_created_ms is None or log.current_created_ms < end:
+    if end == UNTIL_NOW:
         return newest
     older = [ledger for ledger in log.ledgers if ledger < newest]
     return max(older) if older else newest - 1

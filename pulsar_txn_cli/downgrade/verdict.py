@@ -202,9 +202,13 @@ def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findin
         }
         if len(raised) < len(recorded):
             held_back.add(writer)  # a log not seen now is raised once it is seen: the evidence must survive till then
-        before = checkpoint
+        # The logs this holds back again: a record that rises but still lies below every ledger changes nothing.
+        again = sum(
+            checkpoint.record_for(log.key).last_batched_ledger_id < raised[log.key] >= min(log.ledgers)
+            for log in logs
+            if log.key in raised
+        )
         checkpoint = checkpoint.with_raised(raised, obs.taken_at)
-        again = sum(checkpoint.record_for(key) != before.record_for(key) for key in raised)
         if again:
             findings.waiting.append(
                 f"batching may have run since the last check ({'; '.join(evidence.why)}): the last batched ledger "

@@ -53,12 +53,21 @@ def test_a_release_before_pip_160_cannot_batch():
     assert since_last_check((), old, "tc").end is None and baseline(old, None) == ()
 
 
-def test_only_ledgers_created_before_the_window_ends_can_hold_its_batches():
-    log = tc(0, (4, 9), current_created_ms=60_000)
+def test_a_batch_before_a_restart_cannot_be_in_a_current_ledger():
+    log = tc(0, (4, 9))
     assert newest_possibly_batched(log, UNTIL_NOW) == 9
-    assert newest_possibly_batched(log, 50_000) == 4  # ledger 9 was created after: only 4 may hold them
-    assert newest_possibly_batched(tc(0, (9,), current_created_ms=60_000), 50_000) == 8
-    assert newest_possibly_batched(tc(0, (4, 9)), 50_000) == 9  # no creation time: the newest
+    assert newest_possibly_batched(log, 50_000) == 4  # ledger 9 was opened by a live broker that wrote no batch
+    assert newest_possibly_batched(tc(0, (9,)), 50_000) == 8
+
+
+def test_another_brokers_restart_does_not_hold_back_a_log_whose_old_ledgers_are_gone():
+    """Two brokers; one restarts between two checks with no batch since. Every log's older ledgers are gone: the
+    restart cannot have left a batch in a current ledger, so the check is SAFE without waiting for a rollover."""
+    two = (counters(), counters(broker="http://b2:8080"))
+    cp = checkpoint({0: 4}, {("persistent://public/default/t", "s"): 10}, writers=two)
+    restarted = (counters(), counters(broker="http://b2:8080", created=90_000, tc_batches=0, pa_batches=0))
+    result = v.downgrade_verdict(obs([tc(0, (7,))], [sub(ledgers=(12,))], writers=restarted), cp)
+    assert result.verdict == v.SAFE, result.problems
 
 
 def test_batching_on_and_off_between_two_checks_records_again_and_waits():
