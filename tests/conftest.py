@@ -35,6 +35,32 @@ class CliResult:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
+# What a crash of the CLI looks like (cli/main.py): without --debug, one line `error: unexpected
+# <Type>; rerun with --debug ...` and exit code 1, never a traceback. So a check that a command did not
+# crash looks for that line and that exit code; a traceback is looked for too (a thread's exception or
+# Python's own "Exception ignored" print one without passing through main.run).
+UNEXPECTED_LINE = "error: unexpected "
+
+
+def assert_no_crash(outcome, stderr: str | bytes | None = None, *, debug: bool = False) -> None:
+    """Fail if a CLI run crashed instead of ending in a documented outcome. OUTCOME is a result with an
+    exit code (`exit_code`, `returncode` or `code`) and its stderr (`stderr` or `err`), or the exit
+    code itself with STDERR. With DEBUG (the run had --debug, which prints a traceback for every error)
+    a traceback is not a crash by itself: exit code 1 is."""
+    if stderr is None:
+        code = next(getattr(outcome, name) for name in ("exit_code", "returncode", "code") if hasattr(outcome, name))
+        stderr = next(getattr(outcome, name) for name in ("stderr", "err") if hasattr(outcome, name))
+    else:
+        code = outcome
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
+    tail = text[-4000:]
+    assert code != 1, f"exit code 1, the CLI's unexpected error:\n{tail}"
+    assert not any(line.startswith(UNEXPECTED_LINE) for line in text.splitlines()), f"a crash:\n{tail}"
+    assert "Exception ignored" not in text, f"Python reported an exception it ignored:\n{tail}"
+    if not debug:
+        assert "Traceback (most recent call last)" not in text, f"a traceback without --debug:\n{tail}"
+
+
 # Time limits of the sets of real components (pyproject.toml sets 300 s for every other test). A
 # session fixture (a broker, a cluster) starts inside the first test that asks for it, so each bound
 # covers one start as well as the test itself.
