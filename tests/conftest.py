@@ -158,8 +158,14 @@ def isolate(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
+# How many times run_cli ran the tool in this process: a harness retry must show that the tool did not run
+# while the failure it blames on the broker happened (tests/integration/harness.py, Window).
+TOOL_CALLS = [0]
+
+
 def run_cli(args: list[str], input: str | bytes | None = None, env: dict | None = None) -> CliResult:
     """Run `pulsar-txn ARGS` through main.run(), the same path as the console script."""
+    TOOL_CALLS[0] += 1
     runner = CliRunner()
     with runner.isolation(input=input, env=env) as (out, err, _):
         code = run([str(a) for a in args])
