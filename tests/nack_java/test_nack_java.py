@@ -17,8 +17,8 @@ Tolerances, and why:
 - new design, plan's steady state vs the real tracker: within 10%. The probe nacks in a tight loop
   while the real clock runs (due = now + delay, and `now` moves a few % of the simulated span
   while adding), so the Java buckets are spread a little wider than the plan's ideal clock.
-- new design under churn: the real peak within 85% to 110% of the simulation's. The real tracker
-  is read only when its timer runs, which the simulation's even samples need not coincide with.
+- new design under churn: the real peak within LOW to HIGH of the simulation's, the simulation run on
+  the real run's clock (where in a 256 ms bucket it started moves the peak by up to 10%).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ WORKLOADS = [
     (20_000, 30_000, 12, 10_000, 10, 30_000),  # batches of 10, ledgers rolling, bitmap containers
 ]
 CHURN = (20_000, 600, 4_000)  # rate/s, delay ms, real ms: the steady state, the tracker's own timer task removing
+LOW, HIGH = 0.97, 1.03  # the churn peak, real over simulated on the same clock (measured: see test_new_design_under_churn)
 
 
 def _mvn(*args: str) -> None:
@@ -174,10 +175,26 @@ def test_old_design_under_churn_keeps_tombstones_and_doubles(measured):
 
 
 def test_new_design_under_churn(measured):
-    """The real tracker's peak is read only when its timer runs, a phase the simulation's 40 even samples need
-    not share (and a late timer on a loaded machine leaves more in it): 16 runs by hand gave 0.90 to 0.99 of
-    the simulation's peak, quiet and three JVMs at once; a CI run, 0.902."""
+    """The simulation runs on the real run's own clock (the probe's startMs). The tracker cuts its buckets on
+    the clock's 2^bits ms grid, so where in a bucket a run starts moves entries between buckets, and the peak
+    (at the first timer run, when the most buckets are partly filled) moves with it: from 0.90 to 1.01 of the
+    peak of a run that starts on a bucket's edge. The simulation once always started there, and the real runs
+    (which start anywhere) measured 0.90 to 0.99 of it: that phase, not a bias of the model."""
     rate, delay_ms, span_ms = CHURN
-    java = measured["new"][len(WORKLOADS) + 2]["maxBytes"]
-    simulated = simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40))["peak"]["afterBytes"]
-    assert 0.85 * simulated <= java <= 1.10 * simulated, (java, simulated)
+    run = measured["new"][len(WORKLOADS) + 2]
+    java = run["maxBytes"]
+    on_its_clock = SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40, start_ms=run["startMs"])
+    simulated = simulate(on_its_clock)["peak"]["afterBytes"]
+    assert LOW * simulated <= java <= HIGH * simulated, (java, simulated, run["startMs"] % 256)
+
+
+def test_the_churn_peak_depends_on_where_in_a_bucket_the_run_starts():
+    """Why the churn test simulates on the real run's clock: the same workload, started at the edge of a
+    256 ms bucket or 208 ms into one, peaks 10% apart; the tolerance above is far inside that spread."""
+    rate, delay_ms, span_ms = CHURN
+    peaks = {
+        start: simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40, start_ms=start))["peak"]["afterBytes"]
+        for start in (0, 208)
+    }
+    assert peaks == {0: 27_200, 208: 24_344}, peaks
+    assert peaks[208] < LOW * peaks[0]
