@@ -61,6 +61,15 @@ def assert_no_crash(outcome, stderr: str | bytes | None = None, *, debug: bool =
         assert "Traceback (most recent call last)" not in text, f"a traceback without --debug:\n{tail}"
 
 
+def missing_tool(what: str, step: str = "./dev setup") -> None:
+    """Fail (never skip) a test whose tool is not installed, saying which ./dev step installs it: a run
+    without the tool must not pass for a run that checked what the tool checks."""
+    pytest.fail(
+        f"{what} not installed: `{step}` installs it (a missing tool fails the test by design; it is never skipped)",
+        pytrace=False,
+    )
+
+
 # Time limits of the sets of real components (pyproject.toml sets 300 s for every other test). A
 # session fixture (a broker, a cluster) starts inside the first test that asks for it, so each bound
 # covers one start as well as the test itself.

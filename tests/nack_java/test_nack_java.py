@@ -37,6 +37,7 @@ from pulsar_txn_cli.nack.pair_map import LongLongPairHashMap
 from pulsar_txn_cli.nack.plan import Workload, new_design, slots_for
 from pulsar_txn_cli.nack.plan import old_design as plan_old
 from pulsar_txn_cli.nack.simulate import SimWorkload, simulate
+from tests.conftest import missing_tool
 
 pytestmark = pytest.mark.nack_java
 
@@ -48,7 +49,10 @@ WORKLOADS = [
     (20_000, 30_000, 12, 10_000, 10, 30_000),  # batches of 10, ledgers rolling, bitmap containers
 ]
 CHURN = (20_000, 600, 4_000)  # rate/s, delay ms, real ms: the steady state, the tracker's own timer task removing
-LOW, HIGH = 0.97, 1.03  # the churn peak, real over simulated on the same clock (measured: see test_new_design_under_churn)
+LOW, HIGH = (
+    0.97,
+    1.03,
+)  # the churn peak, real over simulated on the same clock (measured: see test_new_design_under_churn)
 
 
 def _mvn(*args: str) -> None:
@@ -66,7 +70,7 @@ def _mvn(*args: str) -> None:
 def measured() -> dict:
     missing = [tool for tool in ("java", "mvn") if not shutil.which(tool)]
     if missing:
-        pytest.fail(f"{' and '.join(missing)} not found: install a JDK 17 and Maven (./dev setup does, from Debian)")
+        missing_tool(f"{' and '.join(missing)} {'are' if len(missing) > 1 else 'is'}")
     _mvn("-P", "new", "package")
     _mvn("-P", "old", "generate-sources")
     args = [a for w in WORKLOADS for a in ("workload", *map(str, w))] + ["order", "layout", "churn", *map(str, CHURN)]
@@ -193,7 +197,9 @@ def test_the_churn_peak_depends_on_where_in_a_bucket_the_run_starts():
     256 ms bucket or 208 ms into one, peaks 10% apart; the tolerance above is far inside that spread."""
     rate, delay_ms, span_ms = CHURN
     peaks = {
-        start: simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40, start_ms=start))["peak"]["afterBytes"]
+        start: simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40, start_ms=start))["peak"][
+            "afterBytes"
+        ]
         for start in (0, 208)
     }
     assert peaks == {0: 27_200, 208: 24_344}, peaks
