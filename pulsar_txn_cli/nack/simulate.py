@@ -34,10 +34,6 @@ class SimWorkload:
     batch: int = 1
     samples: int = 20
     seed: int = 1
-    # The clock's reading (ms) when the first nack is added. Buckets are cut on the clock's 2^bits grid,
-    # so where in a bucket a run starts moves its entries between buckets: the peak at the first timer
-    # run, when the most buckets are partly filled, is up to ~10% apart between starting phases.
-    start_ms: int = 0
 
     def check(self) -> "SimWorkload":
         if self.rate <= 0 or self.duration_s <= 0 or not self.delays_ms or min(self.delays_ms) <= 0:
@@ -96,7 +92,7 @@ def simulate(w: SimWorkload) -> dict:
     due: list[float] = []
     memory = []
     for j in range(entries):
-        now = w.start_ms + int(j * entry_every_ms)
+        now = int(j * entry_every_ms)
         _run_timers((old, new), now, due)
         ledger, entry = FIRST_LEDGER + j // w.per_ledger, j % w.per_ledger
         for _ in range(w.batch):
@@ -105,7 +101,7 @@ def simulate(w: SimWorkload) -> dict:
             old.add(len(due) - 1, now, ledger, entry, delay)
             new.add(len(due) - 1, now, ledger, entry, delay)
         if (j + 1) % every == 0 or j == entries - 1:
-            memory.append(_sample(now - w.start_ms, old.tracker, new.tracker))
+            memory.append(_sample(now, old.tracker, new.tracker))
     _run_timers((old, new), float("inf"), due)
     return {
         "workload": {
