@@ -35,6 +35,41 @@ class CliResult:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
+# What a crash of the CLI looks like (cli/main.py): without --debug, one line `error: unexpected
+# <Type>; rerun with --debug ...` and exit code 1, never a traceback. So a check that a command did not
+# crash looks for that line and that exit code; a traceback is looked for too (a thread's exception or
+# Python's own "Exception ignored" print one without passing through main.run).
+UNEXPECTED_LINE = "error: unexpected "
+
+
+def assert_no_crash(outcome, stderr: str | bytes | None = None, *, debug: bool = False) -> None:
+    """Fail if a CLI run crashed instead of ending in a documented outcome. OUTCOME is a result with an
+    exit code (`exit_code`, `returncode` or `code`) and its stderr (`stderr` or `err`), or the exit
+    code itself with STDERR. With DEBUG (the run had --debug, which prints a traceback for every error)
+    a traceback is not a crash by itself: exit code 1 is."""
+    if stderr is None:
+        code = next(getattr(outcome, name) for name in ("exit_code", "returncode", "code") if hasattr(outcome, name))
+        stderr = next(getattr(outcome, name) for name in ("stderr", "err") if hasattr(outcome, name))
+    else:
+        code = outcome
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
+    tail = text[-4000:]
+    assert code != 1, f"exit code 1, the CLI's unexpected error:\n{tail}"
+    assert not any(line.startswith(UNEXPECTED_LINE) for line in text.splitlines()), f"a crash:\n{tail}"
+    assert "Exception ignored" not in text, f"Python reported an exception it ignored:\n{tail}"
+    if not debug:
+        assert "Traceback (most recent call last)" not in text, f"a traceback without --debug:\n{tail}"
+
+
+def missing_tool(what: str, step: str = "./dev setup") -> None:
+    """Fail (never skip) a test whose tool is not installed, saying which ./dev step installs it: a run
+    without the tool must not pass for a run that checked what the tool checks."""
+    pytest.fail(
+        f"{what} not installed: `{step}` installs it (a missing tool fails the test by design; it is never skipped)",
+        pytrace=False,
+    )
+
+
 # Time limits of the sets of real components (pyproject.toml sets 300 s for every other test). A
 # session fixture (a broker, a cluster) starts inside the first test that asks for it, so each bound
 # covers one start as well as the test itself.
@@ -132,8 +167,14 @@ def isolate(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
+# How many times run_cli ran the tool in this process: a harness retry must show that the tool did not run
+# while the failure it blames on the broker happened (tests/integration/harness.py, Window).
+TOOL_CALLS = [0]
+
+
 def run_cli(args: list[str], input: str | bytes | None = None, env: dict | None = None) -> CliResult:
     """Run `pulsar-txn ARGS` through main.run(), the same path as the console script."""
+    TOOL_CALLS[0] += 1
     runner = CliRunner()
     with runner.isolation(input=input, env=env) as (out, err, _):
         code = run([str(a) for a in args])

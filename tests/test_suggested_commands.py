@@ -29,7 +29,7 @@ import pytest
 
 from pulsar_txn_cli.engine.broker import Engine
 from tests import sigint
-from tests.conftest import run_cli
+from tests.conftest import assert_no_crash, run_cli
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -134,7 +134,7 @@ class Collector:
 
     def run(self, *args, expect=None, input=None):
         result = run_cli([str(a) for a in args], input=input)
-        assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert_no_crash(result)
         if expect is not None:
             assert result.exit_code in ((expect,) if isinstance(expect, int) else expect), result.stderr
         texts = [result.stdout, result.stderr]
@@ -170,8 +170,7 @@ class Collector:
                 # It asks first, as printed on a terminal; answered here with --yes.
                 result = run_cli([*argv[1:], "--yes"])
             assert result.exit_code != 2, f"`{command}` fails as printed: {result.stderr}"
-            # An unexpected error is printed as one line (a traceback only with --debug): either fails it.
-            assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+            assert_no_crash(result)
             reached = target_line(result.stderr) or flag_target(argv)
             if target is not None and _needs_target(argv):
                 assert reached == target, f"`{command}` reached {reached!r}, printed under {target!r}"

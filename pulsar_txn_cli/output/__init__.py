@@ -8,6 +8,7 @@ Data goes to stdout only; messages and progress go to stderr through the Env.
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -78,21 +79,63 @@ def _write_jsonl(records, out, per_line_flush: bool) -> None:
             write(orjson.dumps(record, option=option).decode())
         return
     out.flush()  # keep anything already written through the text layer first
-    write = buffer.write
-    count = 0
+    written = _Counted(buffer.write)
     try:
-        for record in records:
-            line = orjson.dumps(record, option=option)
-            write(line)
-            count += 1
-            if per_line_flush:
-                buffer.flush()
+        with written:
+            for record in records:
+                written(orjson.dumps(record, option=option))
+                if per_line_flush:
+                    buffer.flush()
     except KeyboardInterrupt:
         buffer.flush()
+        count = written.count
         raise InterruptedWork(
             f"interrupted (Ctrl-C): stdout holds the first {count} line{'' if count == 1 else 's'}, each a whole JSON document"
         ) from None
     buffer.flush()
+
+
+class _Counted:
+    """A write that counts what it wrote, for the Ctrl-C message that says how much stdout holds. Python
+    raises a Ctrl-C as soon as a call returns, so one landing just after a write would leave the count one
+    short of what was written: while a write and its count happen, a Ctrl-C waits, and is raised right after."""
+
+    def __init__(self, write):
+        self.write, self.count = write, 0
+        self._busy = self._pending = False
+        self._previous = None
+
+    def __enter__(self):
+        try:
+            previous = signal.getsignal(signal.SIGINT)
+            if callable(previous):  # Ctrl-C raises (an ignored one stays ignored)
+                signal.signal(signal.SIGINT, self._on_sigint)
+                self._previous = previous
+        except ValueError:  # not the main thread: no Ctrl-C reaches this one
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+    def __call__(self, data) -> None:
+        self._busy = True
+        try:
+            self.write(data)
+            self.count += 1
+        finally:
+            self._busy = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt
+
+    def _on_sigint(self, signum, frame):
+        if self._busy:
+            self._pending = True
+            return None
+        return self._previous(signum, frame)
 
 
 def _items(count: int) -> str:
@@ -110,19 +153,20 @@ def _write_json(data, out) -> None:
         return
     # A streamed array: the same text as the list form, without holding every item.
     out.write("[")
-    count = 0
+    written = _Counted(out.write)
     try:
-        for item in data:
-            text = dumps(item, indent=True).replace("\n", "\n  ")
-            out.write(("\n  " if not count else ",\n  ") + text)
-            count += 1
+        with written:
+            for item in data:
+                text = dumps(item, indent=True).replace("\n", "\n  ")
+                written(("\n  " if not written.count else ",\n  ") + text)
     except KeyboardInterrupt:
+        count = written.count
         out.write("\n]\n" if count else "]\n")  # still valid JSON: what was written, closed
         out.flush()
         raise InterruptedWork(
             f"interrupted (Ctrl-C): the JSON array on stdout is closed and holds the first {_items(count)}"
         ) from None
-    out.write("\n]\n" if count else "]\n")
+    out.write("\n]\n" if written.count else "]\n")
 
 
 def auto_table(data) -> Table:

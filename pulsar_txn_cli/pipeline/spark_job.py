@@ -105,10 +105,9 @@ class Session:
             try:
                 self.spark = self._start()
             except Exception as exc:  # the JVM did not start (a bad setting), or a package could not be resolved
+                # A setting or an environment to correct, said in full: a usage error, not an unexpected one.
                 where = f"Spark's own log: {self.jvm_log}" if self.jvm_log else None
-                raise PulsarTxnError(
-                    f"cannot start Spark ({self.master}): {failure_summary(exc)}", hint=where
-                ) from None
+                raise UsageError(f"cannot start Spark ({self.master}): {failure_summary(exc)}", hint=where) from None
             self.owned = True
         if self.ship and not is_local(self.spark.sparkContext.master):
             from pulsar_txn_cli.pipeline import ship

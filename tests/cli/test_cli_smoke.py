@@ -1,4 +1,5 @@
 from pulsar_txn_cli import codec
+from tests.conftest import assert_no_crash
 
 
 def test_version(cli):
@@ -10,7 +11,7 @@ def test_version(cli):
 def test_unknown_command_is_usage_error(cli):
     result = cli(["no-such-command"])
     assert result.exit_code == 2
-    assert "Traceback" not in result.stderr
+    assert_no_crash(result)
 
 
 def test_decode_hex_json(cli):

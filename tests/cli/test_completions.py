@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPLETIONS = ROOT / "completions"
 BIN = Path(sys.executable).parent
@@ -110,10 +112,7 @@ def test_fish_completes_file_paths_for_decode_and_analyze(tmp_path):
 
     fish = shutil.which("fish")
     if fish is None:
-        pytest.fail(
-            "fish is not installed: `./dev setup` installs it (its Chromium and fish step, Debian's package)",
-            pytrace=False,
-        )
+        missing_tool("fish is")
     (tmp_path / "dump-one.jsonl").write_text("{}\n")
     for command in ("decode", "analyze", "collect --out"):
         script = (

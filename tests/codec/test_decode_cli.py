@@ -7,6 +7,7 @@ import base64
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps, readledger
 from tests.codec.samples import LOG_PREFIX, PA_ML, TC_ML, pending_ack, tc_lifecycle
+from tests.conftest import assert_no_crash
 
 BATCH = codec.encode_batch(tc_lifecycle(1))
 SINGLE = codec.encode_single(tc_lifecycle(2)[0])
@@ -125,7 +126,8 @@ def test_log_auto_from_managed_ledger_names(cli):
 def test_log_auto_without_a_name_asks_for_log(cli):
     result = cli(["decode", "--hex", SINGLE.hex()])
     assert result.exit_code == 2
-    assert "pass --log tc or --log pending-ack" in result.stderr and "Traceback" not in result.stderr
+    assert "pass --log tc or --log pending-ack" in result.stderr
+    assert_no_crash(result)
     result = cli(["decode", "-o", "json"], input=jsonl_dump(("public/default/persistent/orders", 1, 0, SINGLE)))
     assert result.exit_code == 2 and "'public/default/persistent/orders' is neither a TC log" in result.stderr
     assert result.stdout == ""  # refused before anything was written
@@ -199,7 +201,7 @@ def test_bad_entries_are_reported_and_the_rest_decoded(cli):
     assert "error: entry 5:3: the pending-ack record lacks required field pending_ack_metadata[0].ledgerId" in stderr
     assert "error: entry stdin #6: line 6 of stdin is not JSON" in stderr
     assert "error: 4 of 6 entries could not be decoded; the other 2 were decoded" in stderr
-    assert "Traceback" not in stderr
+    assert_no_crash(result)
 
 
 def test_strict_stops_at_the_first_bad_entry(cli):
@@ -242,7 +244,8 @@ def test_usage_errors_exit_2(cli, tmp_path):
     ]:
         result = cli(args)
         assert result.exit_code == 2, args
-        assert message in result.stderr and "Traceback" not in result.stderr
+        assert message in result.stderr
+        assert_no_crash(result)
 
 
 def test_repeated_hex_values_are_numbered_in_order(cli):

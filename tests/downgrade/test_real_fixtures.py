@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.conftest import isolate
+from tests.conftest import assert_no_crash, isolate
 
 from tests.admin.scripted import ScriptedServer
 
@@ -62,7 +62,7 @@ def _captured(name):
 def test_downgrade_check_reads_the_real_shapes_and_fails_closed(cli, replay, tmp_path):
     result = cli(["downgrade", "check", "--admin-url", replay, "--checkpoint", tmp_path / "cp.json", "-o", "json"])
     assert result.exit_code in (5, 6), result.stderr
-    assert "Traceback" not in result.stderr
+    assert_no_crash(result)
     doc = result.json()
     assert doc["verdict"] != "SAFE" and doc["target"] == f"cluster {replay}"
     real = _captured("coordinatorInternalStats_0_metadata_false.json")["transactionLogStats"][
@@ -87,7 +87,8 @@ def test_downgrade_check_reads_the_real_shapes_and_fails_closed(cli, replay, tmp
 
 def test_upgrade_check_reads_the_real_broker_version(cli, replay):
     result = cli(["upgrade", "check", "--admin-url", replay, "-o", "json"])
-    assert result.exit_code in (5, 6) and "Traceback" not in result.stderr
+    assert result.exit_code in (5, 6)
+    assert_no_crash(result)
     doc = result.json()
     assert [b["version"] for b in doc["brokers"]] == [_captured("brokers_version.json")]
     assert doc["verdict"] == "INCOMPLETE"  # batching is off in the captured configuration

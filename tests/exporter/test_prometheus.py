@@ -19,6 +19,7 @@ import pytest
 
 from tests.exporter import scenario
 from tests.exporter.test_exporter import DASHBOARD, dashboard_queries
+from tests.conftest import missing_tool
 
 DEADLINE_S = 60
 
@@ -61,7 +62,8 @@ def exporter(cli, monkeypatch, tmp_path):
 @pytest.fixture
 def prometheus(exporter, tmp_path):
     binary = shutil.which("prometheus")
-    assert binary, "prometheus is not installed: `./dev setup` installs it (its Prometheus step, Debian's package)"
+    if binary is None:
+        missing_tool("Prometheus is")
     port = free_port()
     config = tmp_path / "prometheus.yml"
     target = urllib.parse.urlsplit(exporter).netloc

@@ -625,15 +625,14 @@ class PulsarCluster:
     # ----------------------------------------------------------------- workload
 
     def run_workload(self, timeout: float = 300, **kw: Any) -> list[dict]:
+        window = harness.Window(harness.broker_logs(self))
         try:
             return self.start_workload(**kw).finish(timeout=timeout)
         except RuntimeError as exc:
             if self.restart_deadlocked():
                 return self.start_workload(**kw).finish(timeout=timeout)
-            if harness.METRICS_LABELS in str(exc):
-                harness.note_retry(
-                    "cluster workload run once more", harness._first_line_with(exc, harness.METRICS_LABELS)
-                )
+            if labels := window.cause(harness.METRICS_LABELS):  # the broker's own line, logged in this run
+                harness.note_retry("cluster workload run once more", labels)
                 return self.start_workload(**kw).finish(timeout=timeout)
             if "TimeoutException" not in str(exc) or "ping" in kw:
                 raise

@@ -24,6 +24,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "integration: needs a real Pulsar broker (JDK + Maven)")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The set (marker) a test belongs to, for the harness's retry cap: set before its fixtures start, so a
+    session broker or cluster started inside a test counts against that test's set."""
+    from tests.conftest import REAL_SET_TIMEOUTS
+
+    harness.CURRENT_SET[0] = next((m.name for m in item.iter_markers() if m.name in REAL_SET_TIMEOUTS), "fast")
+
+
 @pytest.fixture(scope="session")
 def pulsar_cluster():
     """ZooKeeper, a bookie and two brokers (cluster.py), once per session; a failed start FAILS."""
@@ -114,7 +123,7 @@ def pytest_terminal_summary(terminalreporter):
     if harness.RETRIES or harness.STARTED:
         terminalreporter.write_sep("-", f"harness retries: {len(harness.RETRIES)}")
         for n, retry in enumerate(harness.RETRIES, 1):
-            terminalreporter.write_line(f"{n}. {retry['what']} (cause: {retry['cause']})")
+            terminalreporter.write_line(f"{n}. [{retry['set']}] {retry['what']} (cause: {retry['cause']})")
     _matrix_summary(terminalreporter)
 
 

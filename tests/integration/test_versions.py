@@ -16,6 +16,7 @@ import pytest
 import harness
 import versions
 from tool import Tool
+from tests.conftest import assert_no_crash
 
 pytestmark = pytest.mark.versions
 
@@ -56,7 +57,7 @@ def broker(request):
 def tool(broker, tmp_path_factory, *args):
     state = tmp_path_factory.getbasetemp() / f"state-{version_of(broker)}"
     result = Tool(broker.admin_url, state).run(*args, expect=None)
-    assert "Traceback" not in result.stderr, result.stderr
+    assert_no_crash(result)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) <= 1, result.stderr  # one sentence, never a stack of HTTP errors
     name = " ".join(args[:2]) if args[0] in ("upgrade", "downgrade") else args[0]

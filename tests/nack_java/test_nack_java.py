@@ -17,8 +17,8 @@ Tolerances, and why:
 - new design, plan's steady state vs the real tracker: within 10%. The probe nacks in a tight loop
   while the real clock runs (due = now + delay, and `now` moves a few % of the simulated span
   while adding), so the Java buckets are spread a little wider than the plan's ideal clock.
-- new design under churn: the real peak within 85% to 110% of the simulation's. The real tracker
-  is read only when its timer runs, which the simulation's even samples need not coincide with.
+- new design under churn: the real peak within 1% of the model's, the model run on the real run's clock
+  and measured when the probe measures (where in a 256 ms bucket a run starts moves the peak by up to 10%).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pulsar_txn_cli.nack.pair_map import LongLongPairHashMap
 from pulsar_txn_cli.nack.plan import Workload, new_design, slots_for
 from pulsar_txn_cli.nack.plan import old_design as plan_old
 from pulsar_txn_cli.nack.simulate import SimWorkload, simulate
+from tests.conftest import missing_tool
 
 pytestmark = pytest.mark.nack_java
 
@@ -48,6 +49,8 @@ WORKLOADS = [
     (20_000, 30_000, 12, 10_000, 10, 30_000),  # batches of 10, ledgers rolling, bitmap containers
 ]
 CHURN = (20_000, 600, 4_000)  # rate/s, delay ms, real ms: the steady state, the tracker's own timer task removing
+# The churn peak, real over the model on the same clock (measured: see test_new_design_under_churn).
+LOW, HIGH = 0.99, 1.01
 
 
 def _mvn(*args: str) -> None:
@@ -65,7 +68,7 @@ def _mvn(*args: str) -> None:
 def measured() -> dict:
     missing = [tool for tool in ("java", "mvn") if not shutil.which(tool)]
     if missing:
-        pytest.fail(f"{' and '.join(missing)} not found: install a JDK 17 and Maven (./dev setup does, from Debian)")
+        missing_tool(f"{' and '.join(missing)} {'are' if len(missing) > 1 else 'is'}")
     _mvn("-P", "new", "package")
     _mvn("-P", "old", "generate-sources")
     args = [a for w in WORKLOADS for a in ("workload", *map(str, w))] + ["order", "layout", "churn", *map(str, CHURN)]
@@ -173,11 +176,36 @@ def test_old_design_under_churn_keeps_tombstones_and_doubles(measured):
     assert planned["bytes"] > without_tombstones
 
 
+def churn_peak(start_ms: int, rate: int, delay_ms: int, span_ms: int, bits: int = 8) -> int:
+    """The model's peak under churn, measured as the probe measures the real tracker: nacks at RATE on a clock
+    that reads START_MS at the first, the timer run whenever it is due, and the size taken just before each run
+    (and at the end)."""
+    tracker, peak = NewTracker(bits), 0
+    for n in range(rate * span_ms // 1000):
+        now = start_ms + n * 1000 / rate
+        while tracker.timer_at is not None and tracker.timer_at <= now:
+            peak = max(peak, tracker.java_bytes())
+            tracker.fire(tracker.timer_at)
+        tracker.add(int(now), 1000 + n // 50_000, n % 50_000, delay_ms)
+    return max(peak, tracker.java_bytes())
+
+
 def test_new_design_under_churn(measured):
-    """The real tracker's peak is read only when its timer runs, a phase the simulation's 40 even samples need
-    not share (and a late timer on a loaded machine leaves more in it): 16 runs by hand gave 0.90 to 0.99 of
-    the simulation's peak, quiet and three JVMs at once; a CI run, 0.902."""
+    """The model on the real run's own clock (the probe's startMs), measured when the probe measures (just before
+    each timer run): 9 runs by hand, 0.9991 to 0.9994 of the model (24 bytes short, the few a bucket JOL does not
+    count). `nack simulate`'s peak, from 40 even samples of a clock that starts at 0, measured 0.94 to 1.01 of
+    these same runs: its samples miss the instants before a timer run, and the clock's start moves the peak."""
     rate, delay_ms, span_ms = CHURN
-    java = measured["new"][len(WORKLOADS) + 2]["maxBytes"]
-    simulated = simulate(SimWorkload(rate, (delay_ms,), span_ms / 1000, samples=40))["peak"]["afterBytes"]
-    assert 0.85 * simulated <= java <= 1.10 * simulated, (java, simulated)
+    run = measured["new"][len(WORKLOADS) + 2]
+    model = churn_peak(run["startMs"], rate, delay_ms, span_ms)
+    assert LOW * model <= run["maxBytes"] <= HIGH * model, (run["maxBytes"], model, run["startMs"] % 256)
+
+
+def test_the_churn_peak_depends_on_where_in_a_bucket_the_run_starts():
+    """Why the churn test runs the model on the real run's clock: the tracker cuts its buckets on the clock's
+    256 ms grid, so the same workload started at a bucket's edge or 208 ms into one peaks 10% apart (the first
+    timer run finds the most partly filled buckets), far outside the tolerance above."""
+    rate, delay_ms, span_ms = CHURN
+    peaks = {start: churn_peak(start, rate, delay_ms, span_ms) for start in (0, 208)}
+    assert peaks == {0: 27_200, 208: 24_552}, peaks
+    assert peaks[208] < LOW * peaks[0]

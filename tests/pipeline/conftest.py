@@ -10,6 +10,7 @@ import pytest
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec import dumps, readledger
 from pulsar_txn_cli.pipeline import distinct
+from tests.conftest import missing_tool
 
 TC_ML = "pulsar/system/persistent/__transaction_log_0"
 TC_ML1 = "pulsar/system/persistent/__transaction_log_1"
@@ -123,7 +124,7 @@ def spark():
     from pulsar_txn_cli.pipeline import spark_job
 
     if not spark_job.java_available():
-        pytest.fail("Spark needs Java 17: ./dev setup installs it")
+        missing_tool("Java 17, which Spark needs, is")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_job.Session(
         "local[2]",

@@ -11,11 +11,11 @@ import re
 import shutil
 import subprocess
 
-import pytest
 
 from pulsar_txn_cli import codec
 
 from .conftest import ack, lifecycle, tc, write_jsonl
+from tests.conftest import missing_tool
 
 WIDTH, HEIGHT = 1280, 2400
 # Runs after the page's own script: measures, exercises the filter, writes the results into the DOM.
@@ -47,10 +47,7 @@ MEASURE = """<script>window.addEventListener('load', function () {
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail(
-            "Chromium is not installed: `./dev setup` installs it (its Chromium and fish step, Debian's package)",
-            pytrace=False,
-        )
+        missing_tool("Chromium is")
     return path
 
 

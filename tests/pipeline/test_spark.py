@@ -7,6 +7,7 @@ import pytest
 from pulsar_txn_cli.pipeline import inputs, local
 
 from .conftest import TC_ML, TC_ML1, write_jsonl
+from tests.conftest import missing_tool
 
 pytestmark = pytest.mark.spark
 
@@ -67,7 +68,7 @@ def test_job_module_runs_under_spark_submit(tmp_path, mixed):
 
     submit = Path(sys.executable).parent / "spark-submit"
     if not submit.exists() or not spark_job.java_available():
-        pytest.fail("spark-submit (pyspark, the spark extra) and Java 17 are needed: ./dev setup installs them")
+        missing_tool("spark-submit (pyspark, the spark extra) or Java 17 is")
     _, entries = mixed
     source = write_jsonl(tmp_path / "d.jsonl", entries)
     out = tmp_path / "result.json"

@@ -17,6 +17,7 @@ import pytest
 from pulsar_txn_cli.pipeline import inputs, local
 
 from .standalone import S3Proxy, Standalone, executor_python, importable
+from tests.conftest import missing_tool
 
 pytestmark = pytest.mark.spark_cluster
 
@@ -28,7 +29,7 @@ def cluster(tmp_path_factory):
     from pulsar_txn_cli.pipeline import spark_job
 
     if not spark_job.java_available():
-        pytest.fail("a Spark cluster needs Java 17: ./dev setup installs it")
+        missing_tool("Java 17, which a Spark cluster needs, is")
     python = executor_python()
     # the executors' Python provably lacks what the tool would need if nothing were shipped
     assert importable(python, "pyspark") and importable(python, "pyarrow") and importable(python, "pandas")

@@ -33,7 +33,8 @@ import org.openjdk.jol.info.GraphLayout;
  *   churn RATE_PER_S DELAY_MS DURATION_MS
  *       the steady state in real time: nacks RATE_PER_S (paced by the clock) for DURATION_MS, and
  *       runs the tracker's own timer task whenever the interval it asked for has passed. Prints the
- *       largest retained size seen (old design: the table, whose tombstones count as used slots).
+ *       largest retained size seen (old design: the table, whose tombstones count as used slots) and
+ *       the wall clock at the start (the tracker's buckets are cut on it).
  *   order
  *       nacks two messages of one batch, due in 10 s and 20 s, in both orders, and prints the
  *       delays the tracker asked its timer for.
@@ -187,6 +188,7 @@ public final class NackProbe {
         Method trigger = NegativeAcksTracker.class.getDeclaredMethod("triggerRedelivery", Timeout.class);
         trigger.setAccessible(true);
         GraphLayout.parseInstance(new long[1]).totalSize();  // JOL's first call takes seconds: not inside the clock
+        long startMs = System.currentTimeMillis();  // the clock the tracker cuts its buckets on
         long start = System.nanoTime();
         long added = 0;
         long nextTimerNs = -1;
@@ -215,7 +217,7 @@ public final class NackProbe {
         Object map = nacked(tracker);
         maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(map).totalSize());
         System.out.println("{\"design\":\"" + (isNewDesign() ? "new" : "old") + "\",\"added\":" + added + ",\"timerRuns\":" + runs
-                + ",\"maxBytes\":" + maxBytes + "}");
+                + ",\"maxBytes\":" + maxBytes + ",\"startMs\":" + startMs + "}");
     }
 
     static void order() throws Exception {
