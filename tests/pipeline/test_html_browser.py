@@ -15,6 +15,8 @@ import subprocess
 from pulsar_txn_cli import codec
 
 from .conftest import ack, lifecycle, tc, write_jsonl
+import pytest
+
 from tests.conftest import missing_tool
 
 WIDTH, HEIGHT = 1280, 2400
