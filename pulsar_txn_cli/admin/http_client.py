@@ -63,7 +63,7 @@ class RestTransport:
             credential = base64.b64encode(":".join(target.basic).encode()).decode()
             register(credential)
             self.headers["Authorization"] = f"Basic {credential}"
-        verify = _ssl_context(target)
+        tls = _tls(target)
         self.oauth = None
         if target.oauth2:
             from pulsar_txn_cli.admin.oauth2 import TokenSource
@@ -72,9 +72,9 @@ class RestTransport:
             self.oauth = TokenSource(
                 target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout, log=self._log
             )
-        self.pool = http_pool.ConnectionPool(
-            timeout=target.request_timeout, ssl_context=verify if isinstance(verify, ssl.SSLContext) else None
-        )
+        self.pool = http_pool.ConnectionPool(timeout=target.request_timeout, tls=tls)
+        for proxy in (self.pool.proxies.get("http"), self.pool.proxies.get("https")):
+            _register_url_password(proxy)
 
     def __repr__(self) -> str:
         return f"RestTransport({self.base!r})"
@@ -227,6 +227,16 @@ class RestTransport:
                 f"{where} answered {method} {urlsplit(url).path} in something that is not HTTP ({text}); check that "
                 "the URL names the broker's web service port (e.g. http://broker:8080), not another protocol's"
             )
+        elif isinstance(exc, http_pool.Malformed):
+            msg = (
+                f"{where} answered {method} {urlsplit(url).path} with malformed HTTP ({text}); the answer was "
+                "refused and its connection closed; check the broker and any proxy or load balancer in between"
+            )
+        elif isinstance(exc, http_pool.TooLarge):
+            msg = (
+                f"{where}'s answer to {method} {urlsplit(url).path} was refused as too large ({text}); an admin API "
+                "answer is never that big: check that the URL names a broker's web service"
+            )
         elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:
@@ -244,8 +254,8 @@ def _retriable_error(exc: http_pool.TransportError, method: str) -> bool:
     if isinstance(exc, http_pool.ConnectTimeout):
         return True
     # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
-    if isinstance(exc, http_pool.NotHttp):
-        return False  # another protocol's port answers the same way every time
+    if isinstance(exc, (http_pool.NotHttp, http_pool.Malformed, http_pool.TooLarge)):
+        return False  # another protocol's port, a broken or endless answer: the same every time
     return method in IDEMPOTENT and isinstance(exc, http_pool.ReadError)
 
 
@@ -266,29 +276,42 @@ def _issuer_ssl_context(target):
     return context
 
 
-def _ssl_context(target):
-    if not target.url.startswith("https://"):
-        return True
-    if target.tls_allow_insecure:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
+def _tls(target) -> http_pool.Tls:
+    """The TLS options for libcurl; a CA bundle or client certificate that cannot be loaded is a usage error now,
+    before any request (Python's ssl reads them as OpenSSL will)."""
+    if target.tls_trust_cert_path and not target.tls_allow_insecure:
         try:
-            context = ssl.create_default_context(cafile=target.tls_trust_cert_path)
+            ssl.create_default_context(cafile=target.tls_trust_cert_path)
         except (OSError, ssl.SSLError) as exc:
             raise UsageError(
                 f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}"
             ) from None
-        context.check_hostname = bool(target.tls_enable_hostname_verification)
     if target.tls_cert_file:
         try:
-            context.load_cert_chain(target.tls_cert_file, target.tls_key_file)
+            ssl.create_default_context().load_cert_chain(target.tls_cert_file, target.tls_key_file)
         except (OSError, ssl.SSLError) as exc:
             raise UsageError(
                 f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}"
             ) from None
-    return context
+    return http_pool.Tls(
+        ca_file=target.tls_trust_cert_path,
+        verify=not target.tls_allow_insecure,
+        check_hostname=bool(target.tls_enable_hostname_verification),
+        cert_file=target.tls_cert_file,
+        key_file=target.tls_key_file,
+    )
+
+
+def _register_url_password(url: str | None) -> None:
+    """A password in a URL (a proxy's) is redacted from everything printed."""
+    from urllib.parse import unquote
+
+    from pulsar_txn_cli.admin.redact import register
+
+    password = urlsplit(url).password if url else None
+    if password:
+        register(password)
+        register(unquote(password))
 
 
 def _param(value) -> str:
