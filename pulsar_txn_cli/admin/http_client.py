@@ -1,8 +1,8 @@
-"""The REST transport: Pulsar's admin API over http_pool (keep-alive HTTP/1.1 over plain sockets).
+"""The REST transport: Pulsar's admin API over http_pool (libcurl, connections kept alive).
 
 - Redirects are followed by hand: Pulsar answers 307 to the broker that owns a topic, and
-  generic clients drop `Authorization` when the host changes. The header is kept, the hop count
-  bounded, loops detected, and a token is never sent over plain HTTP after an https start.
+  generic clients drop `Authorization` when the host changes. The header follows where the
+  cluster's brokers can be (_credentials_may_not_follow); the hop count is bounded, loops detected.
 - Retries with exponential backoff and jitter: connection failures (the request never left) for
   every method; dropped connections, 429 (Retry-After honoured) and 502/503/504 only for
   idempotent methods. A read timeout is final (--request-timeout is the user's choice).
@@ -106,10 +106,10 @@ class RestTransport:
             if not location:
                 return response.status, response.headers, response.content
             next_url = urljoin(url, location)
-            if urlsplit(url).scheme == "https" and urlsplit(next_url).scheme == "http" and "Authorization" in headers:
+            if "Authorization" in headers and (refusal := self._credentials_may_not_follow(url, next_url)):
                 raise ConnectionFailed(
-                    f"{method} {path} on {self.target.describe()} was redirected from https to plain http "
-                    f"({_origin(next_url)}); refusing to send the token unencrypted — check the brokers' advertised web addresses",
+                    f"{method} {path} on {self.target.describe()} was redirected {refusal}; check the brokers' "
+                    "advertised web addresses (docs/authentication.md says where credentials follow a redirect)",
                     status=response.status,
                 )
             if next_url in seen:
@@ -127,6 +127,27 @@ class RestTransport:
             f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
             "check the brokers' advertised addresses and topic ownership",
             status=307,
+        )
+
+    def _credentials_may_not_follow(self, url: str, next_url: str) -> str | None:
+        """Why Authorization may not follow a redirect from `url` to `next_url`, or None when it may.
+
+        Pulsar's brokers redirect to the owner broker's advertised web service URL: another host of the cluster,
+        on the web service port they share (or another port of the same host, in a one-machine cluster). So the
+        credentials follow: never from https to http; to https, any host the cluster's own CA
+        (--tls-trust-cert-path) vouches for; otherwise the same host on any port, or the same port on another
+        host: both compared with --admin-url, the address the operator chose, so that a chain of hops cannot walk
+        away from it."""
+        start, to, chosen = urlsplit(url), urlsplit(next_url), urlsplit(self.base)
+        if start.scheme == "https" and to.scheme == "http":
+            return f"from https to plain http ({_origin(next_url)}); refusing to send the credentials unencrypted"
+        if to.scheme == "https" and self.target.tls_trust_cert_path and not self.target.tls_allow_insecure:
+            return None  # the cluster's CA checks the host it names
+        if _same_host(chosen.hostname, to.hostname) or _port(chosen) == _port(to):
+            return None
+        return (
+            f"to {_origin(next_url)}, another host on another port; refusing to send the credentials there "
+            "(they follow a redirect to the same host, or to the same port of another host)"
         )
 
     def _authorized(self, method: str, url: str, content, headers) -> Response:
@@ -312,6 +333,21 @@ def _register_url_password(url: str | None) -> None:
     if password:
         register(password)
         register(unquote(password))
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _same_host(a: str | None, b: str | None) -> bool:
+    a, b = (a or "").lower(), (b or "").lower()
+    return a == b or (a in _LOOPBACK and b in _LOOPBACK)
+
+
+def _port(parts) -> int | None:
+    try:
+        return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None
 
 
 def _param(value) -> str:

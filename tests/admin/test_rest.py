@@ -221,7 +221,9 @@ def test_https_to_http_redirect_keeps_no_token(self_signed):
             return (307, {"Location": plain.url + r.path}, b"")
 
         with ScriptedServer(redirect, ssl_context=tls_server_context(cert, key)) as secure:
-            with pytest.raises(ConnectionFailed, match="refusing to send the token unencrypted"):
+            with pytest.raises(
+                ConnectionFailed, match="from https to plain http .*refusing to send the credentials unencrypted"
+            ):
                 rest_admin(secure.url, tls_trust_cert_path=str(cert)).tenants()
     assert plain.requests == []
 
