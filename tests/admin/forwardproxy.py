@@ -1,5 +1,5 @@
 """A small forward HTTP proxy for the tests, a real one on a local socket: plain HTTP requests in absolute form
-(one a connection, forwarded in origin form) and CONNECT tunnels for HTTPS. It records what it was asked, and
+(one a connection, forwarded in origin form, the answer marked Connection: close) and CONNECT tunnels for HTTPS. It records what it was asked, and
 can demand Proxy-Authorization. Debian's tinyproxy would do the same; this one starts in a millisecond and says
 what it saw."""
 
@@ -44,20 +44,30 @@ class ForwardProxy:
                 return
             if method == "CONNECT":
                 host, port = target.rsplit(":", 1)
-                upstream = socket.create_connection((host, int(port)))
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            else:
-                parts = urlsplit(target)
-                upstream = socket.create_connection((parts.hostname, parts.port or 80))
-                path = parts.path + (f"?{parts.query}" if parts.query else "")
-                kept = [line for line in lines[1:] if not line.lower().startswith(("proxy-", "connection:"))]
-                message = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
+                with socket.create_connection((host, int(port))) as upstream:
+                    client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    if rest:
+                        upstream.sendall(rest)
+                    _pipe(client, upstream)
+                return
+            length = next(
+                (int(line.partition(":")[2]) for line in lines if line.lower().startswith("content-length:")), 0
+            )
+            while len(rest) < length:  # the body may come after the head
+                rest += client.recv(65536)
+            parts = urlsplit(target)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            kept = [line for line in lines[1:] if not line.lower().startswith(("proxy-", "connection:"))]
+            message = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
+            with socket.create_connection((parts.hostname, parts.port or 80)) as upstream:
                 upstream.sendall(message.encode("latin-1") + rest)
-                rest = b""
-            with upstream:
-                if rest:
-                    upstream.sendall(rest)
-                _pipe(client, upstream)
+                answer = b""
+                while data := upstream.recv(65536):
+                    answer += data
+            # One request a connection, and the client told so: it must not send another on this one.
+            head, _, body = answer.partition(b"\r\n\r\n")
+            kept = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
+            client.sendall(b"\r\n".join([*kept, b"Connection: close", b"", b""]) + body)
 
     def _authorized(self, headers: list[str]) -> bool:
         expected = "Basic " + base64.b64encode(":".join(self.credentials).encode()).decode()
