@@ -23,16 +23,18 @@ pycurl is imported on the first exchange, never by `--help` (its import loads li
 
 from __future__ import annotations
 
+import functools
 import http
 import re
 import ssl
 import threading
+from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 MAX_IDLE = 64  # idle handles kept; more than any --concurrency the CLI allows by default
 PATH_SAFE = "/:@!$&'()*+,;=%~"  # what a path may hold unescaped (an escape stays as it is)
-MAX_HEAD = 64 * 1024  # every header line of one exchange: status lines, headers, informational answers, trailers
+MAX_HEAD = 300 * 1024  # libcurl's bound on every header line of one exchange (informational answers, trailers)
 MAX_BODY = 256 * 1024 * 1024  # an answer's body; the largest real ones at fleet scale are a few megabytes
 WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # an empty one is still announced (Content-Length: 0)
 
@@ -77,21 +79,63 @@ class TooLarge(ReadError):
     """The answer (its headers or its body) passed the size this client accepts."""
 
 
-class Headers(dict):
-    """An answer's headers, names lower-cased; get() ignores case. A repeated header keeps its first value."""
+class Headers(Mapping):
+    """The final answer's headers, names lower-cased, read from libcurl's lines when first looked at (most answers
+    are only decoded: their headers never are). get() ignores case; a repeated header keeps its first value."""
+
+    __slots__ = ("_lines", "_map")
+
+    def __init__(self, lines: list[bytes]):
+        self._lines, self._map = lines, None
+
+    def _read(self) -> dict[str, str]:
+        if self._map is None:
+            self._map = {}
+            for line in final_head(self._lines):
+                name, colon, value = line.decode("latin-1").partition(":")
+                if colon:
+                    self._map.setdefault(name.strip().lower(), value.strip())
+        return self._map
 
     def get(self, name: str, default=None):
-        return super().get(name.lower(), default)
+        return self._read().get(name.lower(), default)
+
+    def __getitem__(self, name: str) -> str:
+        return self._read()[name.lower()]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 class Response:
-    __slots__ = ("status", "reason", "headers", "content")
+    __slots__ = ("status", "content", "headers")
 
-    def __init__(self, status: int, reason: str, headers: Headers, content: bytes):
+    def __init__(self, status: int, lines: list[bytes], content: bytes):
         self.status = status
-        self.reason = reason
-        self.headers = headers
         self.content = content
+        self.headers = Headers(lines)
+
+    @property
+    def reason(self) -> str:
+        try:
+            return http.HTTPStatus(self.status).phrase
+        except ValueError:
+            return ""
+
+
+def final_head(lines: list[bytes]) -> list[bytes]:
+    """The header lines of the final answer, from every line libcurl read (informational answers' heads first,
+    trailers after): those after the last status line, up to the empty line."""
+    start = max((i for i, line in enumerate(lines) if line.startswith(b"HTTP/")), default=-1) + 1
+    head = []
+    for line in lines[start:]:
+        if line in (b"\r\n", b"\n"):
+            break
+        head.append(line)
+    return head
 
 
 class Tls:
@@ -158,35 +202,25 @@ class ConnectionPool:
 class _Handle:
     """One libcurl easy handle, its connections, and the answer being read into it."""
 
-    __slots__ = (
-        "curl",
-        "pool",
-        "proxy",
-        "parts",
-        "size",
-        "head_size",
-        "headers",
-        "lengths",
-        "codings",
-        "failure",
-        "final",
-        "informational",
-    )
+    __slots__ = ("curl", "pool", "proxy", "lines", "parts", "size", "failure", "sent_lines", "method")
 
     def __init__(self, pool: ConnectionPool):
         c = self.curl = pycurl.Curl()
-        self.pool = pool
+        self.pool, self.lines, self.parts = pool, [], []
+        self.sent_lines, self.method = None, None
         c.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: the CLI performs from threads
         c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         c.setopt(pycurl.FOLLOWLOCATION, 0)  # redirects are the admin layer's (Authorization rules)
         c.setopt(pycurl.TIMEOUT_MS, max(1, int(pool.timeout * 1000)))  # connect + send + receive, together
         c.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(pool.timeout * 1000)))
         c.setopt(pycurl.HTTP09_ALLOWED, 1)  # so that the first bytes of a non-HTTP answer reach _body, named there
-        c.setopt(pycurl.MAXFILESIZE_LARGE, pool.max_body)  # a Content-Length past the cap: refused at once
+        c.setopt(pycurl.MAXFILESIZE_LARGE, pool.max_body)  # libcurl ends a transfer that passes it, announced or not
         c.setopt(pycurl.TCP_NODELAY, 1)
         c.setopt(pycurl.TCP_KEEPALIVE, 1)
         c.setopt(pycurl.WRITEFUNCTION, self._body)
-        c.setopt(pycurl.HEADERFUNCTION, self._header)
+        # Every header line libcurl read, kept as it is (no Python call a line); libcurl bounds them, informational
+        # answers and trailers included, at MAX_HEAD.
+        c.setopt(pycurl.HEADERFUNCTION, self.lines.append)
         c.setopt(pycurl.USERAGENT, "pulsar-txn")
         _tls_options(c, pool.tls)
         # The proxy is set per request from the environment as Python reads it (proxies_from), never by libcurl's
@@ -200,68 +234,49 @@ class _Handle:
         if proxy != self.proxy:
             c.setopt(pycurl.PROXY, proxy)
             self.proxy = proxy
-        self.parts, self.size, self.head_size, self.failure, self.final = [], 0, 0, None, False
-        self.informational = False
-        self.headers, self.lengths, self.codings = Headers(), [], []
+        self.lines.clear()
+        self.size, self.failure = 0, None
         c.setopt(pycurl.URL, url)
-        c.setopt(pycurl.HTTPHEADER, lines)
+        if lines is not self.sent_lines:  # the same list again (_lines_of's cache): libcurl has it already
+            c.setopt(pycurl.HTTPHEADER, lines)
+            self.sent_lines = lines
         if body is not None or method in WITH_BODY:
             c.setopt(pycurl.POSTFIELDSIZE, len(body or b""))
             c.setopt(pycurl.COPYPOSTFIELDS, body or b"")
             c.setopt(pycurl.CUSTOMREQUEST, None if method == "POST" else method)
-        elif method == "HEAD":
-            c.setopt(pycurl.NOBODY, 1)
-            c.setopt(pycurl.CUSTOMREQUEST, None)
-        else:
-            c.setopt(pycurl.HTTPGET, 1)
-            c.setopt(pycurl.CUSTOMREQUEST, None if method == "GET" else method)
+            self.method = None
+        elif method != self.method:  # a run of GETs sets it once
+            if method == "HEAD":
+                c.setopt(pycurl.NOBODY, 1)
+                c.setopt(pycurl.CUSTOMREQUEST, None)
+            else:
+                c.setopt(pycurl.HTTPGET, 1)
+                c.setopt(pycurl.CUSTOMREQUEST, None if method == "GET" else method)
+            self.method = method
         try:
             c.perform()
         except pycurl.error as exc:
-            raise self.failure or _failure(c, exc, self.pool.max_body) from None
+            raise self.failure or _failure(c, exc, url, self.pool.max_body) from None
         finally:
             if method == "HEAD":
                 c.setopt(pycurl.NOBODY, 0)
-        if self.failure:  # an answer refused where libcurl let it pass
+                self.method = None
+            content, self.parts = b"".join(self.parts), []
+        if self.failure:
             raise self.failure
-        status = c.getinfo(pycurl.RESPONSE_CODE)
-        content = b"".join(self.parts)
-        self.parts = []
-        return Response(status, _reason(status), self.headers, content)
-
-    def _header(self, line: bytes):
-        """Each header line libcurl read: the status line, headers, the empty line, and trailers."""
-        self.head_size += len(line)
-        if self.head_size > MAX_HEAD:
-            return self._refuse(TooLarge(f"its headers passed {MAX_HEAD // 1024} KiB"))
-        if self.final:
-            return None  # a trailer: counted, not kept
-        if line.startswith(b"HTTP/"):  # a new answer: an informational one's headers are not the final's
-            self.headers, self.lengths, self.codings = Headers(), [], []
-            self.informational = line[line.find(b" ") + 1 :].startswith(b"1")  # libcurl read the status already
-            return None
-        if line in (b"\r\n", b"\n"):
-            if not self.informational:
-                self.final = True
-                problem = _framing_problem(self.lengths, self.codings)
-                if problem:
-                    return self._refuse(Malformed(problem))
-            return None
-        name, colon, value = line.decode("latin-1").partition(":")
-        if colon:
-            name, value = name.strip().lower(), value.strip()
-            if name == "content-length":
-                self.lengths.append(value)
-            elif name == "transfer-encoding":
-                self.codings.append(value)
-            self.headers.setdefault(name, value)
-        return None
+        head = list(self.lines)
+        # libcurl refuses a broken or conflicting Content-Length and an unknown coding itself; it reads
+        # Transfer-Encoding: chunked with a Content-Length too (the length ignored), which a server or a proxy in
+        # between may have framed the other way: refused, and the connection closed with this handle.
+        if b"ransfer-" in b"".join(head).lower() and (problem := _framing_problem(final_head(head))):
+            raise Malformed(problem)
+        return Response(c.getinfo(pycurl.RESPONSE_CODE), head, content)
 
     def _body(self, data: bytes):
-        if not self.final:  # no status line came first (HTTP/0.9 to libcurl): not an HTTP server
+        if not self.lines:  # no status line came first (HTTP/0.9 to libcurl): not an HTTP server
             return self._refuse(NotHttp(_not_http(data)))
         self.size += len(data)
-        if self.size > self.pool.max_body:
+        if self.size > self.pool.max_body:  # libcurl's own cap comes first; this one whatever its version
             return self._refuse(TooLarge(f"its body passed {self.pool.max_body // (1024 * 1024)} MiB"))
         self.parts.append(data)
         return None
@@ -271,20 +286,23 @@ class _Handle:
         return 0  # not the length given: libcurl ends the transfer (and its connection goes with this handle)
 
 
-def _framing_problem(lengths: list[str], codings: list[str]) -> str | None:
+def _framing_problem(head: list[bytes]) -> str | None:
     """Why a final answer's framing cannot be trusted, or None."""
-    if codings:
-        given = [c.strip().lower() for value in codings for c in value.split(",")]
-        if given != ["chunked"]:
-            return f"its Transfer-Encoding is {', '.join(codings)!r}, and only 'chunked' is accepted"
-        if lengths:
-            return "it has both Transfer-Encoding and Content-Length"
+    lengths, codings = [], []
+    for line in head:
+        name, _, value = line.decode("latin-1").partition(":")
+        name = name.strip().lower()
+        if name == "content-length":
+            lengths.append(value.strip())
+        elif name == "transfer-encoding":
+            codings.append(value.strip())
+    if not codings:
         return None
-    values = {v.strip() for value in lengths for v in value.split(",")}
-    if any(not (v.isascii() and v.isdigit()) for v in values):
-        return f"its Content-Length is not a number: {', '.join(lengths)[:40]!r}"
-    if len(values) > 1:
-        return f"it has conflicting Content-Length values ({', '.join(sorted(values, key=len))[:60]})"
+    given = [c.strip().lower() for value in codings for c in value.split(",")]
+    if given != ["chunked"]:
+        return f"its Transfer-Encoding is {', '.join(codings)!r}, and only 'chunked' is accepted"
+    if lengths:
+        return "it has both Transfer-Encoding and Content-Length"
     return None
 
 
@@ -292,13 +310,6 @@ def _not_http(data: bytes) -> str:
     if data[:1] in (b"\x15", b"\x16") and data[1:2] == b"\x03":  # a TLS record: alert or handshake
         return "it answered in TLS: the URL wants https://"
     return f"it began {bytes(data[:24])!r}"
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
 
 
 _CONNECT = {"E_COULDNT_CONNECT", "E_COULDNT_RESOLVE_HOST", "E_COULDNT_RESOLVE_PROXY", "E_INTERFACE_FAILED"}
@@ -328,12 +339,14 @@ def _kind(code: int) -> str:
     if not _kinds:
         groups = {"timeout": {"E_OPERATION_TIMEDOUT"}, "tls": _TLS, "connect": _CONNECT, "write": _WRITE}
         groups |= {"read": _READ, "malformed": _MALFORMED, "size": {"E_FILESIZE_EXCEEDED"}, "url": {"E_URL_MALFORMAT"}}
+        groups["head-size"] = {"E_TOO_LARGE"}
+        _kinds[100] = "head-size"  # CURLE_TOO_LARGE (libcurl 8.6), which pycurl may not name
         for kind, names in groups.items():
             _kinds.update({getattr(pycurl, name): kind for name in names if hasattr(pycurl, name)})
     return _kinds.get(code, "")
 
 
-def _failure(c, exc, max_body: int) -> TransportError:
+def _failure(c, exc, url: str, max_body: int) -> TransportError:
     """A libcurl error as one of the classes above; str() is libcurl's own message."""
     code, message = exc.args[0], (exc.args[1] if len(exc.args) > 1 else "") or "failed"
     kind = _kind(code)
@@ -348,6 +361,8 @@ def _failure(c, exc, max_body: int) -> TransportError:
         return ConnectError(message)
     if kind == "size":
         return TooLarge(f"its body passed {max_body // (1024 * 1024)} MiB")
+    if "too large response headers" in message.lower() or kind == "head-size":
+        return TooLarge(f"its headers passed {MAX_HEAD // 1024} KiB")
     if kind == "write":
         return WriteError(message)
     if kind == "malformed":
@@ -355,7 +370,7 @@ def _failure(c, exc, max_body: int) -> TransportError:
     if kind == "read":
         return ReadError(message)
     if kind == "url":
-        return TransportError(f"invalid URL: {message}")
+        return TransportError(f"invalid URL: {url} ({message})")
     return TransportError(message)
 
 
@@ -390,9 +405,15 @@ _LINE_BREAK = re.compile("[\r\n\0]")
 
 
 def _header_lines(headers: dict, with_body: bool) -> list[str]:
-    """The request's headers for libcurl; a value that would split the message is refused."""
+    """The request's headers for libcurl; a value that would split the message is refused. The same few sets of
+    headers recur for a command's every request: made once each."""
+    return _lines_of(tuple(headers.items()), with_body)
+
+
+@functools.lru_cache(maxsize=16)
+def _lines_of(headers: tuple, with_body: bool) -> list[str]:
     lines = []
-    for name, value in headers.items():
+    for name, value in headers:
         value = str(value)
         if _LINE_BREAK.search(value):
             raise TransportError(f"the {name} header holds a line break")
@@ -402,7 +423,7 @@ def _header_lines(headers: dict, with_body: bool) -> list[str]:
             raise TransportError("a header holds characters HTTP cannot carry (not Latin-1)") from None
         lines.append(f"{name}: {value}")
     lines.append("Expect:")  # no 100-continue round trip before a body
-    if with_body and not any(name.lower() == "content-type" for name in headers):
+    if with_body and not any(name.lower() == "content-type" for name, _ in headers):
         lines.append("Content-Type:")  # libcurl's form default would be wrong; an empty body has no type
     return lines
 
@@ -410,15 +431,18 @@ def _header_lines(headers: dict, with_body: bool) -> list[str]:
 _PLAIN = re.compile("[A-Za-z0-9_.~" + re.escape("-" + PATH_SAFE + "?") + "]*")  # unreserved, PATH_SAFE, the query's "?"
 
 
+# A URL as the tool makes it: http(s), a host and port without credentials, a path and query already escaped.
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9.\-_~:\[\]]+(?:[/?]" + _PLAIN.pattern + ")?")
+
+
 def _quoted_url(url: str) -> tuple[str, str]:
-    """`url` with what a request line may not hold escaped in its path and query; the tool's own paths are escaped
-    already, and its scheme. Only http and https are accepted."""
+    """`url` with what a request line may not hold escaped in its path and query (the tool's own paths are escaped
+    already), and its scheme. Only http and https are accepted; libcurl judges the rest (a port that is not a
+    number: E_URL_MALFORMAT)."""
+    if _PLAIN_URL.fullmatch(url):
+        return url, "https" if url[4] == "s" else "http"
     parts = urlsplit(url)
-    try:
-        valid = parts.scheme in ("http", "https") and parts.hostname and parts.port != 0
-    except ValueError:  # a port that is not a number, as a redirect may carry
-        valid = False
-    if not valid:
+    if parts.scheme not in ("http", "https") or not parts.netloc:
         raise TransportError(f"invalid URL: {url}")
     path, query = parts.path or "/", parts.query
     if not _PLAIN.fullmatch(path):

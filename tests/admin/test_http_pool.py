@@ -47,6 +47,12 @@ class RawServer:
             threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
+        try:
+            self._answer(conn, number)
+        except OSError:  # the client closed first (it refused an answer): nothing more to say
+            conn.close()
+
+    def _answer(self, conn: socket.socket, number: int) -> None:
         buffer = b""
         with conn:
             while True:
@@ -290,7 +296,7 @@ def test_an_announced_length_past_the_cap_is_refused_before_its_body_is_read():
 )
 def test_endless_headers_informational_answers_or_trailers_are_bounded(head, piece):
     with Endless(head, piece) as server:
-        with pytest.raises(ConnectionFailed, match=r"refused as too large \(its headers passed 64 KiB\)"):
+        with pytest.raises(ConnectionFailed, match=r"refused as too large \(its headers passed 300 KiB\)"):
             rest_admin(server.url, retries=0, timeout=10.0).tenants()
 
 
