@@ -100,4 +100,6 @@ def main(argv: list[str]) -> None:
     for name, cost in costs.items():
         print(f"  {name:<12} {cost['cpuMs']:>10.3f} {cost['wallMs']:>11.3f}")
     ratio = costs["PulsarAdmin"]["cpuMs"] / costs["pycurl"]["cpuMs"]
-    print(f"  PulsarAdmin's CPU a request: {ratio:.2f}x pycurl's bare loop ({args.requests} requests, {args.rounds} rounds)")
+    print(
+        f"  PulsarAdmin's CPU a request: {ratio:.2f}x pycurl's bare loop ({args.requests} requests, {args.rounds} rounds)"
+    )
