@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import email.utils
 import random
-import ssl
 import time
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
@@ -282,6 +281,8 @@ def _retriable_error(exc: http_pool.TransportError, method: str) -> bool:
 
 def _issuer_ssl_context(target):
     """The system's CAs plus --tls-trust-cert-path (an issuer often has a public certificate)."""
+    import ssl
+
     if target.tls_allow_insecure:
         return False
     if not target.oauth2.issuer_url.startswith("https://"):
@@ -301,19 +302,15 @@ def _tls(target) -> http_pool.Tls:
     """The TLS options for libcurl; a CA bundle or client certificate that cannot be loaded is a usage error now,
     before any request (Python's ssl reads them as OpenSSL will)."""
     if target.tls_trust_cert_path and not target.tls_allow_insecure:
-        try:
-            ssl.create_default_context(cafile=target.tls_trust_cert_path)
-        except (OSError, ssl.SSLError) as exc:
-            raise UsageError(
-                f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}"
-            ) from None
+        _loadable(
+            lambda ssl: ssl.create_default_context(cafile=target.tls_trust_cert_path),
+            f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path)",
+        )
     if target.tls_cert_file:
-        try:
-            ssl.create_default_context().load_cert_chain(target.tls_cert_file, target.tls_key_file)
-        except (OSError, ssl.SSLError) as exc:
-            raise UsageError(
-                f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}"
-            ) from None
+        _loadable(
+            lambda ssl: ssl.create_default_context().load_cert_chain(target.tls_cert_file, target.tls_key_file),
+            f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}",
+        )
     return http_pool.Tls(
         ca_file=target.tls_trust_cert_path,
         verify=not target.tls_allow_insecure,
@@ -321,6 +318,15 @@ def _tls(target) -> http_pool.Tls:
         cert_file=target.tls_cert_file,
         key_file=target.tls_key_file,
     )
+
+
+def _loadable(load, failure: str) -> None:
+    import ssl  # only for a target with TLS files: 9 ms of start-up otherwise
+
+    try:
+        load(ssl)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(f"{failure}: {exc}") from None
 
 
 def _register_url_password(url: str | None) -> None:

@@ -95,3 +95,27 @@ def test_oauth2_token_requests_go_through_the_proxy_too(cli, monkeypatch, tmp_pa
     assert f"GET {standin.issuer}/.well-known/openid-configuration" in proxy.seen
     assert any(line.startswith(f"GET {broker.url}/admin/") for line in proxy.seen)
     assert len(standin.issued) == 1
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HTTP_PROXY": "http://upper:1", "http_proxy": "http://lower:2"},
+        {"HTTP_PROXY": "http://upper:1", "http_proxy": ""},
+        {"HTTP_PROXY": "http://upper:1", "REQUEST_METHOD": "GET"},
+        {"Https_Proxy": "http://mixed:3", "NO_PROXY": "a,b", "no_proxy": "c"},
+        {"ALL_PROXY": "http://all:4", "FTP_PROXY": "http://ftp:5"},
+    ],
+    ids=["lower-wins", "empty-lower-unsets", "cgi", "mixed-case", "other-schemes"],
+)
+def test_the_environment_is_read_as_pythons_urllib_and_so_httpx_read_it(monkeypatch, env):
+    """The admin calls and the OAuth2 requests must agree on the proxy: http_pool reads the variables itself (to
+    spare every command urllib.request's import), by urllib's rules."""
+    import urllib.request
+
+    from pulsar_txn_cli.admin.http_pool import proxies_from
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    expected = {k: v for k, v in urllib.request.getproxies_environment().items() if k in ("http", "https", "no")}
+    assert proxies_from() == expected
