@@ -132,7 +132,7 @@ URL_COMMANDS = [
     ["downgrade", "check"],
     ["find-hanging"],
     ["abort-hanging"],
-    ["coordinator-stats", "-c", "-1"],  # an error that suggests a command carrying the target
+    ["coordinator-stats", "-c", "7"],  # an error that suggests a command carrying the target
 ]
 
 
