@@ -353,10 +353,10 @@ def _failure(c, exc, url: str, max_body: int) -> TransportError:
     code, message = exc.args[0], (exc.args[1] if len(exc.args) > 1 else "") or "failed"
     kind = _kind(code)
     if kind == "timeout":
-        connected = c.getinfo(pycurl.CONNECT_TIME) > 0 and (
-            not c.getinfo(pycurl.EFFECTIVE_URL).startswith("https:") or c.getinfo(pycurl.APPCONNECT_TIME) > 0
-        )
-        return ReadTimeout(message) if connected else ConnectTimeout(message)
+        # Sent (a reused connection has no connect time of its own): the server has the request, and a read
+        # timeout is final; nothing sent: the connection or its TLS handshake did not complete, safe to retry.
+        sent = c.getinfo(pycurl.REQUEST_SIZE) > 0
+        return ReadTimeout(message) if sent else ConnectTimeout(message)
     if kind == "tls":
         return ConnectError(message, tls=True)
     if kind == "connect":

@@ -369,3 +369,17 @@ def test_a_tls_port_asked_in_plain_http_says_the_url_wants_https():
         with pytest.raises(ConnectionFailed, match=r"not HTTP \(it answered in TLS: the URL wants https://\)"):
             rest_admin(server.url, retries=3).tenants()
     assert len(server.requests) == 1
+
+
+def test_a_timeout_on_a_kept_alive_connection_is_a_read_timeout_and_not_sent_again():
+    """The request left on a connection already open (no connect of its own): the server has it, so the timeout is
+    final, never retried as a connect timeout would be."""
+    from tests.admin.scripted import ScriptedServer, json_answer
+
+    answers = iter([json_answer(["public"]), ("sleep", 2.0, json_answer(["public"]))])
+    with ScriptedServer(lambda request: next(answers)) as server:
+        admin = rest_admin(server.url, retries=3, timeout=0.5)
+        assert admin.tenants() == ["public"]
+        with pytest.raises(ConnectionFailed, match="got no answer within 0.5s"):
+            admin.tenants()
+    assert len(server.requests) == 2
