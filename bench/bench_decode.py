@@ -14,7 +14,7 @@ Target: objects and json at no less than 0.5x the baseline.
 
 Part 2 writes a JSONL dump of at least N records (default 1,024,000: 2,000 entries) in whole 512-record
 batches and times `pulsar-txn decode DUMP -o jsonl > /dev/null` as a real process (wall and CPU, the CPU of any child
-processes included). Target (issue #24 §4): < 3 s wall for 1,024,000 records.
+processes included). Target: < 3 s wall for 1,024,000 records.
 """
 
 from __future__ import annotations

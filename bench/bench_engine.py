@@ -10,7 +10,7 @@ each mode runs R times and the rates are reported as the median and the range; t
 simulate handed to write() (Linux's /proc/self/io: the database's WAL) are printed a log record. --profile runs the
 batching-on workload once more under cProfile and prints where its time goes, by part of the engine.
 
---scale instead runs issue #24 §3's large case as a real process: `pulsar-txn engine simulate` of
+--scale instead runs the large case as a real process: `pulsar-txn engine simulate` of
 100,000 transactions over 1,000 topics (concurrency 200, batching on for both logs) on a fresh engine,
 then `pulsar-txn engine verify`, and prints the wall time, the CPU time and the peak RSS.
 """
@@ -183,6 +183,6 @@ def main(argv: list[str]) -> None:
         f"TC-log entries without / with batching: {off['entries']['tc']} / {on['entries']['tc']} = {ratio:.1f}x "
         f"(target >= 20x)"
     )
-    print(f"TC-log records/s with batching: {spread(on['tcRates'])} (target >= 50,000, issue #24)")
+    print(f"TC-log records/s with batching: {spread(on['tcRates'])} (target >= 50,000)")
     if args.profile:
         profile_shares(args)

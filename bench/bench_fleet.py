@@ -1,4 +1,4 @@
-"""A real Pulsar 4.0.7 broker at fleet scale (issue #24 §1): pulsar-txn's fleet-wide commands against the REST
+"""A real Pulsar 4.0.7 broker at fleet scale: pulsar-txn's fleet-wide commands against the REST
 floor and against pulsar-admin.
 
 One standalone broker (tests/integration/harness.py) with batched coordinator and pending-ack logs; one partitioned

@@ -1,28 +1,32 @@
-"""The downgrade verdict against the engine's oracle, longer than the fast suite (issue #21).
+"""The downgrade verdict against the engine's oracle, for as long as you give it.
 
-Runs the Hypothesis state machine of tests/downgrade/oracle_machine.py: the full profile (broker
-restarts, unloads, scale-up, and a `--wait` on a copy for every WAIT) with N examples of up to S steps,
-then prints how many examples ran, how long it took, and the counterexample if the verdict and the
-oracle disagree. The state and data directories are temporary.
+Runs the Hypothesis state machine of tests/downgrade/oracle_machine.py at random (a new seed each round of
+examples) until the time is up, then prints how many examples and steps (states visited) it ran, how long it
+took, the verdicts the checks gave, and the counterexample if the verdict and the oracle disagree. The
+state and data directories are temporary.
 
-    python -m bench verdict_oracle [--examples=N] [--steps=S] [--fast]
+    python -m bench verdict_oracle [--minutes=60] [--steps=30] [--profile=deep|judged|sound]
 
-Derandomized: the same examples every run (more examples reach further).
+deep: every judgement, and a --wait on a copy for every judged WAIT; judged: the fast suite's judged
+machine; sound: soundness only (never a false SAFE, SAFE stays SAFE), the widest exploration.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import tempfile
 import time
 
+ROUND = 20  # examples per round; each round has a fresh random seed
+
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench verdict_oracle")
-    parser.add_argument("--examples", type=int, default=100)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--fast", action="store_true", help="the fast suite's machine instead of the full one")
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--profile", choices=["deep", "judged", "sound"], default="deep")
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="bench-verdict-oracle-")
     for name in ("PULSAR_TXN_ADMIN_URL", "PULSAR_TXN_ENGINE_DIR", "PULSAR_TXN_CONTEXT", "PULSAR_CLIENT_CONF"):
@@ -33,23 +37,42 @@ def main(argv: list[str]) -> None:
     from hypothesis import HealthCheck, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from tests.downgrade.oracle_machine import VerdictOracle, VerdictOracleFull
+    from tests.downgrade import oracle_machine as om
 
-    machine = VerdictOracle if args.fast else VerdictOracleFull
+    base = {"deep": om.VerdictOracleFull, "judged": om.VerdictOracle, "sound": om.VerdictOracleSound}[args.profile]
+    seen = collections.Counter()
+
+    class Counted(base):
+        def check(self, directory=None, checkpoint=None):
+            doc = super().check(directory, checkpoint)
+            if checkpoint is not None and str(checkpoint).endswith("peek.json"):
+                seen["states"] += 1
+                seen[doc["verdict"]] += 1
+            return doc
+
+        def teardown(self):
+            seen["examples"] += 1
+            super().teardown()
+
     options = settings(
-        max_examples=args.examples,
+        max_examples=ROUND,
         stateful_step_count=args.steps,
-        derandomize=True,
+        derandomize=False,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
     )
     started = time.monotonic()
+    outcome = "the verdict followed the oracle in every example"
     try:
-        run_state_machine_as_test(machine, settings=options)
-        outcome = "the verdict followed the oracle in every example"
+        while time.monotonic() - started < args.minutes * 60:
+            run_state_machine_as_test(Counted, settings=options)
     except AssertionError as exc:
         outcome = f"DISAGREEMENT:\n{exc}"
     elapsed = time.monotonic() - started
-    print(f"verdict_oracle: {machine.__name__}, {args.examples} examples of up to {args.steps} steps: {elapsed:.0f} s")
+    verdicts = ", ".join(f"{v} {seen[v]}" for v in ("SAFE", "WAIT", "BLOCKED"))
+    print(
+        f"verdict_oracle: {base.__name__}, {seen['examples']} examples of up to {args.steps} steps, "
+        f"{seen['states']} states visited ({verdicts}) in {elapsed:.0f} s"
+    )
     print(outcome)

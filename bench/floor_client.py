@@ -1,4 +1,4 @@
-"""The floor of issue #24 §1: a command's GETs fired by a bare asyncio HTTP/1.1 client (stdlib streams, keep-alive),
+"""The REST floor: a command's GETs fired by a bare asyncio HTTP/1.1 client (stdlib streams, keep-alive),
 `concurrency` connections at a time. bench_fleet.py calls `floor` in process, and runs this file as its own process
 (`python bench/floor_client.py URL REQUESTS.json CONCURRENCY`, printing {"seconds", "differs"}) to time the floor as a
 client program, start-up included. Standard library only, so that the process imports nothing else.

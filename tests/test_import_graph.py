@@ -1,6 +1,7 @@
 """No import circle and no uphill import in the package: the graph of `pulsar_txn_cli` imports, read
 with ast, has no cycle, and every import points to the importer's own floor or a lower one, as the
-layer table of docs/architecture.md draws them (the one list of the floors: this test reads it).
+layer table of docs/architecture.md draws them (the one list of the floors: this test reads it). And
+docs/architecture.md's module list names every module, so a reader finds each one there.
 
 Every import counts, at the top of a module or inside a function (a deferred import still ties
 the two modules together). `from pkg import name` counts as an import of pkg.name when that is a
@@ -168,3 +169,74 @@ def test_the_floor_check_finds_an_uphill_import():
         "x.py": 1,
         "y/": 2,
     }
+
+
+# ---------------------------------------------------------------- the module list
+
+
+def doc_named_modules(text: str) -> tuple[set[str], dict[str, set[str]]]:
+    """docs/architecture.md's "Modules" section: every `….py` it names anywhere, and per item that opens with a
+    folder of the package (`pulsar_txn_cli/admin/batchlog/`), the file names that item names."""
+    section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
+    anywhere = set(re.findall(r"`([^`\s]+\.py)`", section))
+    by_folder = {}
+    for item in re.split(r"^- ", section, flags=re.M)[1:]:
+        folder = re.match(r"`pulsar_txn_cli/([\w/]+/)`", item)
+        if folder:
+            by_folder[folder.group(1)] = set(re.findall(r"`([^`\s/]+\.py)`", item))
+    return anywhere, by_folder
+
+
+def unnamed_modules(files: list[str], anywhere: set[str], by_folder: dict[str, set[str]]) -> list[str]:
+    """The files (paths from the package, `admin/batchlog/risk.py`) the module list does not name: neither by
+    that path (with or without `pulsar_txn_cli/`) nor by file name in the item of their own folder; a top-level
+    module may also go by its bare name. `__init__.py` and the generated protobuf modules are not asked for."""
+    missing = []
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        if name == "__init__.py" or rel.startswith("codec/gen/"):
+            continue
+        folder = f"{folder}/" if folder else ""
+        named = (
+            rel in anywhere
+            or f"{PACKAGE}/{rel}" in anywhere
+            or (folder and name in by_folder.get(folder, set()))
+            or (not folder and name in anywhere)
+        )
+        if not named:
+            missing.append(rel)
+    return missing
+
+
+def test_the_module_list_names_every_module():
+    files = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py"))
+    anywhere, by_folder = doc_named_modules(ARCHITECTURE.read_text())
+    assert len(by_folder) >= 10  # the section was read
+    missing = unnamed_modules(files, anywhere, by_folder)
+    assert not missing, "docs/architecture.md's module list does not name: " + ", ".join(missing)
+
+
+def test_the_module_list_check_finds_an_unnamed_module():
+    text = (
+        "# Architecture\n\n## Modules\n\n- `pulsar_txn_cli/admin/batchlog/`: `config.py` and `admin/x.py`\n"
+        "- `pulsar_txn_cli/engine/`: `oracle.py`\n- `names.py`\n\n## Next\n- `risk.py`\n"
+    )
+    anywhere, by_folder = doc_named_modules(text)
+    files = [
+        "admin/batchlog/config.py",
+        "admin/batchlog/risk.py",
+        "admin/x.py",
+        "engine/oracle.py",
+        "engine/advance.py",
+        "doctor/oracle.py",
+        "names.py",
+        "fault_names.py",
+        "codec/gen/a_pb2.py",
+        "engine/__init__.py",
+    ]
+    assert unnamed_modules(files, anywhere, by_folder) == [
+        "admin/batchlog/risk.py",
+        "engine/advance.py",
+        "doctor/oracle.py",
+        "fault_names.py",
+    ]

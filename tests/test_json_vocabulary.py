@@ -1,4 +1,4 @@
-"""One JSON vocabulary across commands (issue 21 §6.7, §6.8, docs/output.md): the tool's own JSON names
+"""One JSON vocabulary across commands (docs/output.md): the tool's own JSON names
 a coordinator `coordinatorId` (Pulsar's own answers passed through keep Pulsar's keys: coordinators-list's
 `id`), booleans are JSON booleans, cause values are kebab-case ids shared by every command, and -o jsonl
 lines carry what the JSON document says about all of them."""

@@ -1,4 +1,4 @@
-"""Tests and `demo` keep out of the user's real data, state and config directories (issue 21 §6.14).
+"""Tests and `demo` keep out of the user's real data, state and config directories.
 
 conftest.py points the "real" directories at a sentinel for the whole session, gives every test its
 own (`_own_dirs`) and fails the session if anything lands in the sentinel."""

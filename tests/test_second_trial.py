@@ -1,4 +1,4 @@
-"""The operator's second trial (issue 21 §6): one test per item, each failing without its fix."""
+"""What an operator's second trial of the tool found: one test per finding, each failing without its fix."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_the_sigint_tests_pass_under_a_run_that_ignores_sigint():
     )
     assert ignored.stdout.strip() == "True"  # the launcher below really ignores SIGINT
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", *ids, "-q", "-n", "0", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *ids, "-q", "-m", "", "-n", "0", "-p", "no:cacheprovider"],
         preexec_fn=_ignore_sigint,
         cwd=ROOT,
         env=env,

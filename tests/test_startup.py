@@ -1,4 +1,4 @@
-"""Start-up (issue #24 section 4): `pulsar-txn --help` builds none of the subcommands it lists, and
+"""Start-up: `pulsar-txn --help` builds none of the subcommands it lists, and
 the lazily built tree (cli/lazy.py) prints every help exactly as typer's eager one does."""
 
 from __future__ import annotations

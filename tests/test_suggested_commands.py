@@ -1,4 +1,4 @@
-"""Every command the tool suggests is runnable as printed (issue 21 §5), as a property.
+"""Every command the tool suggests is runnable as printed, and every fix has the effect it is printed for.
 
 The scenarios below drive the tool to every kind of advice it prints (fix lines, hints, `next:`
 lines, interrupt messages, stuck-readers' fixes, the downgrade advice texts, the switch guard,
@@ -6,7 +6,13 @@ demo's suggestions) on an engine directory with a space in its path, and on an e
 HTTP (--admin-url). Every `pulsar-txn` command found is then run exactly as printed (shlex), with
 no target in the environment (no PULSAR_TXN_* variables, XDG directories of the test's own), and
 must reach the same target (its `target:` line) and not fail with a usage error (exit 2). On an
-engine directory no `pulsar-admin` command may be suggested (it cannot reach one).
+engine directory no `pulsar-admin` command may be suggested (it cannot reach one). An unexpected error
+(`error: unexpected` on stderr) fails a command wherever it runs.
+
+The effect check (the second half): each fix of `downgrade check` and of `doctor` is run right after the
+output that printed it, on a copy of that state (the engine directory and the user state directory with
+its checkpoint), for an engine directory and for an engine served by URL; the verdict must move forward,
+or the finding it was listed under must be gone (or be only a warning where it was an error).
 """
 
 from __future__ import annotations
@@ -128,7 +134,7 @@ class Collector:
 
     def run(self, *args, expect=None, input=None):
         result = run_cli([str(a) for a in args], input=input)
-        assert "Traceback" not in result.stderr, result.stderr
+        assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
         if expect is not None:
             assert result.exit_code in ((expect,) if isinstance(expect, int) else expect), result.stderr
         texts = [result.stdout, result.stderr]
@@ -164,7 +170,8 @@ class Collector:
                 # It asks first, as printed on a terminal; answered here with --yes.
                 result = run_cli([*argv[1:], "--yes"])
             assert result.exit_code != 2, f"`{command}` fails as printed: {result.stderr}"
-            assert "Traceback" not in result.stderr, result.stderr
+            # An unexpected error is printed as one line (a traceback only with --debug): either fails it.
+            assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
             reached = target_line(result.stderr) or flag_target(argv)
             if target is not None and _needs_target(argv):
                 assert reached == target, f"`{command}` reached {reached!r}, printed under {target!r}"
@@ -292,3 +299,209 @@ def test_every_suggestion_on_a_served_engine_runs_as_printed(monkeypatch, tmp_pa
         c.run("downgrade", "check", *t, expect=(0, 5, 6))
         c.run("downgrade", "check", *t, "-o", "json", expect=(0, 5, 6))
         c.check_all(cluster=True)
+
+
+# -- effect: each fix, run on a copy of the state that printed it, removes what it addresses -------------------
+
+RANK = {"BLOCKED": 0, "WAIT": 1, "SAFE": 2}
+
+
+class Place:
+    """An engine directory and the user state directory that goes with it (checkpoints, batch-log
+    records), reached by --engine-dir or served by URL (`engine serve`) on a fixed port."""
+
+    def __init__(self, directory, state, *, served: bool, port: int = 0):
+        self.dir, self.state, self.served, self.port = directory, state, served, port
+        self.server = None
+
+    def __enter__(self):
+        if self.served:
+            from pulsar_txn_cli.admin import server
+
+            self.server = server.start(str(self.dir), port=self.port)
+            self.port = int(self.server.url.rsplit(":", 1)[1])
+        return self
+
+    def __exit__(self, *exc):
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+    @property
+    def target(self) -> list[str]:
+        return ["--admin-url", self.server.url] if self.served else ["--engine-dir", str(self.dir)]
+
+    def run(self, *args, printed_for=None):
+        """A command of the tool on this place; printed_for: the place a printed command named (its
+        directory is this copy's; a served copy listens on the same port, so the URL stays)."""
+        argv = [str(a) for a in args]
+        if printed_for is not None and not printed_for.served:
+            argv = [str(self.dir) if a == str(printed_for.dir) else a for a in argv]
+        result = run_cli(argv, env={"XDG_STATE_HOME": str(self.state)})
+        assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+        return result
+
+    def json(self, *args) -> dict:
+        result = self.run(*args, *self.target, "-o", "json")
+        assert result.exit_code in (0, 5, 6), result.stderr
+        return result.json()
+
+    def copy(self, to) -> "Place":
+        import shutil
+
+        assert self.server is None, "a served engine is copied once it is stopped"
+        shutil.copytree(self.dir, to / "engine")
+        if self.state.exists():
+            shutil.copytree(self.state, to / "state")
+        return Place(to / "engine", to / "state", served=self.served, port=self.port)
+
+
+def _downgrade_view(doc: dict) -> tuple[int, set, set]:
+    held = {
+        (i.get("coordinatorId"), i.get("topic"), i.get("subscription"), i["cause"])
+        for i in doc["coordinators"] + doc["subscriptions"]
+        if not i["clear"]
+    }
+    problems = {re.sub(r"\d+", "N", p) for p in doc["problems"]}
+    return RANK[doc["verdict"]], held, problems
+
+
+def _downgrade_moved(before: dict, after: dict) -> bool:
+    """Forward: a better verdict, or some held log's cause, or some problem, gone."""
+    rank, held, problems = _downgrade_view(before)
+    rank2, held2, problems2 = _downgrade_view(after)
+    return rank2 > rank or (rank2 == rank and (bool(held - held2) or bool(problems - problems2)))
+
+
+def _runnable(fixes: list[str]) -> list[str]:
+    """The fixes that are commands of the tool (a fix in words is for a broker's operator)."""
+    return [f for f in fixes if f.startswith("pulsar-txn ") and not any(w in PLACEHOLDERS for w in shlex.split(f))]
+
+
+def _apply(copy: Place, original: Place, fixes: list[str]) -> None:
+    for fix in fixes:
+        result = copy.run(*shlex.split(fix)[1:], printed_for=original)
+        assert result.exit_code == 0, f"`{fix}` failed as printed ({result.exit_code}): {result.stderr}"
+
+
+def check_downgrade_effects(place: Place, tmp_path) -> dict:
+    """`downgrade check` on PLACE; each of its fixes, run on a copy of that moment together with the
+    fixes printed before it, must move the verdict forward by the last of them (a fix that is one step
+    of several, as a setting before the reload that applies it, need not move it alone)."""
+    with place:
+        before = place.json("downgrade", "check")
+    fixes = _runnable(before["fixes"])
+    if fixes:
+        copy = place.copy(tmp_path / f"fixes-{len(list(tmp_path.iterdir()))}")
+        with copy:
+            _apply(copy, place, fixes)
+            after = copy.json("downgrade", "check")
+        assert _downgrade_moved(before, after), (fixes, before["problems"], after["problems"], after["verdict"])
+    return before
+
+
+def _finding_key(finding: dict) -> tuple:
+    cause = next((e["values"].get("cause") for e in finding["evidence"] if "cause" in e["values"]), None)
+    return finding["check"], finding["subject"], cause
+
+
+def check_doctor_effects(place: Place, tmp_path) -> dict:
+    """`doctor` on PLACE; for each finding with fixes, those fixes, run on a copy of that moment, leave
+    no finding with the same check, subject and cause, or leave it a warning where it was an error."""
+    with place:
+        report = place.json("doctor")
+    for finding in report["findings"]:
+        fixes = _runnable(finding["fix"])
+        if not fixes:
+            continue
+        copy = place.copy(tmp_path / f"doctor-{len(list(tmp_path.iterdir()))}")
+        with copy:
+            _apply(copy, place, fixes)
+            after = copy.json("doctor")
+        same = [f for f in after["findings"] if _finding_key(f) == _finding_key(finding)]
+        assert not same or (finding["severity"] == "error" and all(f["severity"] == "warning" for f in same)), (
+            fixes,
+            finding["summary"],
+            [f["summary"] for f in same],
+        )
+    return report
+
+
+def _batched_with_open(directory, *, open_transactions: int, state) -> list[int]:
+    """Batching on, a workload, transactions held open across the switch off (forced), two hours later."""
+    env = {"XDG_STATE_HOME": str(state)}
+    t = ["--engine-dir", str(directory)]
+    assert run_cli(["engine", "init", "--coordinators", "1", *t], env=env).exit_code == 0
+    assert run_cli(["engine", "simulate", "-n", "40", *t], env=env).exit_code == 0
+    for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert run_cli([command, "--enable", "--reload", "--yes", *t], env=env).exit_code == 0
+    opened: list[int] = []
+    with Engine.open(directory) as engine:
+        for _ in range(open_transactions):
+            engine.tc(0).new_transaction(3_600_000, opened.append)
+        engine.checkpoint()
+    for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
+        assert run_cli([command, "--disable", "--reload", "--yes", "--force", *t], env=env).exit_code == 0
+    assert run_cli(["engine", "advance", "2h", *t], env=env).exit_code == 0
+    return opened
+
+
+def _stuck_committing(directory) -> None:
+    """A transaction that produced to a partition and is COMMITTING past its timeout: its end never finished."""
+    from pulsar_txn_cli.engine.coordinator import COMMITTING, OPEN
+
+    assert run_cli(["engine", "init", "--coordinators", "1", "--engine-dir", str(directory)]).exit_code == 0
+    with Engine.open(directory) as engine:
+        tc = engine.tc(0)
+        got: list[int] = []
+        tc.new_transaction(60_000, got.append)
+        engine.register_topic(TOPIC, 1)
+        partition = f"{TOPIC}-partition-0"
+        tc.add_partitions(got[0], [partition], lambda pos: None)
+        engine.checkpoint()
+        engine.buffers.produce(partition, (0, got[0]))
+        tc.update_status(got[0], COMMITTING, OPEN, lambda pos: None)
+        engine.checkpoint()
+        with engine.store.tx():
+            engine.clock.advance_ms(600_000)
+        engine.checkpoint()
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["engine-dir", "served"])
+def test_every_fix_removes_what_it_addresses(monkeypatch, tmp_path, served):
+    """The stall (BLOCKED), its remedy's overdue transactions (BLOCKED), step 1 (BLOCKED), ledgers not rolled
+    over (WAIT), and a transaction stuck COMMITTING: each fix of `downgrade check` and `doctor`, run as printed
+    on a copy of the state that printed it, moves the verdict forward or removes the finding it is listed under."""
+    Collector(monkeypatch)  # no target from the environment
+    place = Place(tmp_path / "stall" / "engine", tmp_path / "stall" / "state", served=served)
+    _batched_with_open(place.dir, open_transactions=3, state=place.state)
+    first = check_downgrade_effects(place, tmp_path / "stall")
+    assert first["verdict"] == "BLOCKED", first["problems"]
+    check_doctor_effects(place, tmp_path / "stall")
+    # the remedy of the stall, applied (on an engine directory: its own fixes; served: what an operator does)
+    with Engine.open(place.dir) as engine:
+        engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", "true")
+    with place:
+        assert place.run("unload", "--all-coordinators", "--yes", *place.target).exit_code == 0
+    second = check_downgrade_effects(place, tmp_path / "stall")
+    assert [i["cause"] for i in second["coordinators"]] == ["overdue-transaction"], second["coordinators"]
+    check_doctor_effects(place, tmp_path / "stall")
+
+    on = Place(tmp_path / "on" / "engine", tmp_path / "on" / "state", served=served)
+    env = {"XDG_STATE_HOME": str(on.state)}
+    t = ["--engine-dir", str(on.dir)]
+    assert run_cli(["engine", "init", "--coordinators", "2", *t], env=env).exit_code == 0
+    assert run_cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", *t], env=env).exit_code == 0
+    assert run_cli(["engine", "simulate", "-n", "60", *t], env=env).exit_code == 0
+    assert check_downgrade_effects(on, tmp_path / "on")["verdict"] == "BLOCKED"  # step 1
+    assert run_cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", *t], env=env).exit_code == 0
+    with on:
+        assert on.json("downgrade", "check")["verdict"] == "WAIT"  # records
+    doctor = check_doctor_effects(on, tmp_path / "on")
+    assert any("ledger-not-rolled" in f["summary"] for f in doctor["findings"]), doctor["findings"]
+
+    stuck = Place(tmp_path / "stuck" / "engine", tmp_path / "stuck" / "state", served=served)
+    _stuck_committing(stuck.dir)
+    report = check_doctor_effects(stuck, tmp_path / "stuck")
+    [hanging] = [f for f in report["findings"] if f["check"] == "hanging-transaction"]
+    assert hanging["fix"][0].startswith("pulsar-txn unload --coordinator 0 --yes"), hanging

@@ -23,7 +23,7 @@ WRITER = "_bufferedwriter_"  # in every buffered-writer metric's name
 def parse(text: str, only: str | None = None) -> list[tuple[str, dict, float]]:
     """(name, labels, value) for every sample line; comments and malformed lines are skipped. With `only`, just
     the lines that contain it: a broker's page has samples for every topic and subscription, and at 1,000
-    transactional subscriptions keeping them all (a dict of labels each) took ~190 MiB."""
+    transactional subscriptions keeping them all (a dict of labels each) was nearly half a command's peak memory."""
     samples = []
     for line in text.splitlines():
         if not line or line.startswith("#") or (only and only not in line):

@@ -92,7 +92,7 @@ def command(text: str, env) -> str:
     if text.startswith("pulsar-admin "):
         url = _cluster_url(env)
         return f"pulsar-admin --admin-url {shlex.quote(url)} {text.removeprefix('pulsar-admin ')}" if url else text
-    return text
+    return carry_target(text, env)  # words for the operator, with the commands they quote
 
 
 def _cluster_url(env) -> str | None:

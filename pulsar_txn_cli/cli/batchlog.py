@@ -41,7 +41,8 @@ Force = Annotated[
     typer.Option(
         "--force",
         help="Turn batching off even when it would pin a log for good (open transactions while "
-        "acknowledgmentAtBatchIndexLevelEnabled is off); without it such a switch is refused (exit 6).",
+        "acknowledgmentAtBatchIndexLevelEnabled is off), or on while a downgrade is under way (a `downgrade check` "
+        "checkpoint exists); without it such a switch is refused under --yes (exit 6).",
     ),
 ]
 ChangedAt = Annotated[
@@ -190,12 +191,14 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         )
         if not yes:
             confirm(f"Enable {log.key} on {target} while those brokers still run?")
-    risk = None if enabled else batchlog.switch_off_risk(admin, before, reload)
+    if enabled:
+        _guard_downgrade_under_way(env, admin, log, yes=yes, force=force)
+    stores = batchlog.stores_of(admin, log, concurrency)
+    risk = None if enabled else batchlog.switch_off_risk(admin, before, reload, log, stores)
     if risk and risk["uncountedCoordinators"]:
         _warn_uncounted(env, log, risk)
     if risk and risk["openTransactions"]:
         _guard_switch_off(env, log, risk, yes=yes, force=force)
-    stores = batchlog.stores_of(admin, log, concurrency)
     topics = batchlog.reload_targets(log, stores) if reload else []
     if reload and topics and not yes:
         confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
@@ -253,6 +256,38 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
             f"topic(s) were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
             f"previous value until reopened; the first: {failed[0]['error']}); rerun the same command to reload them"
         )
+
+
+def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> None:
+    """Batching on again while `downgrade check` keeps a checkpoint for this target: the ledgers it
+    recorded no longer mark the last batched ones, so the downgrade starts over. Say so, name the
+    checkpoint, ask on a terminal; refuse (exit 6) under --yes or without a terminal unless --force."""
+    import sys
+
+    from pulsar_txn_cli.cli.advice import command
+    from pulsar_txn_cli.downgrade import checkpoint as cp_store
+    from pulsar_txn_cli.errors import Refused
+
+    path = cp_store.default_path(admin.identity())
+    if not path.exists():
+        return
+    target = admin.target.describe()
+    env.warn(
+        f"a downgrade is under way on {target} (its checkpoint: {path}): turning {log.key} on again writes batched "
+        "entries that a broker older than PIP-160 cannot read, and the last batched ledgers recorded there no "
+        "longer mark the last ones, so the downgrade starts over once batching is off again; to give the downgrade "
+        f"up, `{command('pulsar-txn downgrade reset', env)}` first"
+    )
+    if force:
+        env.warn("going ahead anyway (--force)")
+        return
+    if not yes and sys.stdin.isatty():
+        confirm(f"Turn {log.key} on on {target} during the downgrade?")
+        return
+    raise Refused(
+        f"nothing was changed: a downgrade is under way on {target} (checkpoint {path}); reset it first, "
+        "or add --force to turn batching on anyway"
+    )
 
 
 def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:

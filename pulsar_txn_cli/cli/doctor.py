@@ -155,25 +155,67 @@ def _emit(env, report) -> None:
 
 
 def unload(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="The topic (a partitioned one: every partition).")],
+    topic: Annotated[
+        Optional[str],
+        typer.Option("-t", "--topic", help="The topic (a partitioned one: every partition).", show_default=False),
+    ] = None,
+    coordinator: Annotated[
+        Optional[int],
+        typer.Option(
+            "--coordinator",
+            metavar="N",
+            min=0,
+            show_default=False,
+            help="Reload coordinator N: unload its transaction_coordinator_assign partition.",
+        ),
+    ] = None,
+    all_coordinators: Annotated[
+        bool, typer.Option("--all-coordinators", help="Reload every coordinator (each assign partition).")
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Unload a topic, as `pulsar-admin topics unload` does: its transaction buffer and pending-ack stores load again.
 
-    A transaction_coordinator_assign partition reloads that coordinator. Producers and consumers reconnect.
+    --coordinator N (or --all-coordinators) reloads transaction coordinators: the coordinator replays its
+    log and ends what it had begun to end (a transaction stuck in COMMITTING or ABORTING). Producers and
+    consumers reconnect. Give exactly one of -t, --coordinator and --all-coordinators.
     """
     from pulsar_txn_cli.names import TopicName
     from pulsar_txn_cli.output import Result, emit
 
+    if sum((topic is not None, coordinator is not None, all_coordinators)) != 1:
+        raise UsageError("say what to unload: exactly one of -t/--topic, --coordinator N and --all-coordinators")
     env = current()
-    name = TopicName(topic).full
     admin = env.admin()
+    target = admin.target.describe()
+    names = [TopicName(topic).full] if topic is not None else _assign_partitions(admin, coordinator, target)
+    what = names[0] if len(names) == 1 else f"{len(names)} coordinator-assign partitions"
     if not yes:
-        confirm(f"Unload {name} on {admin.target.describe()} (its clients reconnect)?")
-    admin.unload_topic(name)
-    env.info(f"{name} unloaded on {admin.target.describe()}")
-    data = {"topic": name, "unloaded": True, "target": admin.target.describe()}
-    emit(Result(data=data, records=[data]), env)
+        confirm(f"Unload {what} on {target} (its clients reconnect)?")
+    for name in names:
+        admin.unload_topic(name)
+    env.info(f"{what} unloaded on {target}")
+    rows = [{"topic": name, "unloaded": True, "target": target} for name in names]
+    emit(Result(data=rows if all_coordinators else rows[0], records=rows), env)
+
+
+def _assign_partitions(admin, coordinator: int | None, target: str) -> list[str]:
+    """The assign partitions of coordinator N (which must exist), or of every coordinator. Counted from the
+    assign topic's partitions, not from the coordinators listed: one that failed to load is not listed,
+    and reloading it is what the doctor suggests then."""
+    from pulsar_txn_cli.protocol import tc_assign_partition
+
+    ids = list(range(admin.tc_partitions()))
+    if coordinator is None:
+        if not ids:
+            raise UsageError(f"{target} has no transaction coordinator (is transactionCoordinatorEnabled=true?)")
+        return [tc_assign_partition(i) for i in ids]
+    if coordinator not in ids:
+        raise UsageError(
+            f"coordinator {coordinator} does not exist on {target} (its coordinators: "
+            f"{', '.join(map(str, ids)) or 'none'}; `pulsar-txn coordinators-list` shows them)"
+        )
+    return [tc_assign_partition(coordinator)]
 
 
 def clean_pending_ack(

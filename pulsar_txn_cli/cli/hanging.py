@@ -205,6 +205,7 @@ def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> l
             )
         found["audit"] = str(path)
 
-    results = abort(admin, [t["txnId"] for t in txns], concurrency=concurrency, on_result=on_result)
+    statuses = {t["txnId"]: t.get("status") for t in txns}
+    results = abort(admin, [t["txnId"] for t in txns], concurrency=concurrency, on_result=on_result, statuses=statuses)
     env.info(f"audit: {found.get('audit')} (`pulsar-txn state list` shows it)")
     return results

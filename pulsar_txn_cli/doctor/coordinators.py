@@ -8,7 +8,7 @@ from pulsar_txn_cli.doctor.findings import ERROR, Finding, evidence
 from pulsar_txn_cli.doctor.stores import recovering_for, severity, since_phrase
 from pulsar_txn_cli.protocol import LOOKUP as LOOKUP_PATH
 from pulsar_txn_cli.protocol import TC_ASSIGN as ASSIGN
-from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN, tc_assign_partition
+from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN
 
 STATS = f"GET {TXN}/coordinatorStats?coordinatorId={{}}"
 LOOKUP = f"GET {LOOKUP_PATH}/pulsar/system/{TC_ASSIGN_LOCAL}-partition-{{}}"
@@ -37,7 +37,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
         state = (stats or {}).get("state")
         if state == "Ready" and owner:
             continue
-        unload = f"pulsar-txn unload -t {tc_assign_partition(tc_id)} --yes"
+        unload = f"pulsar-txn unload --coordinator {tc_id} --yes"
         took = recovering_for(stats or {}, reading.now_ms)
         summary = (
             f"coordinator {tc_id} is "

@@ -8,6 +8,7 @@ then the logs that hold it back are findings, with `downgrade check`'s own cause
 from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, CheckRun, Finding, evidence
+from pulsar_txn_cli.downgrade.advice import CAUSE_MISSING
 
 CHECK = "downgrade"
 
@@ -31,16 +32,24 @@ def downgrade(admin, concurrency: int) -> tuple[CheckRun, list[Finding]]:
 
 
 def findings_of(verdict, checkpoint: str) -> list[Finding]:
-    """A WAIT log is a warning (it clears as ledgers roll and are trimmed); BLOCKED needs an operator."""
+    """One finding per log that holds the downgrade back: an error when the verdict blocks on it (a problem
+    opens with its label), else a warning (a WAIT cause clears as ledgers roll and are trimmed, or as
+    transactions end, even while another log blocks the verdict); each carries the fixes of its own cause
+    only. The verdict's problems about one of those logs are folded into its finding; the others (step 1,
+    the checkpoint) follow, with the verdict's fixes when it is BLOCKED."""
     if verdict.verdict == "SAFE":
         return []
-    severity = ERROR if verdict.verdict == "BLOCKED" else WARNING
     endpoint = "GET /admin/v3/transactions/{}".format
     out = []
+    told: set[str] = set()
     for item in verdict.items:
         if item.clear:
             continue
         obs = item.observation
+        own = [p for p in verdict.problems if p.startswith(f"{obs.label}: ")]
+        told.update(own)
+        blocked = verdict.verdict == "BLOCKED" and bool(own) and item.cause != CAUSE_MISSING
+        more = [p.removeprefix(f"{obs.label}: ") for p in own if p != f"{obs.label}: {item.reason}"]
         where = (
             endpoint(f"coordinatorInternalStats/{obs.coordinator_id}")
             if obs.coordinator_id is not None
@@ -50,9 +59,11 @@ def findings_of(verdict, checkpoint: str) -> list[Finding]:
         out.append(
             Finding(
                 CHECK,
-                severity,
+                ERROR if blocked else WARNING,
                 obs.label,
-                f"downgrade {verdict.verdict}: {item.reason}" + (f" (cause {item.cause})" if item.cause else ""),
+                f"downgrade {'BLOCKED' if blocked else 'WAIT'}: {item.reason}"
+                + (f" (cause {item.cause})" if item.cause else "")
+                + "".join(f"; {m}" for m in more),
                 [
                     evidence(
                         where,
@@ -63,10 +74,43 @@ def findings_of(verdict, checkpoint: str) -> list[Finding]:
                     ),
                     evidence(checkpoint, cause=item.cause),
                 ],
-                list(verdict.fixes) or ["pulsar-txn downgrade check"],
+                item_fixes(item, verdict.fixes) or (list(verdict.fixes) if blocked else []),
                 item.advice,
             )
         )
+    severity = ERROR if verdict.verdict == "BLOCKED" else WARNING
     for problem in verdict.problems:
-        out.append(Finding(CHECK, severity, "downgrade", problem, [], ["pulsar-txn downgrade check"]))
+        if problem in told:
+            continue  # the log's own finding says it
+        fixes = list(verdict.fixes) if severity == ERROR else []
+        advice = None if fixes else "it may settle by itself: `pulsar-txn downgrade check` tells when"
+        out.append(Finding(CHECK, severity, "downgrade", problem, [], fixes, advice))
     return out
+
+
+def item_fixes(item, fixes: list[str]) -> list[str]:
+    """The verdict's fixes that address this log's cause (the others belong to other logs)."""
+    from pulsar_txn_cli.downgrade import advice
+
+    cause, obs = item.cause, item.observation
+    if cause in (advice.CAUSE_OPEN_ACROSS, advice.CAUSE_BATCH_INDEX):
+        stall = [f for f in fixes if f in advice.stall_fixes(True) + advice.stall_fixes(False)]
+        return stall or advice.stall_fixes(False)
+    if cause == advice.CAUSE_OVERDUE:
+        mine = {f"-m {most} -l {least} " for most, least in map(_txn, obs.overdue_txns)}
+        return [f for f in fixes if any(m in f + " " for m in mine) or "abort-hanging" in f or _reloads(f, obs)]
+    if cause == advice.CAUSE_NOT_ROLLED:
+        return [advice.reload_command(obs)]
+    return []
+
+
+def _txn(text: str) -> tuple[int, int]:
+    from pulsar_txn_cli.names import TxnID
+
+    return TxnID.parse(text)
+
+
+def _reloads(fix: str, obs) -> bool:
+    from pulsar_txn_cli.downgrade.advice import reload_command
+
+    return fix == reload_command(obs)

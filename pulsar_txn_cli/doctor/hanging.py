@@ -139,12 +139,22 @@ def check_abort_supported(versions: list[str]) -> None:
         )
 
 
-def abort(admin, txn_ids: list[str], *, concurrency: int = 4, on_result=None) -> list[dict]:
-    """Abort each transaction, at most `concurrency` at once; one result per transaction, in order."""
+def abort(admin, txn_ids: list[str], *, concurrency: int = 4, on_result=None, statuses=None) -> list[dict]:
+    """Abort each transaction, at most `concurrency` at once; one result per transaction, in order.
+    One already COMMITTING or ABORTING (`statuses`: txnId -> status) is not sent: the broker refuses its
+    abort (500 "expected OPEN"); its result names the reload of its coordinator, which ends it."""
+    from pulsar_txn_cli.doctor.transactions import ENDING, reload_coordinator
 
     def one(txn_id: str) -> dict:
         most, least = TxnID.parse(txn_id)
-        _, error = _attempt(admin.abort_transaction, most, least)
+        status = (statuses or {}).get(txn_id)
+        if status in ENDING:
+            error = (
+                f"it is {status}: an abort cannot end it; reload its coordinator, which finishes it: "
+                f"`{reload_coordinator(most)}`"
+            )
+        else:
+            _, error = _attempt(admin.abort_transaction, most, least)
         result = {"txnId": txn_id, "aborted": error is None, "error": error}
         if on_result is not None:
             on_result(result)

@@ -114,7 +114,7 @@ def run(
         reading.now_ms,
         reading.clock,
         [runs[name] for name in CHECKS],
-        worst_first(found),
+        transactions.causes_first(worst_first(found)),
         counts,
         admin.transport.count,
         clock() - started,

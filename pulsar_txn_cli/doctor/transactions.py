@@ -10,7 +10,7 @@ from __future__ import annotations
 from pulsar_txn_cli.admin.features import release
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
 from pulsar_txn_cli.names import Position, TopicName, TxnID
-from pulsar_txn_cli.protocol import PERSISTENT, TXN, tc_assign_partition
+from pulsar_txn_cli.protocol import PERSISTENT, TXN
 from pulsar_txn_cli.stuck_readers import READY_STATES, entries_between, holders_by_partition
 
 SLOW = f"GET {TXN}/slowTransactions/-1"
@@ -61,11 +61,28 @@ def abort_supported(versions: list[str]) -> bool:
     return not any((release(v) or (99,)) < ABORT_SINCE for v in versions)
 
 
-def abort_fix(txn_id: str, versions: list[str]) -> list[str]:
+ENDING = ("COMMITTING", "ABORTING")  # already ending: only the coordinator can finish it, an abort is refused
+
+
+def abort_fix(txn_id: str, versions: list[str], status: str | None = None) -> list[str]:
+    """What ends the transaction: its abort, or (before Pulsar 3.2, or once it is COMMITTING or ABORTING,
+    when the broker answers an abort with 500 "expected OPEN") the reload of its coordinator, which
+    replays its log and finishes the end it had begun."""
     most, least = TxnID.parse(txn_id)
-    if abort_supported(versions):
+    if abort_supported(versions) and status not in ENDING:
         return [f"pulsar-txn abort-transaction -m {most} -l {least} --yes"]
-    return [f"pulsar-admin topics unload {tc_assign_partition(most)}"]
+    return [reload_coordinator(most)]
+
+
+def reload_coordinator(coordinator_id: int) -> str:
+    return f"pulsar-txn unload --coordinator {coordinator_id} --yes"
+
+
+ENDING_ADVICE = (
+    'it is {status} already: an abort cannot end it (the broker answers 500 "expected OPEN"); its coordinator '
+    "finishes the end when it reloads (the fix), once every partition and subscription it wrote to can take its "
+    "end marker: fix the transaction buffer or pending-ack store listed before it first, if any"
+)
 
 
 def abort_advice(versions: list[str]) -> str | None:
@@ -154,8 +171,10 @@ def hanging(reading, older_than_ms: int | None) -> list[Finding]:
                     ),
                     *[evidence(BUFFER.format(rest(h["topic"])), entriesBehind=h["entriesBehind"]) for h in held],
                 ],
-                abort_fix(txn_id, versions),
-                abort_advice(versions),
+                abort_fix(txn_id, versions, meta.get("status")),
+                ENDING_ADVICE.format(status=meta.get("status"))
+                if meta.get("status") in ENDING
+                else abort_advice(versions),
                 [txn_id],
             )
         )
@@ -208,7 +227,11 @@ def held_readers(reading, older_than_ms: int | None) -> list[Finding]:
                         heldForMs=age_ms(head, reading.now_ms),
                     ),
                 ],
-                [c for h in late for c in abort_fix(h["txnId"], reading.versions)],
+                list(
+                    dict.fromkeys(
+                        c for h in late for c in abort_fix(h["txnId"], reading.versions, h["metadata"].get("status"))
+                    )
+                ),
                 abort_advice(reading.versions),
                 [h["txnId"] for h in late],
             )
@@ -259,6 +282,23 @@ def phantom_fence(reading) -> list[Finding]:
                 "unloading the partition makes its transaction buffer recover, which recomputes maxReadPosition",
             )
         )
+    return out
+
+
+def causes_first(findings: list[Finding]) -> list[Finding]:
+    """A transaction stuck COMMITTING or ABORTING waits for the stores that take its end marker: a buffer
+    or pending-ack store that is not Ready is its root cause, so it moves right before it (at its grade)."""
+    out = list(findings)
+    for symptom in [f for f in findings if f.check == "hanging-transaction"]:
+        values = symptom.evidence[0]["values"] if symptom.evidence else {}
+        if values.get("status") not in ENDING:
+            continue
+        touched = set(values.get("producedPartitions") or []) | set(values.get("ackedSubscriptions") or [])
+        causes = [f for f in out if f.check in ("buffer-not-ready", "pending-ack-not-ready") and f.subject in touched]
+        for cause in causes:
+            out.remove(cause)
+            cause.severity = ERROR if symptom.severity == ERROR else cause.severity
+            out.insert(out.index(symptom), cause)
     return out
 
 

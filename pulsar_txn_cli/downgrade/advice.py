@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation
-from pulsar_txn_cli.protocol import BATCH_KEYS, tc_assign_partition
+from pulsar_txn_cli.protocol import BATCH_KEYS
 from pulsar_txn_cli.names import Position
 
 # Likely causes of an item that holds the downgrade back (the "cause" field of the JSON).
@@ -37,26 +37,39 @@ def set_command(key: str, want: bool) -> str:
 
 def reload_command(obs: LogObservation) -> str:
     """Reopening the store is what makes a configuration change effective: a coordinator or pending-ack
-    store reads the batch settings only when it opens (PIP-160; docs/real-broker-findings.md)."""
+    store reads the batch settings only when it opens (PIP-160; docs/real-broker-findings.md). The tool's
+    own unload, so that the command works as printed on every kind of target."""
     if obs.kind == COORDINATOR:
-        return f"pulsar-admin topics unload {tc_assign_partition(obs.coordinator_id)}"
-    return f"pulsar-admin topics unload {obs.topic}"
+        return f"pulsar-txn unload --coordinator {obs.coordinator_id} --yes"
+    return f"pulsar-txn unload -t {obs.topic} --yes"
 
 
 def diagnose(
-    log: LogObservation, recorded: int, batch_index: bool | None, held_since: int | None = None
+    log: LogObservation,
+    recorded: int,
+    batch_index: bool | None,
+    held_since: int | None = None,
+    unbatched_since: int | None = None,
 ) -> tuple[str, str]:
     """The likely reason the ledgers up to `recorded` still exist, and what the operator can do.
-    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known."""
+    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known;
+    `unbatched_since`: since when no broker has written a batch (Observations.unbatched_since_ms)."""
     newest = max(log.ledgers)
     mark = Position.find(log.mark_delete)
     lac = Position.find(log.last_confirmed)
-    if open_across_switch(log, batch_index) and (mark is None or mark[0] <= recorded):
+    if open_across_switch(log, batch_index, unbatched_since) and (mark is None or mark[0] <= recorded):
         return CAUSE_OPEN_ACROSS, OPEN_ACROSS_ADVICE
     if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
+        if _empty_current(log, lac):
+            return CAUSE_NOT_ROLLED, (
+                f"its current ledger {newest} is empty, and an empty ledger never rolls over by time alone (the "
+                f"rollover is checked on a write): it needs traffic, {_traffic(log)}, then a rollover after "
+                "managedLedgerMaxLedgerRolloverTimeMinutes or managedLedgerMaxEntriesPerLedger; or roll it now: "
+                f"`{reload_command(log)}`"
+            )
         return CAUSE_NOT_ROLLED, (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
-            f"managedLedgerMaxEntriesPerLedger), or roll it now: {reload_command(log)}"
+            f"managedLedgerMaxEntriesPerLedger), or roll it now: `{reload_command(log)}`"
         )
     if mark is not None and lac is not None and mark >= lac:
         return CAUSE_TRIM_PENDING, (
@@ -86,12 +99,26 @@ def diagnose(
     if log.kind == COORDINATOR:
         return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
     return CAUSE_CURSOR_STUCK, (
-        f"the pending-ack log is trimmed only up to its sparse index, which gains a point every "
-        f"transactionPendingAckLogIndexMinLag records (default 500) and moves once the subscription's "
-        f"mark-delete position passes it: a subscription with few transactional acknowledgements keeps its "
-        f"old ledgers until then; check its consumers and backlog (`pulsar-admin topics stats {log.topic}`) "
-        f"and slow transactions that hold acknowledgements"
+        f"time alone never clears it: it needs traffic, {_traffic(log)}. A pending-ack log is trimmed only "
+        "when its store appends, up to its sparse index (a point every transactionPendingAckLogIndexMinLag "
+        "records, default 500) once the subscription's mark-delete position has passed it: an idle subscription, "
+        "or one whose consumers do not acknowledge its backlog, keeps its old ledgers for good. See its consumers "
+        f"and backlog with `pulsar-admin topics stats {log.topic}` and its pending-ack store with "
+        f"`pulsar-txn pending-ack-stats -t {log.topic} -s {log.subscription}`; slow transactions that hold "
+        "acknowledgements: `pulsar-txn slow-transactions --time 0`"
     )
+
+
+def _traffic(log: LogObservation) -> str:
+    """The writes that move this log on."""
+    if log.kind == COORDINATOR:
+        return f"a transaction on coordinator {log.coordinator_id}"
+    return f"transactional acknowledgements on subscription {log.subscription!r} of {log.topic}"
+
+
+def _empty_current(log: LogObservation, lac) -> bool:
+    """The current ledger holds no entry: the last confirmed entry is before it (or its entry -1)."""
+    return lac is not None and bool(log.ledgers) and (lac[0] < max(log.ledgers) or lac[1] < 0)
 
 
 # Inferred from Pulsar's MLTransactionLogImpl and ManagedCursorImpl and confirmed on a real Pulsar 4.0.7
@@ -142,9 +169,11 @@ def _pinned_without_open_transactions(
     return held_since is not None and log.oldest_open_ms is not None and log.oldest_open_ms > held_since
 
 
-def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:
+def open_across_switch(log: LogObservation, batch_index: bool | None, unbatched_since: int | None = None) -> bool:
     """Transactions open since before the coordinator reopened without batching, while batch-index
-    deletion is off: their records sit in batched entries that cannot be deleted once they end."""
+    deletion is off: their records sit in batched entries that cannot be deleted once they end. Not when
+    no broker has written a batch since before the oldest of them opened (a reopen of a coordinator that
+    never batched, say): their records are all unbatched."""
     return (
         log.kind == COORDINATOR
         and batch_index is False
@@ -153,6 +182,7 @@ def open_across_switch(log: LogObservation, batch_index: bool | None) -> bool:
         and log.oldest_open_ms is not None
         and log.opened_ms is not None
         and log.oldest_open_ms < log.opened_ms
+        and (unbatched_since is None or log.oldest_open_ms < unbatched_since)
     )
 
 
@@ -184,14 +214,20 @@ def stall_fixes(engine: bool) -> list[str]:
         ]
     return [
         "set acknowledgmentAtBatchIndexLevelEnabled=true in every broker's broker.conf and restart the brokers "
-        "(it is not a dynamic setting); then abort the transactions that come back open: "
-        "`pulsar-txn slow-transactions -t 1s`, `pulsar-txn abort-transaction -m M -l L`"
+        "(it is not a dynamic setting: only the brokers' operator can change it); then abort the transactions "
+        "that come back open: `pulsar-txn slow-transactions --time 0` lists them, "
+        "`pulsar-txn abort-transaction -m MOST -l LEAST --yes` aborts each (MOST and LEAST from that listing)"
     ]
 
 
 def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
     return {
-        CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet",
+        CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet"
+        + (
+            f" (it is empty: it rolls over only after a write, {_traffic(log)}, or a reload)"
+            if _empty_current(log, Position.find(log.last_confirmed))
+            else ""
+        ),
         CAUSE_TRIM_PENDING: "the cursor is past the batched entries; the old ledgers are not trimmed yet",
         CAUSE_OPEN_TXN: f"{log.ongoing_txns} open transaction(s) keep the cursor "
         f"at {log.mark_delete} (last confirmed {log.last_confirmed})",
@@ -200,7 +236,8 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         CAUSE_OPEN_ACROSS: f"{log.ongoing_txns} transaction(s) open since before the coordinator reopened without "
         "batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when they end, the cursor stays pinned "
         "for good (the batch-index deletion stall), which only an operator can prevent or clear",
-        CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})",
+        CAUSE_CURSOR_STUCK: f"the cursor does not move ({log.mark_delete}, last confirmed {log.last_confirmed})"
+        + ("" if log.kind == COORDINATOR else f"; it needs {_traffic(log)}"),
         CAUSE_OVERDUE: f"{len(log.overdue_txns)} transaction(s) open long past their own timeout "
         f"({', '.join(log.overdue_txns[:3])}{' …' if len(log.overdue_txns) > 3 else ''}) keep the cursor at "
         f"{log.mark_delete} (last confirmed {log.last_confirmed}); they may never end by themselves",

@@ -35,6 +35,9 @@ class Checkpoint:
     created_at: str
     coordinators: dict = field(default_factory=dict)  # coordinator id -> Record
     subscriptions: dict = field(default_factory=dict)  # (topic, subscription) -> Record
+    # The brokers' buffered-writer counters at the last check (downgrade/batched_since.py), to tell whether
+    # batching ran in between; None: not kept (a file from before them), so that cannot be told.
+    writers: tuple | None = None
 
     def record_for(self, key: tuple) -> Record | None:
         if key[0] == "coordinator":
@@ -51,6 +54,21 @@ class Checkpoint:
             else:
                 subscriptions.setdefault((key[1], key[2]), record)
         return replace(self, coordinators=coordinators, subscriptions=subscriptions)
+
+    def with_raised(self, newest: dict, at: str) -> "Checkpoint":
+        """A copy whose records name at least `newest[key]` ({item key: ledger id}): batching may have
+        written up to that ledger since the record was taken. Only raises a record."""
+        coordinators = dict(self.coordinators)
+        subscriptions = dict(self.subscriptions)
+        for key, ledger in newest.items():
+            table, k = _slot(coordinators, subscriptions, key)
+            record = table.get(k)
+            if record is not None and ledger > record.last_batched_ledger_id:
+                table[k] = replace(record, last_batched_ledger_id=ledger, recorded_at=at)
+        return replace(self, coordinators=coordinators, subscriptions=subscriptions)
+
+    def with_writers(self, writers: tuple | None) -> "Checkpoint":
+        return replace(self, writers=writers)
 
     def with_nothing_batched_before(self, oldest: dict) -> "Checkpoint":
         """A copy whose records say no ledger from `oldest[key]` on is batched ({item key: ledger id}).
@@ -113,6 +131,7 @@ def to_json(checkpoint: Checkpoint) -> dict:
         "subscriptions": [
             {"topic": t, "subscription": s, **_record_json(r)} for (t, s), r in sorted(checkpoint.subscriptions.items())
         ],
+        **({} if checkpoint.writers is None else {"writerCounters": [dict(row) for row in checkpoint.writers]}),
     }
 
 
@@ -151,7 +170,22 @@ def from_json(data, where: str) -> Checkpoint:
         if not all(isinstance(k, str) and k for k in key) or key in subscriptions:
             raise bad(f"bad or repeated subscription {key!r}")
         subscriptions[key] = _record(row, bad)
-    return Checkpoint(target, created, coordinators, subscriptions)
+    return Checkpoint(target, created, coordinators, subscriptions, _writers(data, bad))
+
+
+def _writers(data: dict, bad) -> tuple | None:
+    if "writerCounters" not in data:
+        return None
+    rows = _rows(data, "writerCounters", bad)
+    for row in rows:
+        numbers = (row.get("createdMs"), row.get("batches"))
+        if not isinstance(row.get("broker"), str) or row.get("log") not in ("tc", "pendingAck"):
+            raise bad(f"bad writer counters {row!r}")
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+            raise bad(f"bad writer counters {row!r}")
+    return tuple(
+        {"broker": r["broker"], "log": r["log"], "createdMs": r["createdMs"], "batches": r["batches"]} for r in rows
+    )
 
 
 def _rows(data: dict, name: str, bad):

@@ -19,6 +19,7 @@ DEMO_CONFIG = {
     "transactionPendingAckLogIndexMinLag": "20",
 }
 MAX_DRAIN_ROUNDS = 8
+DEMO_CHECKPOINT = "downgrade-checkpoint.json"  # a temporary engine's, in its own directory
 
 
 class DemoStory:
@@ -57,6 +58,8 @@ class DemoStory:
             self.summary["verdict"] = verdict
         finally:
             identity = admin.identity()
+            if self.temporary:
+                self._persist_settings(engine, admin)
             admin.close()
             engine.close()
             if self.temporary:
@@ -187,7 +190,7 @@ class DemoStory:
         from pulsar_txn_cli.downgrade import runner
 
         self._step(f"Downgrade steps {steps}: pulsar-txn downgrade check ({why})")
-        path = runner.checkpoint_path(admin, None)
+        path = runner.checkpoint_path(admin, self.checkpoint)
         result = runner.check(admin, path)
         verdict = result.verdict
         held = [i for i in verdict.items if not i.clear]
@@ -209,6 +212,24 @@ class DemoStory:
         self.summary["checkpoint"] = str(path)
         return verdict.verdict
 
+    @property
+    def checkpoint(self) -> str | None:
+        """A temporary engine keeps its downgrade checkpoint in its own directory (the user's state
+        directory forgets it): the suggested `downgrade check` names it, and answers as the demo did."""
+        return str(Path(self.engine_dir) / DEMO_CHECKPOINT) if self.temporary else None
+
+    def _persist_settings(self, engine, admin) -> None:
+        """The batch settings move from the dynamic overrides into the engine's broker.conf, as an operator
+        persists them after a downgrade: the records of the dynamic change leave with the demo, and a dynamic
+        value without its record is one whose moment is unknown, which no later check could judge."""
+        from pulsar_txn_cli.admin import batchlog
+
+        for log in (batchlog.TC, batchlog.PENDING_ACK):
+            value = engine.config.overrides().get(log.key)
+            if value is not None:
+                engine.config.set(log.key, value, dynamic=False)
+                admin.delete_dynamic_config(log.key)
+
     def _forget(self, identity: str) -> None:
         """A temporary engine's records (batch-log changes, the checkpoint) leave the user's state
         directory with the demo: `state list` shows the operator's own targets only."""
@@ -216,7 +237,6 @@ class DemoStory:
 
         gone = remembered.prune([identity])
         self.summary["forgotten"] = len(gone)
-        self.summary.pop("checkpoint", None)
 
     def _outro(self) -> None:
         import shlex
@@ -227,7 +247,8 @@ class DemoStory:
             self.say("  (this temporary engine's records were not kept in your state directory)")
         for line in (
             *(() if self.temporary else (f"pulsar-txn --engine-dir {d} downgrade status",)),
-            f"pulsar-txn --engine-dir {d} downgrade check -o json",
+            f"pulsar-txn --engine-dir {d} downgrade check -o json"
+            + (f" --checkpoint {shlex.quote(self.checkpoint)}" if self.checkpoint else ""),
             f"pulsar-txn --engine-dir {d} get-txn-tc-batch-log-stat",
             f"pulsar-txn --engine-dir {d} coordinator-internal-stats -c 0",
         ):

@@ -12,6 +12,7 @@ import threading
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
+from pulsar_txn_cli.admin import writer_metrics
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import EVERY_OPEN
 from pulsar_txn_cli.doctor.transactions import age_ms, past_timeout
@@ -20,8 +21,11 @@ from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
     SUBSCRIPTION,
     BrokerObservation,
+    PENDING_ACK_WRITER,
+    TC_WRITER,
     LogObservation,
     Observations,
+    WriterCounters,
 )
 from pulsar_txn_cli.output.units import iso_ms, iso_seconds
 from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
@@ -73,29 +77,31 @@ def gather(
         broker_urls = pool.submit(_attempt, counter, admin.broker_web_urls)
         tc_stats = pool.submit(_attempt, counter, admin.coordinator_stats)
         subs = pool.submit(_discover, admin, concurrency, counter)
-        (dynamic_config, dynamic_error) = dynamic.result()
         (urls, brokers_error) = broker_urls.result()
+        count = len(urls or ())
+        # The counters before any ledger list: a batch counted after them lands in a ledger this check lists,
+        # or is counted by the next check; read the other way round, a batch in a ledger created in between
+        # would be in the counters this check keeps and in no ledger it raised a record to.
+        metric_futures = [pool.submit(_writer_counters, admin, u, broker_at(u, count), counter) for u in urls or ()]
+        (dynamic_config, dynamic_error) = dynamic.result()
         (stats, stats_error) = tc_stats.result()
         (found, discovery_problems) = subs.result()
         problems += discovery_problems
         if dynamic_config is not None and not isinstance(dynamic_config, dict):
             dynamic_config, dynamic_error = None, "the dynamic configuration is not a JSON object"
         if progress is not None:
-            progress.update(
-                total=len(urls or ()) + tc_count + len(found), completed=0, description="reading ledger lists"
-            )
+            progress.update(total=count + tc_count + len(found), completed=0, description="reading ledger lists")
 
         def tick(value):
             if progress is not None:
                 progress.advance()
             return value
 
-        count = len(urls or ())
         broker_futures = [
             pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions, counter)), u)
             for u in urls or ()
         ]
-        metric_futures = [pool.submit(_unbatched_since, admin, broker_at(u, count), counter) for u in urls or ()]
+        counters = [f.result() for f in metric_futures]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
@@ -104,7 +110,6 @@ def gather(
         ]
         sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
-        since = [f.result() for f in metric_futures]
         coordinators = [f.result() for f in tc_futures]
         subscriptions = [f.result() for f in sub_futures]
     except BaseException:
@@ -113,6 +118,7 @@ def gather(
         raise
     pool.shutdown()
     judged = effective.Judge(identity, dynamic_config, brokers)
+    writers = None if urls is None else tuple(_release_checked(w, b) for w, b in zip(counters, brokers))
     coordinators = [judged.coordinator(log, tc_stats) for log, tc_stats in coordinators]
     subscriptions = [judged.subscription(log, pa_stats) for log, pa_stats in subscriptions]
     return Observations(
@@ -126,32 +132,57 @@ def gather(
         coordinators=tuple(coordinators),
         subscriptions=tuple(subscriptions),
         problems=tuple(problems),
-        unbatched_since_ms=max(since) if since and None not in since else None,
+        unbatched_since_ms=_unbatched_since(writers),
+        writers=writers,
     )
 
 
-def _unbatched_since(admin, url: str | None, counter: Counter) -> int | None:
-    """When this broker's buffered-writer metrics started, if they counted no batch since (else None).
+def _release_checked(writer: WriterCounters, broker: BrokerObservation) -> WriterCounters:
+    """A broker whose release predates PIP-160 has no buffered writer: it cannot batch."""
+    from pulsar_txn_cli.admin.features import lacks_batched_logs
 
-    A broker counts a batch only when it writes one (PIP-160's bufferedwriter metrics), from the
-    moment its metrics were created (their `_created` samples): no batch since then, on every broker,
-    means no ledger created after it holds a batched entry (a ledger has one writer, its creator)."""
-    from pulsar_txn_cli.admin import writer_metrics
+    return replace(writer, cannot_batch=True) if lacks_batched_logs(broker.version) else writer
 
-    text, error = _attempt(counter, admin.metrics_text, url)
+
+def _writer_counters(admin, url: str, at: str | None, counter: Counter) -> WriterCounters:
+    """One broker's buffered-writer counters, asked at AT: per writer, when its counters started (their
+    `_created` samples, the broker's start) and the batches it wrote since (PIP-160's bufferedwriter metrics)."""
+    text, error = _attempt(counter, admin.metrics_text, at)
     if error or not isinstance(text, str):
-        return None
-    created, batches = [], 0.0
+        return WriterCounters(url, error=error or "the metrics are not text")
+    created: dict[str, int] = {}
+    batches: dict[str, int] = {}
     for name, _labels, value in writer_metrics.parse(text, only=writer_metrics.WRITER):
-        if writer_metrics.WRITER not in name:
+        log = next((log for log, prefix in _WRITER_PREFIXES.items() if name.startswith(prefix)), None)
+        if log is None:
             continue
         if name.endswith("_created"):
-            created.append(value)
+            created[log] = max(created.get(log, 0), int(round(value * 1000)))
         elif name.endswith("batch_records_count"):
-            batches += value
-    if batches or not created:
+            batches[log] = batches.get(log, 0) + int(value)
+    return WriterCounters(url, created, batches)
+
+
+_WRITER_PREFIXES = {
+    TC_WRITER: writer_metrics.PREFIXES["tc"] + writer_metrics.WRITER,
+    PENDING_ACK_WRITER: writer_metrics.PREFIXES["pending-ack"] + writer_metrics.WRITER,
+}
+
+
+def _unbatched_since(writers: tuple[WriterCounters, ...] | None) -> int | None:
+    """Since when no broker has written a batch: the latest start of their counters, when every broker's
+    counters were read and none counted a batch (else None). No ledger created after it holds a batched
+    entry: a ledger is written only by its creator."""
+    if not writers:
         return None
-    return int(round(max(created) * 1000))
+    starts = []
+    for w in writers:
+        if w.cannot_batch:
+            continue
+        if w.error or not w.created_ms or any(w.batches.values()):
+            return None
+        starts += w.created_ms.values()
+    return max(starts) if starts else None
 
 
 def _attempt(counter: Counter, fn, *args):

@@ -23,6 +23,22 @@ class BrokerObservation:
     error: str | None = None
 
 
+TC_WRITER, PENDING_ACK_WRITER = "tc", "pendingAck"  # the two buffered writers, by the log they write
+
+
+@dataclass(frozen=True)
+class WriterCounters:
+    """One broker's PIP-160 buffered-writer counters (its /metrics): per writer, since when it counts (its
+    `_created` samples: the broker's start) and how many batches it has written since. A counter that
+    moved, or restarted, between two checks is the only trace a batching spell leaves once it is off again."""
+
+    broker: str
+    created_ms: Mapping[str, int] = field(default_factory=dict)  # TC_WRITER/PENDING_ACK_WRITER -> epoch ms
+    batches: Mapping[str, int] = field(default_factory=dict)
+    error: str | None = None  # the metrics could not be read
+    cannot_batch: bool = False  # its release predates PIP-160: no writer can batch
+
+
 @dataclass(frozen=True)
 class LogObservation:
     """One transaction log: a coordinator's TC log or a subscription's pending-ack log."""
@@ -51,6 +67,10 @@ class LogObservation:
         from pulsar_txn_cli.admin.batchlog.stores import OPENING_STATES
 
         return self.store_state in OPENING_STATES
+
+    @property
+    def writer(self) -> str:
+        return TC_WRITER if self.kind == COORDINATOR else PENDING_ACK_WRITER
 
     @property
     def key(self) -> tuple:
@@ -83,6 +103,8 @@ class Observations:
     # Every broker's buffered-writer metrics counted no batch since this time (the latest of their
     # `_created` samples); None when some batch was counted or it cannot be told.
     unbatched_since_ms: int | None = None
+    # Every broker's buffered-writer counters; None when they were not gathered (nothing can be told from them).
+    writers: tuple[WriterCounters, ...] | None = None
 
     @property
     def key(self) -> str:

@@ -23,11 +23,18 @@ from pulsar_txn_cli.downgrade.advice import (
     pinned_without_open_transactions,
     stall_fixes,
 )
+from pulsar_txn_cli.downgrade.batched_since import LABEL, baseline, newest_possibly_batched, since_last_check
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
-from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
+from pulsar_txn_cli.downgrade.observations import (
+    COORDINATOR,
+    PENDING_ACK_WRITER,
+    TC_WRITER,
+    LogObservation,
+    Observations,
+)
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
-from pulsar_txn_cli.doctor.transactions import abort_fix
+from pulsar_txn_cli.doctor.transactions import abort_fix, abort_supported
 from pulsar_txn_cli.names import parse_bool
 from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.output.units import iso_ms
@@ -118,6 +125,9 @@ def downgrade_verdict(
         )
         usable = usable.without_records()
 
+    if usable is not None:
+        usable = _batching_since_last_check(obs, usable, findings)
+
     since = obs.unbatched_since_ms if findings.step1_clean else None
     new_records = {}
     if findings.step1_clean and usable is not None:
@@ -137,8 +147,8 @@ def downgrade_verdict(
     batch_index = _batch_index_deletion(obs)
     coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
     subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
-    engine = obs.key.startswith("engine ")
-    _stalls(coordinators, findings, batch_index, engine=engine)
+    engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
+    _stalls(coordinators, findings, batch_index, engine=engine, unbatched_since=since)
     _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
     _switch_would_stall(obs, findings, batch_index, engine=engine)
     missing = _missing(obs, usable)
@@ -166,7 +176,51 @@ def downgrade_verdict(
     )
 
 
-def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
+def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findings: Findings) -> Checkpoint:
+    """Records taken by an earlier check, raised to the newest ledger a batch written since then may be in
+    (downgrade/batched_since.py), and the counters kept for the next check. Counters that cannot be read
+    now are told by a later check; until then the verdict waits."""
+    held_back = set()  # writers with a record the evidence could not be applied to: their old counters are kept
+    for writer, logs, recorded in (
+        (TC_WRITER, obs.coordinators, checkpoint.coordinators),
+        (PENDING_ACK_WRITER, obs.subscriptions, checkpoint.subscriptions),
+    ):
+        if not recorded:
+            continue
+        evidence = since_last_check(checkpoint.writers, obs.writers, writer)
+        if evidence.unknown:
+            findings.waiting.append(
+                f"whether the {LABEL[writer]} logs were batched since the last check cannot be told yet "
+                f"({'; '.join(evidence.unknown)}): a check that reads every broker's buffered-writer metrics tells"
+            )
+        if evidence.end is None:
+            continue
+        raised = {
+            log.key: newest_possibly_batched(log, evidence.end)
+            for log in logs
+            if not log.error and log.ledgers and checkpoint.record_for(log.key) is not None
+        }
+        if len(raised) < len(recorded):
+            held_back.add(writer)  # a log not seen now is raised once it is seen: the evidence must survive till then
+        before = checkpoint
+        checkpoint = checkpoint.with_raised(raised, obs.taken_at)
+        again = sum(checkpoint.record_for(key) != before.record_for(key) for key in raised)
+        if again:
+            findings.waiting.append(
+                f"batching may have run since the last check ({'; '.join(evidence.why)}): the last batched ledger "
+                f"of {again} {LABEL[writer]} log(s) was recorded again, so the downgrade starts over for them"
+            )
+    return checkpoint.with_writers(baseline(obs.writers, checkpoint.writers, keep=held_back))
+
+
+def _stalls(
+    items: list[ItemVerdict],
+    findings: Findings,
+    batch_index: bool | None,
+    *,
+    engine: bool,
+    unbatched_since: int | None = None,
+) -> None:
     """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
     Transactions open across the switch count even before the log is recorded (step 1 may still block
     on the other log): its fixes alone would not lead anywhere."""
@@ -187,7 +241,7 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
                 f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
                 "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
             )
-        elif item not in stalled and not item.clear and open_across_switch(log, batch_index):
+        elif item not in stalled and not item.clear and open_across_switch(log, batch_index, unbatched_since):
             stalled.append(item)
             findings.blocked.append(
                 f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
@@ -199,23 +253,37 @@ def _stalls(items: list[ItemVerdict], findings: Findings, batch_index: bool | No
 
 
 SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
+LIST_HANGING = "pulsar-txn abort-hanging --state OPEN"  # a dry run: what the next one aborts
+ABORT_ALL_HANGING = f"{LIST_HANGING} --execute --yes"
 
 
 def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
-    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts."""
+    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts.
+    Beyond the few listed one by one, the count of the others and the one command that aborts them all."""
+    unlisted = 0
     for item in items:
         if item.cause != CAUSE_OVERDUE:
             continue
         findings.blocked.append(f"{item.observation.label}: {item.reason}")
-        for txn_id in item.observation.overdue_txns[:SHOWN_OVERDUE]:
+        overdue = item.observation.overdue_txns
+        for txn_id in overdue[:SHOWN_OVERDUE]:
             for command in abort_fix(txn_id, versions):
                 findings.fix(command)
+        unlisted += max(len(overdue) - SHOWN_OVERDUE, 0)
+    if unlisted and abort_supported(versions):
+        # Every overdue transaction is past its own timeout, so abort-hanging's default bound (half of it)
+        # selects each of them (and any other transaction open that long).
+        findings.blocked.append(
+            f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
+            f"`{ABORT_ALL_HANGING}` aborts every one of them (`{LIST_HANGING}` lists them first)"
+        )
+        findings.fix(ABORT_ALL_HANGING)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
     """The fixes turn batching off: with transactions open and batch-index deletion off, that would pin
     the TC log once they end, and the switch refuses it (admin/batchlog/risk.py), so the fixes turn
-    batch-index deletion on first (issue #21)."""
+    batch-index deletion on first."""
     turning_off = any(
         ("--disable" in f and "batch-log" in f) or any(k in f for k in BATCH_KEYS) for f in findings.fixes
     )
@@ -330,7 +398,7 @@ def _item(
     if oldest > recorded:
         return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
     held_since = iso_ms(record.mark_since) if record.mark_delete == log.mark_delete else None
-    cause, advice = diagnose(log, recorded, batch_index, held_since)
+    cause, advice = diagnose(log, recorded, batch_index, held_since, unbatched_since)
     return ItemVerdict(
         log,
         oldest,

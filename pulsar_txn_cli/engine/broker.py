@@ -83,6 +83,7 @@ class Engine:
                 if self.unclean:
                     self.boot += 1  # the previous process died: this is a broker restart
                     store.set_meta("boot", str(self.boot))
+                    self.metrics.restart(self.clock.now_ms)
                 store.set_meta("running", "1")
         self.coordinators: dict[int, Coordinator] = {}
         self.pending_acks: dict[tuple[str, str], PendingAckStore] = {}
@@ -379,6 +380,7 @@ class Engine:
             self.boot += 1
             with self.store.tx():
                 self.store.set_meta("boot", str(self.boot))
+            self.metrics.restart(self.clock.now_ms)
             targets = [("tc", i) for i in range(self.coordinator_count)]
             targets += [("pa", t, s) for t, s in self.subscriptions() if self._pa_exists(t, s)]
         if coordinator is not None:

@@ -90,6 +90,13 @@ class Metrics:
         state["createdMs"] = self.created_ms
         self.store.set_meta("metrics", orjson.dumps(state).decode())
 
+    def restart(self, now_ms: int) -> None:
+        """A broker restart: its metrics start again from zero, with `_created` at the restart (Prometheus'
+        simpleclient counters live in the broker's process)."""
+        self.created_ms = now_ms
+        self.writers = {p: WriterMetrics(self, p) for p in PREFIXES}
+        self.store.dirty(self)
+
     def reset(self) -> None:
         self.writers = {p: WriterMetrics(self, p) for p in PREFIXES}
         self.store.dirty(self)

@@ -137,7 +137,7 @@ def test_set_reload_stat_agree(cli, engine_dir, tmp_path, log):
     """The same sequence on two copies of the engine, one per backend, ends in the same judgement."""
 
     def sequence(target, state):
-        # Each copy keeps its own records: the copies share the engine's identity (#13.1), and one
+        # Each copy keeps its own records: the copies share the engine's identity, and one
         # sequence's record would otherwise be the other's "change made outside pulsar-txn".
         steps = [
             [f"set-txn-{log}-batch-log", "--enable"],
@@ -217,7 +217,7 @@ def test_batch_log_reasons_read_the_engines_own_clock(cli, tmp_path):
 
 
 def test_scale_transaction_coordinators_grows_and_never_shrinks(cli, tmp_path):
-    """#13.16: pulsar-admin's scale-transactionCoordinators -r, on both backends."""
+    """pulsar-admin's scale-transactionCoordinators -r, on both backends."""
     import contextlib
 
     for backend in ("engine", "http"):

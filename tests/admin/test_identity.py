@@ -1,4 +1,4 @@
-"""#13.1: what the tool remembers is keyed by who the target says it is, not by the URL.
+"""What the tool remembers is keyed by who the target says it is, not by the URL.
 
 Real parts: the embedded engine served over real HTTP (admin/server.py) and reached through two
 spellings of its address, and the stand-in broker (fakebroker.py) for a multi-cluster store.
@@ -69,7 +69,7 @@ def test_reset_then_init_is_a_new_engine_with_nothing_remembered(cli, tmp_path):
     assert not any("outside pulsar-txn" in c["reason"] for c in stat["coordinators"]), stat
     verdict = cli(["downgrade", "check", *engine, "-o", "json"])
     # A fresh engine never batched: its buffered-writer metrics counted no batch and each log's only
-    # ledger is newer than them, so SAFE (issue #21); before the identity fix the old engine's record
+    # ledger is newer than them, so SAFE (a log that never batched); before the identity fix the old engine's record
     # made this BLOCKED ("changed again outside pulsar-txn").
     assert verdict.exit_code == 0 and verdict.json()["verdict"] == "SAFE", verdict.stdout + verdict.stderr
     assert not any("outside pulsar-txn" in p for p in verdict.json()["problems"])

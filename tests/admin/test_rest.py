@@ -152,7 +152,7 @@ def test_not_json_is_reported():
 
 
 def test_an_empty_answer_to_a_read_is_not_none_found(cli):
-    """#13.10: 200 with an empty body is a malformed answer (exit 4 naming the endpoint), not "(none)"."""
+    """200 with an empty body is a malformed answer (exit 4 naming the endpoint), not "(none)"."""
     with ScriptedServer(always((200, {}, b""))) as server:
         for args in (["subscriptions"], ["coordinators-list"], ["stuck-readers", "-n", "public/default"]):
             result = cli([*args, "--admin-url", server.url])

@@ -1,4 +1,4 @@
-"""What `set-txn-*-batch-log` says it changed, and which stores still need reopening (#13.6)."""
+"""What `set-txn-*-batch-log` says it changed, and which stores still need reopening."""
 
 
 def test_previous_value_is_the_value_right_before_this_command(cli, tmp_path):

@@ -1,4 +1,4 @@
-"""writer_metrics keeps only the buffered-writer samples of a broker's whole /metrics page (issue #24 §1: at 1,000
+"""writer_metrics keeps only the buffered-writer samples of a broker's whole /metrics page (at 1,000
 transactional subscriptions the page's per-topic samples, all kept, dominated the commands' memory)."""
 
 from __future__ import annotations

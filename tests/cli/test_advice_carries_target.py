@@ -1,4 +1,4 @@
-"""Suggested commands are safe to paste: each carries the target it was made for (#13.7)."""
+"""Suggested commands are safe to paste: each carries the target it was made for."""
 
 import shlex
 

@@ -154,7 +154,7 @@ def test_help_loads_no_heavy_module():
 
 
 def test_an_admin_command_loads_no_heavy_module_nor_a_parsing_layer(tmp_path):
-    """A command's start is what every script's call pays (issue #24): no pydantic (Typer 0.29 built a
+    """A command's start is what every script's call pays: no pydantic (Typer 0.29 built a
     TypeAdapter for each parameter), no YAML parser without a pulsarctl config to read."""
     code = f"""
         import contextlib, io, os, socket

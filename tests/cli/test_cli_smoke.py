@@ -34,7 +34,7 @@ def test_the_first_command_on_the_default_engine_says_it_creates_it(cli, tmp_pat
 
 
 def test_a_named_engine_directory_without_an_engine_is_an_error(cli, tmp_path):
-    """#13.10: a mistyped --engine-dir is not a brand-new engine with every coordinator Ready."""
+    """A mistyped --engine-dir is not a brand-new engine with every coordinator Ready."""
     typo = tmp_path / "engnie"
     result = cli(["coordinator-stats", "--engine-dir", typo, "-o", "json"])
     assert result.exit_code == 2 and f"no engine in {typo} (--engine-dir)" in result.stderr
@@ -44,7 +44,7 @@ def test_a_named_engine_directory_without_an_engine_is_an_error(cli, tmp_path):
 
 
 def test_a_namespace_that_does_not_exist_is_an_error(cli, tmp_path):
-    """#13.10: a typo in -n is not "0 of 0 held back" or "(none)" with exit 0."""
+    """A typo in -n is not "0 of 0 held back" or "(none)" with exit 0."""
     engine = tmp_path / "engine"
     assert cli(["engine", "init", "--engine-dir", engine]).exit_code == 0
     for args in (["stuck-readers", "-n", "nosuch/ns"], ["subscriptions", "-n", "nosuch/ns"]):

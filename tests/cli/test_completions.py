@@ -103,13 +103,17 @@ def test_pulsarctl_runs_the_tool_as_its_txn_plugin():
     assert result.returncode == 0 and result.stdout.startswith("pulsar-txn "), result.stderr
 
 
+@pytest.mark.tools
 def test_fish_completes_file_paths_for_decode_and_analyze(tmp_path):
-    """#13.21 in a real fish (Debian's package): the checked-in script offers files after decode and analyze."""
+    """In a real fish (Debian's package), the checked-in script offers files after decode and analyze."""
     import shutil
 
     fish = shutil.which("fish")
     if fish is None:
-        pytest.fail("fish is not installed: apt-get install -y fish (./dev setup installs it)", pytrace=False)
+        pytest.fail(
+            "fish is not installed: `./dev setup` installs it (its Chromium and fish step, Debian's package)",
+            pytrace=False,
+        )
     (tmp_path / "dump-one.jsonl").write_text("{}\n")
     for command in ("decode", "analyze", "collect --out"):
         script = (

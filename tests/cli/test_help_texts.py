@@ -109,7 +109,7 @@ def test_a_value_outside_the_choices_is_a_usage_error(cli, tmp_path):
     assert "--engine" in result.stderr and "'flink' is not one of 'auto', 'local', 'spark'" in result.stderr
 
 
-# -- issue 21 §6.11 ---------------------------------------------------------------------------------
+# -- options name their values, usage lines read plainly ---------------------------------------------
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")

@@ -1,4 +1,4 @@
-"""Hints that fit the mistake (#13.11)."""
+"""Hints that fit the mistake."""
 
 
 def test_aborting_a_transaction_that_is_gone_points_at_the_id(cli, simulated_engine):

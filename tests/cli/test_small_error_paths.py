@@ -1,4 +1,4 @@
-"""Small error paths: each one clear sentence with its exit code, before any work (#13.20)."""
+"""Small error paths: each one clear sentence with its exit code, before any work."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Tables show each answer's own fields, in units an operator reads (#13.4, #13.5)."""
+"""Tables show each answer's own fields, in units an operator reads."""
 
 
 def _open_transaction(engine_dir) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Times on the target's clock, and saying which clock (issue #13, item 13).
+"""Times on the target's clock, and saying which clock.
 
 The engine runs on a virtual clock (2026-01-01 plus the time its workloads took); a client of
 `engine serve` used this machine's clock instead and said a transaction was held "325d12h ago"

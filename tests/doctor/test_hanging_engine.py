@@ -137,9 +137,7 @@ def test_pre_3_2_brokers_have_no_abort_endpoint():
     with pytest.raises(AbortUnsupported) as raised:
         check_abort_supported(["3.0.5", "4.0.7"])
     assert "3.2" in str(raised.value) and "unload" in str(raised.value) and raised.value.exit_code == 2
-    assert abort_fix("(3,9)", ["2.10.5"]) == [
-        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-3"
-    ]
+    assert abort_fix("(3,9)", ["2.10.5"]) == ["pulsar-txn unload --coordinator 3 --yes"]
     assert abort_fix("(3,9)", ["4.0.7"]) == ["pulsar-txn abort-transaction -m 3 -l 9 --yes"]
 
 

@@ -75,9 +75,7 @@ def test_hanging_past_timeout_and_before_3_2():
     r = reading(open_txns={"(0,5)": meta}, brokers={"http://b1:8080": {"runtime": {}, "version": "3.0.5"}})
     [finding] = transactions.hanging(r, None)
     assert finding.severity == "error" and "past its timeout" in finding.summary
-    assert finding.fix == [
-        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-0"
-    ]
+    assert finding.fix == ["pulsar-txn unload --coordinator 0 --yes"]
     assert "predate Pulsar 3.2" in finding.advice
     young = dict(meta, openTimestamp=NOW - 20_000)
     assert transactions.hanging(reading(open_txns={"(0,5)": young}), None) == []  # under half its timeout
@@ -202,8 +200,5 @@ def test_before_3_2_abort_hanging_says_so_and_doctor_gives_what_works(cli, isola
         assert result.exit_code == 2 and "3.2" in result.stderr and "unload" in result.stderr, result.stderr
         report = cli(["doctor", "--older-than", "1h", *url, "-o", "json"]).json()
         [hanging] = [f for f in report["findings"] if f["check"] == "hanging-transaction"]
-        assert hanging["fix"] == [
-            f"pulsar-admin --admin-url {fake.url} topics unload "
-            "persistent://pulsar/system/transaction_coordinator_assign-partition-0"
-        ]
+        assert hanging["fix"] == [f"pulsar-txn unload --coordinator 0 --yes --admin-url {fake.url}"]
         assert "predate Pulsar 3.2" in hanging["advice"]

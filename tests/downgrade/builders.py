@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pulsar_txn_cli.downgrade.batched_since import baseline
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -9,12 +10,15 @@ from pulsar_txn_cli.downgrade.observations import (
     BrokerObservation,
     LogObservation,
     Observations,
+    WriterCounters,
 )
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 
 TARGET = "http://broker:8080"
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T01:00:00Z"
+# A broker whose buffered writers have not moved between the checks (the baseline every checkpoint below keeps).
+QUIET = (WriterCounters("http://b1:8080", {"tc": 1_000, "pendingAck": 1_000}, {"tc": 7, "pendingAck": 9}),)
 
 
 def runtime(batching: bool = False, batch_index: bool = False) -> dict:
@@ -55,6 +59,7 @@ def sub(
 
 
 def obs(coordinators=(), subscriptions=(), brokers=None, dynamic=None, taken_at=T1, **kw) -> Observations:
+    kw.setdefault("writers", QUIET)
     return Observations(
         target=kw.pop("target", TARGET),
         taken_at=taken_at,
@@ -66,10 +71,11 @@ def obs(coordinators=(), subscriptions=(), brokers=None, dynamic=None, taken_at=
     )
 
 
-def checkpoint(coordinators=None, subscriptions=None, target=TARGET) -> Checkpoint:
+def checkpoint(coordinators=None, subscriptions=None, target=TARGET, writers=QUIET) -> Checkpoint:
     return Checkpoint(
         target,
         T0,
         {cid: Record(ledger, T0) for cid, ledger in (coordinators or {}).items()},
         {key: Record(ledger, T0) for key, ledger in (subscriptions or {}).items()},
+        baseline(writers, None),
     )

@@ -125,7 +125,7 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
 
 
 def test_reset_never_deletes_a_file_that_is_not_a_checkpoint(cli, tmp_path):
-    """#13.3: a mistyped --checkpoint (a note, a config file, a directory) is refused, exit 2, and kept."""
+    """A mistyped --checkpoint (a note, a config file, a directory) is refused, exit 2, and kept."""
     engine_dir = tmp_path / "engine"
     assert cli(["engine", "init", "--engine-dir", engine_dir]).exit_code == 0
     for name, text in (

@@ -175,16 +175,14 @@ def test_a_dynamic_override_to_false_is_fine():
 def test_a_coordinator_still_batching_is_blocked_with_its_reload_command():
     result = v.downgrade_verdict(obs([tc(0, (3,)), tc(1, (3,), effective=True)]), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == [
-        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-1"
-    ]
+    assert result.fixes == ["pulsar-txn unload --coordinator 1 --yes"]
     assert result.newly_recorded == 0
 
 
 def test_a_subscription_still_batching_is_blocked_with_its_reload_command():
     result = v.downgrade_verdict(obs([tc(0, (3,))], [sub(effective=True)]), None)
     assert result.verdict == v.BLOCKED
-    assert result.fixes == ["pulsar-admin topics unload persistent://public/default/t"]
+    assert result.fixes == ["pulsar-txn unload -t persistent://public/default/t --yes"]
 
 
 def test_an_unknown_effective_state_is_blocked():
@@ -267,16 +265,14 @@ def test_transactions_long_past_their_timeout_are_blocked_with_their_aborts():
     assert result.fixes == ["pulsar-txn abort-transaction -m 0 -l 7 --yes"]
     # A broker without the abort endpoint (before 3.2): the coordinator's reload ends them.
     old = v.downgrade_verdict(obs([log], brokers=[broker(version="2.11.0")]), checkpoint({0: 4}))
-    assert old.fixes == [
-        "pulsar-admin topics unload persistent://pulsar/system/transaction_coordinator_assign-partition-0"
-    ]
+    assert old.fixes == ["pulsar-txn unload --coordinator 0 --yes"]
     # Open, but within their timeout: they may still end, so WAIT as before.
     assert _cause(replace(log, overdue_txns=())).cause == advice.CAUSE_OPEN_TXN
 
 
 def test_the_batch_index_stall_is_blocked_with_its_fixes():
     """No open transaction, batch-index deletion off, the cursor pinned in the batched ledger: nothing
-    but an operator clears it (issue #21), so BLOCKED, and --wait stops there."""
+    but an operator clears it, so BLOCKED, and --wait stops there."""
     log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
     result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
     item = result.coordinators[0]
@@ -307,13 +303,25 @@ def test_transactions_open_across_the_switch_without_batch_index_acks_are_blocke
 def test_an_engine_gets_the_engines_own_fix_commands():
     log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
     result = v.downgrade_verdict(
-        obs([log], brokers=[broker(batch_index=False)], identity="engine 1234"),
+        obs([log], brokers=[broker(batch_index=False)], identity="engine 1234", target="engine /srv/e"),
         checkpoint({0: 4}, target="engine 1234"),
     )
     assert result.fixes == [
         "pulsar-txn engine config set acknowledgmentAtBatchIndexLevelEnabled true",
         "pulsar-txn engine reload",
     ]
+
+
+def test_a_served_engine_is_told_the_static_fix_in_words():
+    """Reached by URL (`engine serve`), an engine is a cluster to the tool: `engine config set` would change
+    whatever engine the operator's shell defaults to, so the static setting's fix is said in words."""
+    log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
+    result = v.downgrade_verdict(
+        obs([log], brokers=[broker(batch_index=False)], identity="engine 1234", target="cluster http://h:8080"),
+        checkpoint({0: 4}, target="engine 1234"),
+    )
+    [fix] = result.fixes
+    assert "broker.conf" in fix and "restart the brokers" in fix and "engine config set" not in fix
 
 
 def test_turning_tc_batching_off_with_open_transactions_turns_batch_index_deletion_on_first():
@@ -464,7 +472,7 @@ def test_many_logs_still_batching_are_summarized_with_one_fix():
 
 def test_no_per_store_reload_when_the_configuration_is_wrong_too():
     result = v.downgrade_verdict(obs([tc(0, (3,), effective=True)], dynamic={TC_BATCH_KEY: "true"}), None)
-    assert not any(f.startswith("pulsar-admin topics unload") for f in result.fixes)
+    assert not any(f.startswith("pulsar-txn unload") for f in result.fixes)
 
 
 def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
@@ -474,7 +482,7 @@ def test_a_coordinator_that_is_not_loaded_gets_the_advice_to_connect_a_client():
     assert "transactional client connects" in result.coordinators[0].advice
 
 
-# -- a log that never batched (issue #21, item 6) ---------------------------------------------------
+# -- a log that never batched ------------------------------------------------------------------------
 
 
 def test_a_log_whose_only_ledger_postdates_metrics_that_counted_no_batch_is_clear():

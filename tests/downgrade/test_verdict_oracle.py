@@ -1,36 +1,49 @@
-"""The downgrade verdict against the engine's oracle (issue #21): a stateful property test over what
+"""The downgrade verdict against the engine's oracle: a stateful property test over what
 operators, clients and time do to an engine. Fixed seed; `python -m bench verdict_oracle` runs more."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.conftest import isolate
-from tests.downgrade.oracle_machine import VerdictOracle
+from tests.downgrade.oracle_machine import VerdictOracle, VerdictOracleSound
 
+# A fixed budget of walks long enough for batching to come back between checks, derandomized so a failure
+# reproduces; the deep profile (`python -m bench verdict_oracle`) explores at random for longer.
 FAST = settings(
-    max_examples=12,
-    stateful_step_count=8,
+    max_examples=int(os.environ.get("VERDICT_ORACLE_EXAMPLES", "120")),
+    stateful_step_count=30,
     derandomize=True,
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
 )
 
+# Judged against the oracle's future: a copy and rounds of traffic per judged check, so fewer walks.
+JUDGED = settings(FAST, max_examples=int(os.environ.get("VERDICT_ORACLE_JUDGED", "25")))
+
+
+@pytest.mark.timeout(600)
+def test_never_a_false_safe(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    run_state_machine_as_test(VerdictOracleSound, settings=FAST)
+
 
 @pytest.mark.timeout(600)
 def test_the_verdict_follows_the_oracle(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
-    run_state_machine_as_test(VerdictOracle, settings=FAST)
+    run_state_machine_as_test(VerdictOracle, settings=JUDGED)
 
 
 # -- the shrunk counterexamples, as plain regression tests ------------------------------------------
 
 
 def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
-    """The property test's shrunk counterexample on the code before issue #21: WAIT ("the ledger has not
+    """The property test's shrunk counterexample on the code before the oracle was written: WAIT ("the ledger has not
     rolled over yet") while the oracle says traffic and time alone never clear the batched ledger.
 
       1. engine init --coordinators 1; acknowledgmentAtBatchIndexLevelEnabled=False; a 40-transaction workload
@@ -56,7 +69,7 @@ def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
 
 
 def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli, monkeypatch, tmp_path):
-    """Issue #21, item 6: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
+    """An operator's trial found it: a fresh engine (BATCHES WRITTEN 0) got WAIT, "4 of 4 logs still hold ledgers that
     may contain batched entries", and advice to unload the coordinators. Its buffered-writer metrics say no
     batch was ever written, and each log's only ledger was created after they started: SAFE, as the
     oracle says."""
@@ -151,6 +164,7 @@ def test_regression_a_busy_cluster_hid_the_formed_stall(monkeypatch, tmp_path):
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="known: after a switch on and off without --reload the batch-log record cannot tell what a store "
     "runs with, so the verdict fails closed (BLOCKED, with `--disable --reload --yes` as its fix) where traffic "
     "and time alone would clear every batched ledger",
@@ -174,7 +188,7 @@ def test_known_a_switch_on_and_off_without_reload_is_blocked_for_want_of_knowled
 
 
 def test_regression_safe_turned_wait_when_idle_ledgers_rolled_over(cli, monkeypatch, tmp_path):
-    """Issue #23: a cluster that never batched is SAFE (each log's only ledger was created after the
+    """Found by the faults set: a cluster that never batched is SAFE (each log's only ledger was created after the
     brokers' buffered-writer metrics started, and they counted no batch). Then, with no traffic, each idle
     pending-ack ledger rolled over at managedLedgerMaxLedgerRolloverTimeMinutes, and the next check said
     WAIT for good ("oldest ledger 7 <= last batched ledger 7: the cursor does not move"): the record took

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_txn_cli.downgrade import upgrade, verdict as v
+from pulsar_txn_cli.downgrade.batched_since import baseline, since_last_check
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -14,6 +15,7 @@ from pulsar_txn_cli.downgrade.observations import (
     BrokerObservation,
     LogObservation,
     Observations,
+    WriterCounters,
 )
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.names import parse_bool as config_flag
@@ -96,6 +98,17 @@ def _unique(items):
     return tuple(out)
 
 
+def _counters(broker="http://b0:8080", created=1_000, tc=3, pa=4, error=None):
+    return WriterCounters(broker, {"tc": created, "pendingAck": created}, {"tc": tc, "pendingAck": pa}, error)
+
+
+# The counters a check may see: the same as the checkpoint's (QUIET), moved, restarted, unreadable, not gathered.
+QUIET = (_counters(),)
+writer_sets = st.sampled_from(
+    [QUIET, QUIET, (_counters(tc=5),), (_counters(created=2_000, tc=0, pa=0),), (_counters(error="HTTP 500"),), None]
+)
+
+
 @st.composite
 def observations(draw):
     return Observations(
@@ -108,6 +121,7 @@ def observations(draw):
         coordinators=_unique(draw(st.lists(coordinators, max_size=4))),
         subscriptions=_unique(draw(st.lists(subscriptions, max_size=4))),
         problems=tuple(draw(st.lists(st.sampled_from(["namespace x failed"]), max_size=1))),
+        writers=draw(writer_sets),
     )
 
 
@@ -126,6 +140,7 @@ checkpoints = st.one_of(
             records,
             max_size=4,
         ),
+        st.sampled_from([baseline(QUIET, None), baseline(QUIET, None), None]),
     ),
 )
 
@@ -171,15 +186,22 @@ def test_downgrade_is_never_safe_unless_everything_was_seen_and_clear(o, cp, cp_
 
 @settings(max_examples=150, deadline=None)
 @given(observations(), checkpoints)
-def test_records_only_grow_and_never_change_while_batching_stays_off(o, cp):
+def test_records_only_grow_and_change_only_when_batching_may_have_run(o, cp):
     result = v.downgrade_verdict(o, cp)
     if result.checkpoint is None or cp is None or result.checkpoint.size < cp.size:
         return  # left alone, first check, or dropped because batching was seen on
-    ledger = lambda r: (r.last_batched_ledger_id, r.recorded_at)  # noqa: E731  (the cursor a record saw may move)
-    for cid, record in cp.coordinators.items():
-        assert ledger(result.checkpoint.coordinators[cid]) == ledger(record)
-    for key, record in cp.subscriptions.items():
-        assert ledger(result.checkpoint.subscriptions[key]) == ledger(record)
+    quiet = {log: since_last_check(cp.writers, o.writers, log).end is None for log in ("tc", "pendingAck")}
+    for log, before, after in (
+        ("tc", cp.coordinators, result.checkpoint.coordinators),
+        ("pendingAck", cp.subscriptions, result.checkpoint.subscriptions),
+    ):
+        for key, record in before.items():
+            assert after[key].last_batched_ledger_id >= record.last_batched_ledger_id
+            if quiet[log]:  # (the cursor a record saw may move)
+                assert (after[key].last_batched_ledger_id, after[key].recorded_at) == (
+                    record.last_batched_ledger_id,
+                    record.recorded_at,
+                )
 
 
 @settings(max_examples=150, deadline=None)
@@ -227,6 +249,11 @@ PERTURBATIONS = [
     "checkpoint-none",
     "record-missing",
     "no-coordinators",
+    "writers-moved",
+    "writers-restarted",
+    "writers-unreadable",
+    "writers-not-kept",
+    "writer-gone",
 ]
 
 
@@ -256,11 +283,13 @@ def perturbed(draw):
         BrokerObservation(f"b{i}:8080", {k: "false" for k in BATCH_KEYS}, "4.0.4")
         for i in range(draw(st.integers(1, 3)))
     ]
+    writers = [_counters(f"http://b{i}:8080") for i in range(len(brokers_))]
     cp = Checkpoint(
         "http://a:8080",
         "t0",
         {i: Record(recorded[i], "t0") for i in range(n_tc)},
         {(logs[i].topic, "s"): Record(recorded[i], "t0") for i in range(n_tc, n_tc + n_sub)},
+        baseline(tuple(writers), None),
     )
     state = dict(
         dynamic={},
@@ -271,6 +300,7 @@ def perturbed(draw):
         logs=logs,
         cp=cp,
         cp_error=None,
+        writers=writers,
     )
     chosen = draw(st.lists(st.sampled_from(PERTURBATIONS), max_size=3, unique=True))
     for name in chosen:
@@ -285,6 +315,7 @@ def perturbed(draw):
         tuple(l for l in state["logs"] if l.kind == COORDINATOR),
         tuple(l for l in state["logs"] if l.kind == SUBSCRIPTION),
         tuple(state["problems"]),
+        writers=tuple(state["writers"]),
     )
     return o, state["cp"], state["cp_error"], chosen
 
@@ -367,6 +398,22 @@ def _apply(name, s, draw):
             )
     elif name == "no-coordinators":
         s["logs"][:] = [l for l in logs if l.kind != COORDINATOR]
+    elif name.startswith("writer") and s["writers"]:
+        # Batching on and off again since the last check, a restart whose spell cannot be ruled out, counters
+        # that cannot be read, a checkpoint that kept none, a broker gone: each leaves the verdict short of SAFE.
+        writers, wi = s["writers"], pick % len(s["writers"])
+        recorded = s["cp"] is not None and s["cp"].subscriptions  # a writer with no record to raise changes nothing
+        log = draw(st.sampled_from(["tc", "pendingAck"])) if recorded else "tc"
+        if name == "writers-moved":
+            writers[wi] = replace(writers[wi], batches={**writers[wi].batches, log: writers[wi].batches[log] + 1})
+        elif name == "writers-restarted":
+            writers[wi] = _counters(writers[wi].broker, created=5_000, tc=0, pa=0)
+        elif name == "writers-unreadable":
+            writers[wi] = replace(writers[wi], created_ms={}, batches={}, error="HTTP 500")
+        elif name == "writers-not-kept" and s["cp"] is not None:
+            s["cp"] = replace(s["cp"], writers=None)
+        elif name == "writer-gone":
+            del writers[wi]
 
 
 @settings(max_examples=400, deadline=None)

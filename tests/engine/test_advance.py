@@ -1,4 +1,4 @@
-"""`engine advance` (issue #21): time passes on the engine with the broker's background work and no
+"""`engine advance`: time passes on the engine with the broker's background work and no
 client traffic: timeouts abort open transactions, aged ledgers roll over and consumed ones are trimmed."""
 
 from __future__ import annotations

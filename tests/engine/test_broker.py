@@ -68,7 +68,7 @@ def test_config_validation_and_layers(tmp_path):
 
     engine = Engine.init(tmp_path / "e")
     try:
-        # checked when set, whatever the switch says (#13.2), naming the key at fault
+        # checked when set, whatever the switch says, naming the key at fault
         with pytest.raises(
             UsageError, match="'transactionLogBatchedWriteMaxRecords' value must be greater than or equal to 10, not 5"
         ):
@@ -168,7 +168,7 @@ def test_an_interrupted_command_is_a_crash_not_a_clean_stop(tmp_path):
 
 
 def test_a_bad_stored_batch_setting_names_itself_and_blocks_only_the_enable(tmp_path):
-    """#13.2: a value stored before validation existed (or through another door) blocks enabling its
+    """A value stored before validation existed (or through another door) blocks enabling its
     group with the key at fault named, and never an unrelated `config set`."""
     from pulsar_txn_cli.errors import UsageError
 

@@ -69,7 +69,7 @@ def test_same_seed_same_transactions_and_batching_cuts_entries(cli, tmp_path):
 
 
 def test_auto_init_and_config_commands(cli, edir):
-    # a named directory without an engine is an error (a typo), never a new engine (issue 21 §6.5)
+    # a named directory without an engine is an error (a typo), never a new engine
     r = cli(["engine", "config", "get", "transactionLogBatchedWriteEnabled", "--engine-dir", edir, "-o", "json"])
     assert r.exit_code == 2 and f"no engine in {edir}" in r.stderr and not Path(edir).exists()
     # engine simulate makes one with a workload
@@ -111,7 +111,7 @@ def test_metrics_are_cumulative_across_invocations(cli, edir):
 
 def test_reload_options_and_errors(cli, edir):
     cli(["engine", "init", "--engine-dir", edir, "--coordinators", "2"])
-    for flag in ("--coordinator", "--coordinator-id", "-c"):  # --coordinator-id as pulsar-admin spells it (#13.16)
+    for flag in ("--coordinator", "--coordinator-id", "-c"):  # --coordinator-id as pulsar-admin spells it
         r = cli(["engine", "reload", flag, "1", "--engine-dir", edir, "-o", "json"])
         assert r.json() == {"reopened": ["pulsar/system/persistent/__transaction_log_1"]}, flag
     r = cli(["engine", "reload", "--coordinator", "5", "--engine-dir", edir])

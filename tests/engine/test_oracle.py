@@ -1,4 +1,4 @@
-"""The downgrade oracle (issue #21) against hand-built engines: it reads the engine's storage, not the
+"""The downgrade oracle against hand-built engines: it reads the engine's storage, not the
 verdict, and lets a copy of the engine live on with traffic and time but no operator."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`engine serve` on a production HTTP server (issue #24 section 2, issue #21 section 6 items 2-3).
+"""`engine serve` on a production HTTP server: clients that leave, Ctrl-C and SIGTERM.
 
 Real parts: the real `pulsar-txn engine serve` in its own process (SIGINT at its default, as a shell
 gives it), real sockets on loopback, a real engine directory. A client that leaves mid-answer is not
@@ -114,7 +114,7 @@ def _leave_mid_request(port: int) -> None:
 
 @pytest.mark.timeout(180)
 def test_clients_that_leave_are_not_errors(tmp_path):
-    """Issue #21 §6.3: the old server printed a traceback (BrokenPipeError, ConnectionResetError) each time."""
+    """The old server printed a traceback (BrokenPipeError, ConnectionResetError) each time."""
     served = Served(_engine(tmp_path, coordinators=16), tmp_path)
     try:
         for _ in range(10):
@@ -149,7 +149,7 @@ def test_under_debug_a_client_that_leaves_is_one_line_at_most(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_ctrl_c_exits_130_and_says_what_was_kept(tmp_path, cli):
-    """Issue #21 §6.2: `engine serve` exited 0 on Ctrl-C and said nothing."""
+    """`engine serve` exited 0 on Ctrl-C and said nothing."""
     directory = _engine(tmp_path)
     served = Served(directory, tmp_path)
     try:

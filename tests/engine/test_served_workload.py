@@ -1,4 +1,4 @@
-"""Rehearsing over HTTP (issue #13, item 14): a served engine takes a workload, and a command
+"""Rehearsing over HTTP: a served engine takes a workload, and a command
 that finds the engine locked says so while it waits, then fails with its own exit code (7)."""
 
 from __future__ import annotations

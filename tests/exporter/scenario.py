@@ -20,7 +20,7 @@ def downgrade_in_progress(cli, directory: Path) -> Path:
     engine = Engine.init(directory, coordinators=2)
     engine.config.set("managedLedgerMaxEntriesPerLedger", "20")
     # A downgrade that finishes by itself: with batch-index deletion off, the transaction held open
-    # across the switch would make it BLOCKED (the batch-index deletion stall, issue #21).
+    # across the switch would make it BLOCKED (the batch-index deletion stall).
     engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", "true")
     engine.close()
     target = ["--engine-dir", str(directory)]

@@ -61,7 +61,7 @@ def exporter(cli, monkeypatch, tmp_path):
 @pytest.fixture
 def prometheus(exporter, tmp_path):
     binary = shutil.which("prometheus")
-    assert binary, "prometheus is not installed: ./dev setup installs Debian's package"
+    assert binary, "prometheus is not installed: `./dev setup` installs it (its Prometheus step, Debian's package)"
     port = free_port()
     config = tmp_path / "prometheus.yml"
     target = urllib.parse.urlsplit(exporter).netloc
@@ -107,6 +107,7 @@ def _wait_for(probe, proc=None):
     raise AssertionError(f"not seen within {DEADLINE_S}s")
 
 
+@pytest.mark.tools
 def test_prometheus_scrapes_the_verdict_and_the_dashboard_answers(prometheus):
     def waiting():
         result = query(prometheus, 'pulsar_txn_downgrade_verdict{verdict="WAIT"}')["data"]["result"]

@@ -149,7 +149,7 @@ def test_pending_ack_stats_and_internal_stats(pulsar_broker, tool, held):
 
 
 def test_transaction_in_buffer_and_pending_ack_and_position_stats(pulsar_broker, tool, held):
-    """#13.16: pulsar-admin's transaction-in-buffer-stats, transaction-in-pending-ack-stats and
+    """pulsar-admin's transaction-in-buffer-stats, transaction-in-pending-ack-stats and
     position-stats-in-pending-ack, with its option names, answer what the broker answers."""
     b = pulsar_broker
     txns = [r for r in held if r.get("event") == "txn"]
@@ -335,7 +335,7 @@ def test_batch_log_switches_turn_batching_on_and_off_for_real(pulsar_broker, too
     st = _tc_stat(tool)
     assert (st["flag"], st["configured"], st["effective"]) == (True, True, False), st
     assert "reload" in st["reason"]
-    # the same broker through another spelling of its URL finds the same record (#13.1)
+    # the same broker through another spelling of its URL finds the same record
     assert _tc_stat(Tool(b.admin_url.replace("127.0.0.1", "localhost"), tool.state_dir)) == st
     pa = _pa_stat(tool, topic, sub)
     assert (pa["flag"], pa["configured"], pa["effective"]) == (True, True, False), pa

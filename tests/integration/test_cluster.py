@@ -2,7 +2,7 @@
 
 One cluster per session; the tests run in this order and build on each other's state (a broker
 restart with its own broker.conf, batching on, then off, the downgrade walk, then the faults):
-- who the cluster is, through either broker (#13.1);
+- who the cluster is, through either broker;
 - coordinator and pending-ack stats of what the *other* broker owns (Pulsar's 307 redirects);
 - per-broker runtime configuration, and coordinators moving when a broker restarts;
 - `set-txn-*-batch-log --reload` reaching every coordinator and pending-ack store on both brokers;
@@ -473,7 +473,7 @@ def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_clust
 
 
 def test_scale_transaction_coordinators_on_a_real_cluster(pulsar_cluster, state):
-    """#13.16: scale-transactionCoordinators -r grows the TC-assign partitions; the new coordinator
+    """scale-transactionCoordinators -r grows the TC-assign partitions; the new coordinator
     loads and serves; a broker refuses to shrink (406), which the tool says in one sentence."""
     c = pulsar_cluster
     c.wait_coordinators_ready()

@@ -1,4 +1,4 @@
-"""Real network and storage faults on a real two-broker cluster (#23 §1), with Toxiproxy (toxiproxy.py).
+"""Real network and storage faults on a real two-broker cluster, with Toxiproxy (toxiproxy.py).
 
 The cluster (ZooKeeper, a bookie, two 4.0.7 brokers) is this module's own: its brokers reach ZooKeeper
 through a Toxiproxy proxy, and the tool reaches broker-0 through another, so either link can be slowed,

@@ -1,4 +1,4 @@
-"""A real Pulsar 4.0.7 broker at fleet scale (marker `scale`, issue #24 §1).
+"""A real Pulsar 4.0.7 broker at fleet scale (marker `scale`).
 
 One standalone broker with batched coordinator and pending-ack logs; a partitioned topic grown to 100, 300 and
 1,000 partitions (the build is paid once: about 75 s in all on the project's machine), one subscription a
@@ -107,9 +107,9 @@ def test_pulsar_admin_one_jvm_per_call_is_far_slower(measured):
 
 @pytest.mark.timeout(300)
 def test_the_tools_admin_layer_costs_at_most_half_again_libcurls_bare_loop(measured):
-    """The gap to the floor is the client's CPU a request. The tool's whole admin layer (libcurl through pycurl,
-    retries, redirects, errors, the JSON decoded) against one GET through a bare pycurl loop (one handle reused,
-    json.loads): the same request, one at a time, in one process, the ways taking turns. At most 1.5 times as
-    much."""
+    """The gap to the floor (a bare asyncio client replaying the same requests) is the client's CPU a request. The
+    tool's whole admin layer (libcurl through pycurl, retries, redirects, errors, the JSON decoded) against one GET
+    through a bare pycurl loop (one handle reused, json.loads): the same request, one at a time, in one process,
+    the ways taking turns. At most 1.5 times as much."""
     costs = measured["transport"]
     assert costs["PulsarAdmin"]["cpuMs"] <= 1.5 * costs["pycurl"]["cpuMs"], costs

@@ -498,7 +498,7 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
         # The downgrade walk through `pulsar-txn downgrade check`: right after the switch (batching
         # effectively off everywhere, transactions still open, batched ledgers present): WAIT, exit 5,
         # when they only need to end; BLOCKED, exit 6, when batch-index acknowledgements are off, since
-        # their ends will pin the TC log for good (issue #21).
+        # their ends will pin the TC log for good.
         first = obs["check_after_switch"]
         (tc_item,) = obs["check_after_switch_tc"]
         assert not tc_item["clear"] and tc_item["lastBatchedLedgerId"] >= max(obs["phase1_ledgers"]), tc_item
@@ -551,7 +551,6 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             (tc_item,) = obs["after_aborts_check_tc"]
             assert tc_item["clear"], tc_item
             # BLOCKED before the remedy, never again after it, and SAFE once the pending-ack logs drained
-            # (issue #21)
             assert obs["after_aborts_check"]["verdict"] in ("WAIT", "SAFE"), obs["after_aborts_check"]
             last = obs["after_remedy_walk"][-1]
             assert (last["verdict"], last["exit"]) == ("SAFE", 0), obs["after_remedy_walk"]

@@ -1,4 +1,4 @@
-"""PIP-160's upgrade and downgrade on a real two-broker cluster rolled between Pulsar lines (#12 §3).
+"""PIP-160's upgrade and downgrade on a real two-broker cluster rolled between Pulsar lines.
 
 2.10.5 cannot read batched entries; 2.11.0 is the first line that writes them. One cluster (ZooKeeper,
 a bookie, two brokers) starts on 2.10.5 and is rolled one broker at a time, as operators do:
@@ -247,8 +247,8 @@ def test_downgrade_before_safe_breaks_the_old_brokers(cluster, tool):
 
 def test_doctor_names_the_coordinators_that_cannot_recover(cluster, tool):
     """Still on the rolled-back 2.10.5 brokers: `doctor` names every coordinator whose log the old brokers
-    failed to load (their own log lines are the ground truth), as an error, with the way back (issue #22,
-    apache/pulsar#23039)."""
+    failed to load (their own log lines are the ground truth), as an error, with the way back
+    (apache/pulsar#23039)."""
     logs = "\n".join(b.proc.tail(2_000_000) for b in cluster.brokers)
     failed = sorted(
         {int(n) for n in re.findall(r"__transaction_log_(\d+)\] Failed to initialize managed ledger", logs)}
@@ -258,9 +258,10 @@ def test_doctor_names_the_coordinators_that_cannot_recover(cluster, tool):
     found = {f["subject"]: f for f in report["findings"] if f["check"] == "coordinator-not-ready"}
     OBSERVED["doctorOnEarlyRollback"] = {"failedInBrokerLogs": failed, "named": sorted(found), "exit": 6}
     assert {f"coordinator {tc}" for tc in failed} <= set(found), (failed, report["findings"])
-    for finding in (found[f"coordinator {tc}"] for tc in failed):
+    for tc in failed:
+        finding = found[f"coordinator {tc}"]
         assert finding["severity"] == "error", finding
-        assert finding["fix"] and finding["fix"][0].startswith("pulsar-txn unload -t "), finding
+        assert finding["fix"] and finding["fix"][0].startswith(f"pulsar-txn unload --coordinator {tc} --yes"), finding
         assert f"on {OLD}, which predates PIP-160" in finding["advice"], finding
         assert "set-txn-tc-batch-log --disable --reload --yes" in finding["advice"], finding
 

@@ -1,4 +1,4 @@
-"""A real broker with JWT authentication, authorization and TLS (#12 §4): the superuser's every
+"""A real broker with JWT authentication, authorization and TLS: the superuser's every
 way in, the ordinary role's 403s, TLS failures, and no token in any output, log or state file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tool against a real standalone broker of each Pulsar line operators run (#12 §2).
+"""The tool against a real standalone broker of each Pulsar line operators run.
 
 One broker at a time (module-scoped, parametrized by version), each assembled from Maven Central by
 versions.py. For every line: every read command, the batch-log switches where the line has them,

@@ -47,7 +47,10 @@ MEASURE = """<script>window.addEventListener('load', function () {
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail("Chromium is not installed: apt-get install -y chromium (./dev setup installs it)", pytrace=False)
+        pytest.fail(
+            "Chromium is not installed: `./dev setup` installs it (its Chromium and fish step, Debian's package)",
+            pytrace=False,
+        )
     return path
 
 
@@ -81,6 +84,7 @@ def fleet_entries():
     return entries
 
 
+@pytest.mark.tools
 def test_the_report_reads_well_in_a_real_browser(cli, tmp_path):
     browser = chromium()
     dump = write_jsonl(tmp_path / "fleet.jsonl", fleet_entries())

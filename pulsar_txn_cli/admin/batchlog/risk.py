@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin.batchlog.config import _short, cannot_batch
+from pulsar_txn_cli.admin import remembered
+from pulsar_txn_cli.admin.batchlog.config import _short, cannot_batch, configured_for
+from pulsar_txn_cli.admin.batchlog.judgement import judge
+from pulsar_txn_cli.admin.batchlog.logs import PENDING_ACK, Log, store_key
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed
@@ -12,7 +15,7 @@ from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
 SHOWN_TRANSACTIONS = 5
 
 
-def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
+def switch_off_risk(admin, setting: dict, reload: bool, log: Log | None = None, stores=None) -> dict | None:
     """The batch-index deletion stall a switch off would create, or None when it would not.
 
     Seen on a real Pulsar 4.0.7 broker (docs/real-broker-findings.md): with
@@ -20,12 +23,21 @@ def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
     records in batched entries that can no longer be deleted once the store reopens unbatched, so
     the log's cursor stays pinned for good. Nothing to fear when no store can batch, when nothing
     changes now or at a later reopen (already off, no --reload), with no open transaction, or with
-    batch-index acknowledgements on in every broker.
+    batch-index acknowledgements on in every broker, or when it is already off and every store of LOG
+    (given its STORES) runs unbatched: the switch is then a no-op for batching.
     A coordinator that is not loaded, or not Ready, cannot say how many transactions its log holds
     open: it is named in "uncountedCoordinators" (and the caller warns; it refuses only on a count).
     Returns {"openTransactions": n, "uncountedCoordinators": [id, ...], "transactions": [[most, least], ...]
     (the first few), "batchIndexDeletion": False|None (unknown), "brokers": [{"broker", "batchIndexDeletion"}]}."""
+    if log is PENDING_ACK:
+        # A pending-ack store trims its log by marking its cursor deleted up to a position of its sparse
+        # index, whole entries, never records inside a batched entry: on a real Pulsar 4.0.7 broker with
+        # batch-index acknowledgements off, transactions open across this switch did not pin any pending-ack
+        # log (docs/real-broker-findings.md). Only the TC log's switch can.
+        return None
     if cannot_batch(setting) or (setting["configured"] is False and setting["dynamic"] is False and not reload):
+        return None
+    if log is not None and stores is not None and _already_unbatched(admin, log, setting, stores):
         return None
     stats, errors = admin.coordinator_stats_each()
     ready = {k: s for k, s in stats.items() if (s or {}).get("state") == "Ready"}
@@ -45,6 +57,17 @@ def switch_off_risk(admin, setting: dict, reload: bool) -> dict | None:
         "batchIndexDeletion": deletion,
         "brokers": brokers,
     }
+
+
+def _already_unbatched(admin, log: Log, setting: dict, stores: list[dict]) -> bool:
+    """Configured off, and every store judged to run unbatched now: reopening them changes nothing, so
+    nothing can be pinned by this switch (a store that could still batch, or is unknown, does not count)."""
+    if setting["configured"] is not False:
+        return False
+    change = remembered.load_changes(admin.identity())["changes"].get(log.key)
+    return all(
+        judge(s, configured_for(s, setting), setting["dynamic"], change, store_key(log, s))[0] is False for s in stores
+    )
 
 
 def _batch_index_flags(admin) -> list[dict]:

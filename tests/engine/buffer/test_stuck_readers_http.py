@@ -154,7 +154,7 @@ def test_holders_from_a_real_brokers_slow_transactions():
 
 
 def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
-    """#13.17: a buffer that never finished recovering holds readers back too, for another reason."""
+    """A buffer that never finished recovering holds readers back too, for another reason."""
     routes = dict(ROUTES)
     routes["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"] = {
         **ROUTES["/admin/v3/transactions/transactionBufferStats/public/default/orders-partition-0"],
@@ -186,7 +186,7 @@ def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
 def test_a_coordinator_not_loaded_is_named_not_a_failure(cli):
     """A real broker answers 500 to slowTransactions for all coordinators while one is not loaded (it loads
     when a transactional client connects). The exporter's observation failed whole on it, for as long as no
-    client connected (issue #23's faults set, after an interrupted reload). Each coordinator is asked on its
+    client connected (seen in the faults set, after an interrupted reload). Each coordinator is asked on its
     own; the one not loaded is named, and a partition no loaded coordinator explains says it may be its."""
     from pulsar_txn_cli.protocol import TC_ASSIGN_PARTITIONS
 
