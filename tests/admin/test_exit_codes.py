@@ -37,3 +37,14 @@ def test_nack_plan_refuses_rates_and_delays_no_client_has(cli, args, said):
     result = cli(["nack", "plan", *args])
     assert result.exit_code == 2, result.stderr
     assert said in result.stderr and "Overflow" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["find-hanging", "abort-hanging"])
+def test_hanging_transactions_of_a_topic_that_does_not_exist_say_so_like_stuck_readers(cli, simulated_engine, command):
+    target = ["--engine-dir", str(simulated_engine)]
+    missing = cli([command, "-t", "no-such-topic", *target])
+    assert missing.exit_code == 4, missing.stderr
+    assert "transactionBufferStats/public/default/no-such-topic" in missing.stderr
+    assert "found nothing (404)" in missing.stderr and "check the topic name" in missing.stderr
+    assert "hanging transaction(s)" not in missing.stdout
+    assert cli([command, "-t", "sim-topic-0", *target]).exit_code == 0  # a topic that exists: as before
