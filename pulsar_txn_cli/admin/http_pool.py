@@ -8,14 +8,14 @@ What this module adds is policy, on what libcurl hands over:
 - A pool of easy handles per transport (the CLI calls it from a thread pool, --concurrency); a thread takes an idle
   handle or makes one, performs, and gives it back. Each handle keeps its own connections (libcurl's cache, alive
   between exchanges); a handle whose exchange failed in any way is closed with its connections, never reused.
-- Framing stricter than libcurl's leniency: a final answer whose Content-Length is repeated with another value or is
-  not digits, that carries Transfer-Encoding and Content-Length together, or a transfer coding other than chunked,
-  is refused at the end of its headers, before its body is read (a desync is how a forged answer reaches the next
-  request).
+- Framing as strict as it must be: libcurl refuses a conflicting or malformed Content-Length and an unknown
+  transfer coding itself; an answer that carries Transfer-Encoding and Content-Length together (which libcurl reads
+  as chunked, where a proxy in between may have framed it by its length) is refused here. Either way the handle
+  goes, and its connection with it: the rest of an ambiguous answer never becomes the next request's.
 - Bounds: the whole exchange (connect, send, receive) ends at the timeout; an answer's body is capped at MAX_BODY,
   its headers (informational answers and trailers included) at MAX_HEAD.
-- Proxies from the environment, as curl and Python read them (http_proxy/HTTP_PROXY, https_proxy/HTTPS_PROXY,
-  no_proxy/NO_PROXY; HTTPS goes through CONNECT).
+- Proxies from the environment, as Python's urllib (and so httpx, for the OAuth2 requests) reads them
+  (http_proxy/HTTP_PROXY, https_proxy/HTTPS_PROXY, no_proxy/NO_PROXY; HTTPS goes through CONNECT).
 - A server that does not answer in HTTP is named from its first bytes (another protocol's port, TLS on a plain one).
 
 pycurl is imported on the first exchange, never by `--help` (its import loads libcurl and OpenSSL).
@@ -32,6 +32,7 @@ from urllib.parse import quote, urlsplit
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 MAX_IDLE = 64  # idle handles kept; more than any --concurrency the CLI allows by default
+MAX_ORIGINS = 32  # connections a handle keeps alive, one per origin (libcurl's default is 5)
 PATH_SAFE = "/:@!$&'()*+,;=%~"  # what a path may hold unescaped (an escape stays as it is)
 MAX_HEAD = 300 * 1024  # libcurl's bound on every header line of one exchange (informational answers, trailers)
 MAX_BODY = 256 * 1024 * 1024  # an answer's body; the largest real ones at fleet scale are a few megabytes
@@ -215,6 +216,7 @@ class _Handle:
         c.setopt(pycurl.HTTP09_ALLOWED, 1)  # so that the first bytes of a non-HTTP answer reach _body, named there
         c.setopt(pycurl.MAXFILESIZE_LARGE, pool.max_body)  # libcurl ends a transfer that passes it, announced or not
         c.setopt(pycurl.TCP_NODELAY, 1)
+        c.setopt(pycurl.MAXCONNECTS, MAX_ORIGINS)  # one kept-alive connection to each broker a fan-out reaches
         c.setopt(pycurl.TCP_KEEPALIVE, 1)
         c.setopt(pycurl.WRITEFUNCTION, self._body)
         # Every header line libcurl read, kept as it is (no Python call a line); libcurl bounds them, informational
