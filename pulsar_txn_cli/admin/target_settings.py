@@ -175,31 +175,32 @@ def _build(s: dict, source: str) -> Target:
     timeout = _number(s.get("request_timeout", 30.0), "--request-timeout")
     if s.get("admin_url"):
         given = str(s["admin_url"])
+        shown = redact.without_credentials(given)  # a message about the URL never prints its password
         if not given.startswith(("http://", "https://")):
-            raise UsageError(f"admin URL {given!r} ({source}) must start with http:// or https://")
+            raise UsageError(f"admin URL {shown!r} ({source}) must start with http:// or https://")
         if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in given):
             raise UsageError(
-                f"admin URL {given!r} ({_setting(source, 'admin_url')}) holds a space or control character"
+                f"admin URL {shown!r} ({_setting(source, 'admin_url')}) holds a space or control character"
             )
         try:
             parts = urlsplit(given)
             _ = parts.hostname
         except ValueError as exc:  # an unclosed IPv6 bracket, as `http://[::1`
-            raise UsageError(f"admin URL {given!r} ({_setting(source, 'admin_url')}) is malformed: {exc}") from None
+            raise UsageError(f"admin URL {shown!r} ({_setting(source, 'admin_url')}) is malformed: {exc}") from None
         if not parts.hostname:
             raise UsageError(
-                f"admin URL {given!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
+                f"admin URL {shown!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
             )
         if "," in parts.netloc:  # client.conf's multi-host form, which pulsar-txn does not fail over between
             raise UsageError(
-                f"admin URL {given!r} ({source}) names several hosts; give one broker's web service (any broker "
+                f"admin URL {shown!r} ({source}) names several hosts; give one broker's web service (any broker "
                 "answers for the whole cluster) or the load balancer in front of them"
             )
         try:
             _ = parts.port  # urllib checks the port only when it is read
         except ValueError:
             raise UsageError(
-                f"admin URL {given!r} ({source}) has a port that is not a number from 1 to 65535"
+                f"admin URL {shown!r} ({source}) has a port that is not a number from 1 to 65535"
             ) from None
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
         token, cert, key, basic, oauth = _auth(s, cert, key)

@@ -172,3 +172,14 @@ def test_a_password_in_the_admin_url_with_a_token_too_is_a_usage_error(cli):
     assert result.exit_code == 2
     assert "the admin URL (--admin-url) carries a user and password, and other credentials" in result.stderr
     assert PASSWORD not in result.stderr and TOKEN not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [f"htp://admin:{PASSWORD}@host", f"http://admin:{PASSWORD}@[::1", f"http://admin:{PASSWORD}@host:99999"],
+    ids=["scheme", "ipv6", "port"],
+)
+def test_a_malformed_admin_url_is_named_without_its_password(cli, url):
+    result = cli(["coordinators-list", "--admin-url", url])
+    assert result.exit_code == 2 and "admin URL '" in result.stderr
+    assert PASSWORD not in result.stderr
