@@ -299,7 +299,8 @@ def anchor_call_seconds(url: str, scratch: Path, repeat: int = 3) -> float:
 
 def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
     """CPU and wall ms per request, one request at a time, of the same GET (a partition's txnBufferStats) through
-    stdlib http.client, through httpx.Client, and through pulsar-txn's PulsarAdmin (its http_pool and the tool's layer):
+    a bare pycurl loop (one libcurl handle reused, json.loads: the floor of the tool's transport), stdlib
+    http.client, httpx.Client, and pulsar-txn's PulsarAdmin (its http_pool on libcurl and the tool's layer):
     where a command's time goes besides the broker's. The ways take turns, `rounds` rounds of n / rounds requests
     each, and each figure is the median of its rounds: a broker that slows down in between weighs on every way."""
     import http.client
@@ -320,7 +321,21 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
         stdlib.request("GET", path, headers={"Accept": "application/json"})
         json.loads(stdlib.getresponse().read())
 
+    import pycurl
+
+    curl = pycurl.Curl()
+    curl.setopt(pycurl.URL, url + path)
+    curl.setopt(pycurl.HTTPHEADER, ["Accept: application/json"])
+    parts: list[bytes] = []
+    curl.setopt(pycurl.WRITEFUNCTION, parts.append)
+
+    def bare() -> None:
+        parts.clear()
+        curl.perform()
+        json.loads(b"".join(parts))
+
     ways = {
+        "pycurl": bare,
         "http.client": plain,
         "httpx.Client": lambda: client.get(url + path).json(),
         "PulsarAdmin": lambda: admin.transaction_buffer_stats(topic),
@@ -344,6 +359,7 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
             for name, got in samples.items()
         }
     finally:
+        curl.close()
         stdlib.close()
         client.close()
         admin.close()

@@ -120,6 +120,7 @@ ONE_COORDINATOR = Param(
     None,
     "coordinatorId",
     show_default=False,
+    min=0,  # a coordinator id is a partition number: -1 is a usage error, not a request
 )
 MOST = Param(
     "most",
@@ -196,7 +197,10 @@ COMMANDS: tuple[AdminCall, ...] = (
         "coordinator-internal-stats",
         "GET",
         TXN + "/coordinatorInternalStats/{coordinator_id}",
-        (Param("coordinator_id", ("-c", "--coordinator-id"), "The coordinator id.", int, show_default=False), METADATA),
+        (
+            Param("coordinator_id", ("-c", "--coordinator-id"), "The coordinator id.", int, show_default=False, min=0),
+            METADATA,
+        ),
         "The coordinator's transaction-log managed ledger: ledgers, entries, cursor.",
         log_stats="transactionLogStats",
     ),

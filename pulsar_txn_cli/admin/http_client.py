@@ -1,8 +1,8 @@
-"""The REST transport: Pulsar's admin API over http_pool (keep-alive HTTP/1.1 over plain sockets).
+"""The REST transport: Pulsar's admin API over http_pool (libcurl, connections kept alive).
 
 - Redirects are followed by hand: Pulsar answers 307 to the broker that owns a topic, and
-  generic clients drop `Authorization` when the host changes. The header is kept, the hop count
-  bounded, loops detected, and a token is never sent over plain HTTP after an https start.
+  generic clients drop `Authorization` when the host changes. The header follows where the
+  cluster's brokers can be (_credentials_may_not_follow); the hop count is bounded, loops detected.
 - Retries with exponential backoff and jitter: connection failures (the request never left) for
   every method; dropped connections, 429 (Retry-After honoured) and 502/503/504 only for
   idempotent methods. A read timeout is final (--request-timeout is the user's choice).
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import email.utils
 import random
-import ssl
 import time
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
@@ -63,7 +62,7 @@ class RestTransport:
             credential = base64.b64encode(":".join(target.basic).encode()).decode()
             register(credential)
             self.headers["Authorization"] = f"Basic {credential}"
-        verify = _ssl_context(target)
+        tls = _tls(target)
         self.oauth = None
         if target.oauth2:
             from pulsar_txn_cli.admin.oauth2 import TokenSource
@@ -72,9 +71,9 @@ class RestTransport:
             self.oauth = TokenSource(
                 target.oauth2, verify=_issuer_ssl_context(target), timeout=target.request_timeout, log=self._log
             )
-        self.pool = http_pool.ConnectionPool(
-            timeout=target.request_timeout, ssl_context=verify if isinstance(verify, ssl.SSLContext) else None
-        )
+        self.pool = http_pool.ConnectionPool(timeout=target.request_timeout, tls=tls)
+        for proxy in (self.pool.proxies.get("http"), self.pool.proxies.get("https")):
+            _register_url_password(proxy)
 
     def __repr__(self) -> str:
         return f"RestTransport({self.base!r})"
@@ -106,10 +105,10 @@ class RestTransport:
             if not location:
                 return response.status, response.headers, response.content
             next_url = urljoin(url, location)
-            if urlsplit(url).scheme == "https" and urlsplit(next_url).scheme == "http" and "Authorization" in headers:
+            if "Authorization" in headers and (refusal := self._credentials_may_not_follow(url, next_url)):
                 raise ConnectionFailed(
-                    f"{method} {path} on {self.target.describe()} was redirected from https to plain http "
-                    f"({_origin(next_url)}); refusing to send the token unencrypted — check the brokers' advertised web addresses",
+                    f"{method} {path} on {self.target.describe()} was redirected {refusal}; check the brokers' "
+                    "advertised web addresses (docs/authentication.md says where credentials follow a redirect)",
                     status=response.status,
                 )
             if next_url in seen:
@@ -127,6 +126,27 @@ class RestTransport:
             f"{method} {path} on {self.target.describe()} was redirected more than {self.max_hops} times; "
             "check the brokers' advertised addresses and topic ownership",
             status=307,
+        )
+
+    def _credentials_may_not_follow(self, url: str, next_url: str) -> str | None:
+        """Why Authorization may not follow a redirect from `url` to `next_url`, or None when it may.
+
+        Pulsar's brokers redirect to the owner broker's advertised web service URL: another host of the cluster,
+        on the web service port they share (or another port of the same host, in a one-machine cluster). So the
+        credentials follow: never from https to http; to https, any host the cluster's own CA
+        (--tls-trust-cert-path) vouches for; otherwise the same host on any port, or the same port on another
+        host: both compared with --admin-url, the address the operator chose, so that a chain of hops cannot walk
+        away from it."""
+        start, to, chosen = urlsplit(url), urlsplit(next_url), urlsplit(self.base)
+        if start.scheme == "https" and to.scheme == "http":
+            return f"from https to plain http ({_origin(next_url)}); refusing to send the credentials unencrypted"
+        if to.scheme == "https" and self.target.tls_trust_cert_path and not self.target.tls_allow_insecure:
+            return None  # the cluster's CA checks the host it names
+        if _same_host(chosen.hostname, to.hostname) or _port(chosen) == _port(to):
+            return None
+        return (
+            f"to {_origin(next_url)}, another host on another port; refusing to send the credentials there "
+            "(they follow a redirect to the same host, or to the same port of another host)"
         )
 
     def _authorized(self, method: str, url: str, content, headers) -> Response:
@@ -227,6 +247,16 @@ class RestTransport:
                 f"{where} answered {method} {urlsplit(url).path} in something that is not HTTP ({text}); check that "
                 "the URL names the broker's web service port (e.g. http://broker:8080), not another protocol's"
             )
+        elif isinstance(exc, http_pool.Malformed):
+            msg = (
+                f"{where} answered {method} {urlsplit(url).path} with malformed HTTP ({text}); the answer was "
+                "refused and its connection closed; check the broker and any proxy or load balancer in between"
+            )
+        elif isinstance(exc, http_pool.TooLarge):
+            msg = (
+                f"{where}'s answer to {method} {urlsplit(url).path} was refused as too large ({text}); an admin API "
+                "answer is never that big: check that the URL names a broker's web service"
+            )
         elif isinstance(exc, (http_pool.ReadError, http_pool.WriteError)):
             msg = f"{where} dropped the connection during {method} {urlsplit(url).path}; check the broker's logs and any proxy in between"
         else:
@@ -244,13 +274,15 @@ def _retriable_error(exc: http_pool.TransportError, method: str) -> bool:
     if isinstance(exc, http_pool.ConnectTimeout):
         return True
     # A read timeout is not retried: the broker got the request and is slow; the user chose the timeout.
-    if isinstance(exc, http_pool.NotHttp):
-        return False  # another protocol's port answers the same way every time
+    if isinstance(exc, (http_pool.NotHttp, http_pool.Malformed, http_pool.TooLarge)):
+        return False  # another protocol's port, a broken or endless answer: the same every time
     return method in IDEMPOTENT and isinstance(exc, http_pool.ReadError)
 
 
 def _issuer_ssl_context(target):
     """The system's CAs plus --tls-trust-cert-path (an issuer often has a public certificate)."""
+    import ssl
+
     if target.tls_allow_insecure:
         return False
     if not target.oauth2.issuer_url.startswith("https://"):
@@ -266,29 +298,62 @@ def _issuer_ssl_context(target):
     return context
 
 
-def _ssl_context(target):
-    if not target.url.startswith("https://"):
-        return True
-    if target.tls_allow_insecure:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        try:
-            context = ssl.create_default_context(cafile=target.tls_trust_cert_path)
-        except (OSError, ssl.SSLError) as exc:
-            raise UsageError(
-                f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path): {exc}"
-            ) from None
-        context.check_hostname = bool(target.tls_enable_hostname_verification)
+def _tls(target) -> http_pool.Tls:
+    """The TLS options for libcurl; a CA bundle or client certificate that cannot be loaded is a usage error now,
+    before any request (Python's ssl reads them as OpenSSL will)."""
+    if target.tls_trust_cert_path and not target.tls_allow_insecure:
+        _loadable(
+            lambda ssl: ssl.create_default_context(cafile=target.tls_trust_cert_path),
+            f"cannot load the CA bundle {target.tls_trust_cert_path} (--tls-trust-cert-path)",
+        )
     if target.tls_cert_file:
-        try:
-            context.load_cert_chain(target.tls_cert_file, target.tls_key_file)
-        except (OSError, ssl.SSLError) as exc:
-            raise UsageError(
-                f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}: {exc}"
-            ) from None
-    return context
+        _loadable(
+            lambda ssl: ssl.create_default_context().load_cert_chain(target.tls_cert_file, target.tls_key_file),
+            f"cannot load the client certificate {target.tls_cert_file} / key {target.tls_key_file}",
+        )
+    return http_pool.Tls(
+        ca_file=target.tls_trust_cert_path,
+        verify=not target.tls_allow_insecure,
+        check_hostname=bool(target.tls_enable_hostname_verification),
+        cert_file=target.tls_cert_file,
+        key_file=target.tls_key_file,
+    )
+
+
+def _loadable(load, failure: str) -> None:
+    import ssl  # only for a target with TLS files: 9 ms of start-up otherwise
+
+    try:
+        load(ssl)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(f"{failure}: {exc}") from None
+
+
+def _register_url_password(url: str | None) -> None:
+    """A password in a URL (a proxy's) is redacted from everything printed."""
+    from urllib.parse import unquote
+
+    from pulsar_txn_cli.admin.redact import register
+
+    password = urlsplit(url).password if url else None
+    if password:
+        register(password)
+        register(unquote(password))
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _same_host(a: str | None, b: str | None) -> bool:
+    a, b = (a or "").lower(), (b or "").lower()
+    return a == b or (a in _LOOPBACK and b in _LOOPBACK)
+
+
+def _port(parts) -> int | None:
+    try:
+        return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None
 
 
 def _param(value) -> str:

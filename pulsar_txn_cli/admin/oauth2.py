@@ -9,7 +9,8 @@ The flow itself is authlib's (OAuth2Client over httpx): the secret goes in the t
 form, as Pulsar's Java client sends it (client_secret_post). The token endpoint is found through
 `<issuerUrl>/.well-known/openid-configuration`. Tokens live in memory only, cached until shortly
 before they expire; `invalidate()` drops one the broker refused. The secret and every token are
-registered with redact() the moment they are known.
+registered with redact() the moment they are known. The token requests go through the proxies the
+environment names (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), as the admin calls do.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class TokenSource:
             token_endpoint_auth_method="client_secret_post",
             verify=self.verify,
             timeout=self.timeout,
-            trust_env=False,
+            trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as for the admin calls (http_pool.proxies_from)
         )
 
     def _fetch(self) -> None:

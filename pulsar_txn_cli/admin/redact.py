@@ -45,3 +45,13 @@ def redact(text: object) -> str:
 def redact_headers(headers) -> dict[str, str]:
     """Headers as a dict with credential-bearing values masked."""
     return {k: (MASK if k.lower() in _SECRET_HEADERS else redact(v)) for k, v in dict(headers).items()}
+
+
+def without_credentials(url: str) -> str:
+    """A URL without the user and password it may carry (`http://user:pw@host` -> `http://host`), for a command
+    printed to be pasted: the operator supplies credentials, as with a token."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"

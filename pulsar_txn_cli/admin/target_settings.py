@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pulsar_txn_cli.admin import oauth2, redact
 from pulsar_txn_cli.errors import UsageError
@@ -107,6 +107,7 @@ class Target:
 def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Target:
     """The target for these flags (a TargetFlags or anything with the same attributes)."""
     environ = os.environ if environ is None else environ
+    _refuse_empty(flags, environ)
     layers: list[tuple[str, dict]] = [("flags", {k: getattr(flags, k, None) for k in SETTINGS})]
     layers.append(("environment", _from_env(environ)))
     pulsarctl = pulsarctl_config_path(environ, home)
@@ -138,31 +139,78 @@ def resolve(flags, environ: dict | None = None, home: Path | None = None) -> Tar
     return _build(merged, source)
 
 
+def _refuse_empty(flags, environ, keys=("admin_url", "engine_dir")) -> None:
+    """A target given as empty (a script's unset $URL) is an error, never a fall through to the next layer: the
+    command would act on whatever client.conf, a pulsarctl context or the default engine names."""
+    for key, variable in (("admin_url", ENV_ADMIN_URL), ("engine_dir", ENV_ENGINE_DIR)):
+        if key not in keys:
+            continue
+        value = getattr(flags, key, None)
+        if value is not None and not str(value).strip():
+            raise UsageError(f"{_option(key)} is empty; {_WANTED[key]} (an unset shell variable?)")
+        if variable in environ and not environ[variable].strip():
+            raise UsageError(f"{variable} is set but empty; {_WANTED[key]}, or unset it")
+
+
+_WANTED = {
+    "admin_url": "give the broker's web service URL, e.g. http://broker:8080",
+    "engine_dir": "give the engine's directory",
+}
+
+
+def _option(key: str) -> str:
+    return next(f.metadata["option"] for f in fields(TargetFlags) if f.name == key)
+
+
+def _setting(source: str, key: str) -> str:
+    """What a message calls the setting that gave a value: the flag or variable, else its layer."""
+    if source == "flags":
+        return _option(key)
+    if source == "environment":
+        return {"admin_url": ENV_ADMIN_URL, "engine_dir": ENV_ENGINE_DIR}[key]
+    return source
+
+
 def _build(s: dict, source: str) -> Target:
     timeout = _number(s.get("request_timeout", 30.0), "--request-timeout")
     if s.get("admin_url"):
         given = str(s["admin_url"])
-        url = given.rstrip("/")
+        shown = redact.without_credentials(given)  # a message about the URL never prints its password
         if not given.startswith(("http://", "https://")):
-            raise UsageError(f"admin URL {given!r} ({source}) must start with http:// or https://")
-        parts = urlsplit(given)
+            raise UsageError(f"admin URL {shown!r} ({source}) must start with http:// or https://")
+        if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in given):
+            raise UsageError(
+                f"admin URL {shown!r} ({_setting(source, 'admin_url')}) holds a space or control character"
+            )
+        try:
+            parts = urlsplit(given)
+            _ = parts.hostname
+        except ValueError as exc:  # an unclosed IPv6 bracket, as `http://[::1`
+            raise UsageError(f"admin URL {shown!r} ({_setting(source, 'admin_url')}) is malformed: {exc}") from None
         if not parts.hostname:
             raise UsageError(
-                f"admin URL {given!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
+                f"admin URL {shown!r} ({source}) names no host; give the broker's web service, e.g. http://broker:8080"
             )
         if "," in parts.netloc:  # client.conf's multi-host form, which pulsar-txn does not fail over between
             raise UsageError(
-                f"admin URL {given!r} ({source}) names several hosts; give one broker's web service (any broker "
+                f"admin URL {shown!r} ({source}) names several hosts; give one broker's web service (any broker "
                 "answers for the whole cluster) or the load balancer in front of them"
             )
         try:
             _ = parts.port  # urllib checks the port only when it is read
         except ValueError:
             raise UsageError(
-                f"admin URL {given!r} ({source}) has a port that is not a number from 1 to 65535"
+                f"admin URL {shown!r} ({source}) has a port that is not a number from 1 to 65535"
             ) from None
         cert, key = s.get("tls_cert_file"), s.get("tls_key_file")
         token, cert, key, basic, oauth = _auth(s, cert, key)
+        url, from_url = _credentials_of(given, parts)
+        if from_url and (token or basic or oauth):
+            raise UsageError(
+                f"the admin URL ({_setting(source, 'admin_url')}) carries a user and password, and other "
+                "credentials are given too (--token, --auth-params, ...); give one of them"
+            )
+        basic = from_url or basic
         if bool(cert) != bool(key):
             raise UsageError("--tls-cert-file and --tls-key-file go together; give both or neither")
         redact.register(token)
@@ -186,6 +234,19 @@ def _build(s: dict, source: str) -> Target:
     return Target(kind="engine", engine_dir=str(Path(engine_dir).expanduser()), request_timeout=timeout, source=source)
 
 
+def _credentials_of(given: str, parts) -> tuple[str, tuple[str, str] | None]:
+    """The URL without the user and password it may carry (the URL is what every message prints), and those as
+    HTTP basic credentials, their password redacted from then on."""
+    url = given.rstrip("/")
+    if parts.username is None and parts.password is None:
+        return url, None
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    redact.register(password)
+    redact.register(parts.password)
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return bare.rstrip("/"), (user, password)
+
+
 def default_engine_dir() -> str:
     import platformdirs
 
@@ -196,6 +257,7 @@ def engine_directory(flags, environ: dict | None = None) -> Path:
     """The engine an `engine` command acts on: --engine-dir, else $PULSAR_TXN_ENGINE_DIR, else the user
     data directory. Never a context's or client.conf's target: those name clusters."""
     environ = os.environ if environ is None else environ
+    _refuse_empty(flags, environ, keys=("engine_dir",))
     if getattr(flags, "admin_url", None):
         raise UsageError(
             "engine commands act on the embedded engine; --admin-url does not apply to them "

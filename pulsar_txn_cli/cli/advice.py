@@ -2,7 +2,7 @@
 
 A `fix:` line printed under `--admin-url URL` must act on URL when pasted, not on the default
 engine; so every `pulsar-txn ...` command the tool suggests gets the flags that chose the target
-(never a secret: a token or auth parameters are left for the operator to supply).
+(never a secret: a token, auth parameters or a URL's password are left for the operator to supply).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from pulsar_txn_cli.admin.redact import without_credentials
 from pulsar_txn_cli.protocol import TC_ASSIGN
 
 _QUOTED = re.compile(r"`(pulsar-txn [^`]+)`")
@@ -22,7 +23,7 @@ def target_args(env) -> str:
     if flags.context:
         args += ["--context", flags.context]
     elif flags.admin_url:
-        args += ["--admin-url", flags.admin_url]
+        args += ["--admin-url", without_credentials(flags.admin_url)]
     elif flags.engine_dir:
         args += ["--engine-dir", flags.engine_dir]
     elif env.chosen_target is not None:  # chosen by the environment or a config file: name what was chosen
@@ -96,7 +97,7 @@ def command(text: str, env) -> str:
 
 def _cluster_url(env) -> str | None:
     if env.target.admin_url:
-        return env.target.admin_url
+        return without_credentials(env.target.admin_url)
     target = env.chosen_target
     return target.url if target is not None and target.kind == "cluster" else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 import typing
 from enum import Enum
 from typing import Annotated, Optional
@@ -109,14 +110,16 @@ class _WithGlobalOptions:
     parameters and the options) is worked out when typer first reads it, so commands that are not
     run cost nothing at start-up (resolving `from __future__` annotations is the expensive part)."""
 
-    def __init__(self, fn, options):
+    def __init__(self, fn, options, changes_state: bool = False):
         functools.update_wrapper(self, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
-        self._fn, self._options = fn, options
+        self._fn, self._options, self._changes_state = fn, options, changes_state
         self._names = [name for name, _, _ in options]
         self._signature = None
 
     def __call__(self, *args, **kwargs):
         apply({name: kwargs.pop(name, None) for name in self._names})
+        if self._changes_state:
+            env_module.current().announce_target = True
         try:
             return self._fn(*args, **kwargs)
         except KeyboardInterrupt as exc:  # typer would make it a silent exit 130
@@ -139,10 +142,20 @@ class _WithGlobalOptions:
         return {p.name: p.annotation for p in self.__signature__.parameters.values()}
 
 
-def with_global_options(fn, *, target: bool | tuple[str, ...]):
+def with_global_options(fn, *, target: bool | tuple[str, ...], changes_state: bool = False):
     """Wrap fn so it also accepts the global options, which are applied to the Env first.
-    target: True for every target option, or the names of the ones the command takes."""
-    return _WithGlobalOptions(fn, OUTPUT_OPTIONS + _target_options(target))
+    target: True for every target option, or the names of the ones the command takes; changes_state: the
+    command changes its target, which it then names even under --quiet."""
+    return _WithGlobalOptions(fn, OUTPUT_OPTIONS + _target_options(target), changes_state)
+
+
+# The commands that change their target's state: each prints its target even under -q, so that an operator
+# (or a script's log) always sees where a change went.
+STATE_CHANGING = re.compile(r"(abort-|set-|scale-).*|unload|clean-pending-ack")
+
+
+def changes_state(name: str | None) -> bool:
+    return bool(name and STATE_CHANGING.fullmatch(name))
 
 
 def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[str, ...] = False, **kwargs):
@@ -150,7 +163,9 @@ def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[s
     from pulsar_txn_cli.cli.helptext import Command
 
     def decorate(fn):
-        app.command(name, cls=Command, **kwargs)(with_global_options(fn, target=target))
+        named = name or fn.__name__.replace("_", "-")
+        wrapped = with_global_options(fn, target=target, changes_state=bool(target) and changes_state(named))
+        app.command(name, cls=Command, **kwargs)(wrapped)
         return fn
 
     return decorate

@@ -23,6 +23,7 @@ class Env:
     quiet: bool = False
     debug: bool = False
     target: TargetFlags = field(default_factory=TargetFlags)
+    announce_target: bool = False  # a command that changes state names its target even under --quiet
     _admin: object = None
 
     @property
@@ -72,7 +73,11 @@ class Env:
 
                 require_engine(admin.target.engine_dir, admin.target.source)
             self._admin = admin
-            self.info(f"target: {self._admin.target.describe()}{_new_engine_note(self._admin.target)}")
+            line = f"target: {self._admin.target.describe()}{_new_engine_note(self._admin.target)}"
+            if self.announce_target:
+                print(line, file=self.stderr)
+            else:
+                self.info(line)
         return self._admin
 
     @property

@@ -58,10 +58,20 @@ def _find(env, older_than, topic, coordinator_id, state):
 
     bound = parse_older_than(older_than)
     admin = env.admin()
+    if topic:
+        _require_topic(admin, topic)
     with env.progress(None, "reading open transactions"):
         found = find(admin, older_than_ms=bound, topic=topic, coordinator_id=coordinator_id, states=state)
     found.update(target=admin.target.describe(), olderThanMs=bound)
     return admin, found
+
+
+def _require_topic(admin, topic: str) -> None:
+    """A topic that does not exist is one sentence (404, exit 4), as stuck-readers says it, not "0 hanging
+    transactions" on a typo: its (first partition's) transaction buffer is asked for."""
+    from pulsar_txn_cli.stuck_readers import partitions_of
+
+    admin.transaction_buffer_stats(partitions_of(admin, topic, None)[0])
 
 
 def _rows(transactions: list[dict]) -> list[dict]:

@@ -209,9 +209,12 @@ def parse_txn_id(text: str | None, most: int | None, least: int | None) -> tuple
     if text is not None:
         if most is not None or least is not None:
             raise UsageError("give the transaction id either as (most,least) or with -m/-l, not both")
-        return tuple(TxnID.parse(text))
-    if most is None or least is None:
+        most, least = TxnID.parse(text)
+    elif most is None or least is None:
         raise UsageError("give the transaction id as (most,least), or both -m/--most-sig-bits and -l/--least-sig-bits")
+    for value, what in ((most, "most significant bits"), (least, "least significant bits")):
+        if not 0 <= value < 2**63:  # each half is a Java long, never negative in an id a coordinator gives
+            raise UsageError(f"the transaction id's {what} must be from 0 to 2^63-1 (a Java long), not {value}")
     return most, least
 
 

@@ -24,6 +24,10 @@ MAX_JAVA_ARRAY = 2**31 - 1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 
 
+MAX_RATE = 1e9  # nacks a second
+MAX_DELAY_S = 365 * 24 * 3600
+
+
 @dataclass(frozen=True)
 class Workload:
     rate: float  # messages nacked a second
@@ -33,15 +37,16 @@ class Workload:
     batch: int = 1
 
     def check(self) -> "Workload":
-        for name, value, ok in (
-            ("--rate", self.rate, self.rate > 0),
-            ("--delay", self.delay_s, self.delay_s > 0),
-            ("--max-entries-per-ledger", self.per_ledger, self.per_ledger >= 1),
-            ("--batch-size", self.batch, self.batch >= 1),
-            ("--precision-bits", self.bits, 0 <= self.bits <= MAX_BITS),
+        for name, value, ok, limits in (
+            # finite, and bounded far beyond any client (a billion nacks a second, a year's delay): the model's
+            # integers stay integers
+            ("--rate", self.rate, 0 < self.rate <= MAX_RATE, f"positive and at most {MAX_RATE:.0e}"),
+            ("--delay", self.delay_s, 0 < self.delay_s <= MAX_DELAY_S, f"positive and at most {MAX_DELAY_S:,} s"),
+            ("--max-entries-per-ledger", self.per_ledger, self.per_ledger >= 1, "positive"),
+            ("--batch-size", self.batch, self.batch >= 1, "positive"),
+            ("--precision-bits", self.bits, 0 <= self.bits <= MAX_BITS, f"between 0 and {MAX_BITS}"),
         ):
             if not ok:
-                limits = f"between 0 and {MAX_BITS}" if name == "--precision-bits" else "positive"
                 raise UsageError(f"{name} must be {limits}, not {value}")
         return self
 

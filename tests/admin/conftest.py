@@ -12,7 +12,7 @@ TOKEN = "s3cr3t-T0KEN.abcdef"
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
-    """No stray configuration from the machine: a private HOME, state dir and no target variables."""
+    """No stray configuration from the machine: a private HOME, state dir, no target or proxy variables."""
     for name in (
         "PULSAR_TXN_ADMIN_URL",
         "PULSAR_TXN_ENGINE_DIR",
@@ -20,6 +20,8 @@ def isolated_env(monkeypatch, tmp_path):
         "PULSAR_TXN_TOKEN",
         "PULSAR_TXN_TOKEN_FILE",
         "PULSAR_CLIENT_CONF",
+        *(f"{scheme}_proxy" for scheme in ("http", "https", "all", "no")),
+        *(f"{scheme}_PROXY" for scheme in ("HTTP", "HTTPS", "ALL", "NO")),
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

@@ -28,7 +28,7 @@ class Request:
 
 
 class ScriptedServer:
-    def __init__(self, handler, *, ssl_context=None):
+    def __init__(self, handler, *, ssl_context=None, host: str = "127.0.0.1", port: int = 0):
         self.handler = handler
         self.requests: list[Request] = []
         owner = self
@@ -80,13 +80,13 @@ class ScriptedServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
         scheme = "http"
         if ssl_context is not None:
             self.httpd.socket = ssl_context.wrap_socket(self.httpd.socket, server_side=True)
             scheme = "https"
-        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"{scheme}://{host}:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 

@@ -123,3 +123,63 @@ def test_redact_masks_oauth2_fields_whatever_their_value():
         '{"access_token": "unregistered-2", "expires_in": 60}'
     )
     assert "unregistered-1" not in text and "unregistered-2" not in text and "client_id=ops" in text
+
+
+PASSWORD = "LEAKCHECK-url-pa55"
+URL_COMMANDS = [
+    *COMMANDS,
+    ["doctor"],
+    ["downgrade", "check"],
+    ["find-hanging"],
+    ["abort-hanging"],
+    ["coordinator-stats", "-c", "7"],  # an error that suggests a command carrying the target
+]
+
+
+@pytest.mark.parametrize("command", URL_COMMANDS, ids=lambda c: " ".join(c))
+def test_a_password_in_the_admin_url_is_sent_as_basic_credentials_and_never_printed(cli, command):
+    """The target line, verdicts, advice (pasteable commands carry the URL without its credentials), errors, and
+    the --debug log."""
+    import base64
+
+    with FakeBroker() as broker:
+        url = broker.url.replace("http://", f"http://admin:{PASSWORD}@")
+        results = [
+            cli([*command, "--admin-url", url, "--debug"]),
+            cli([*command, "-o", "json"], env={"PULSAR_TXN_ADMIN_URL": url}),
+        ]
+    sent = {request.headers.get("Authorization") for request in broker.server.requests}
+    assert sent == {"Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
+    for result in results:
+        assert result.exit_code != 1, result.stderr  # no unexpected error
+        assert PASSWORD not in result.stdout + result.stderr
+    assert f"target: cluster {broker.url}\n" in results[0].stderr
+
+
+def test_a_password_in_the_admin_url_stays_out_of_a_connection_failure(cli):
+    import socket
+
+    with socket.socket() as s:  # bound, never listening
+        s.bind(("127.0.0.1", 0))
+        url = f"http://admin:{PASSWORD}@127.0.0.1:{s.getsockname()[1]}"
+        result = cli(["coordinators-list", "--admin-url", url, "--debug"])
+    assert result.exit_code == 4 and "cannot connect to cluster http://127.0.0.1:" in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_a_password_in_the_admin_url_with_a_token_too_is_a_usage_error(cli):
+    result = cli(["coordinators-list", "--admin-url", f"http://admin:{PASSWORD}@127.0.0.1:9", "--token", TOKEN])
+    assert result.exit_code == 2
+    assert "the admin URL (--admin-url) carries a user and password, and other credentials" in result.stderr
+    assert PASSWORD not in result.stderr and TOKEN not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [f"htp://admin:{PASSWORD}@host", f"http://admin:{PASSWORD}@[::1", f"http://admin:{PASSWORD}@host:99999"],
+    ids=["scheme", "ipv6", "port"],
+)
+def test_a_malformed_admin_url_is_named_without_its_password(cli, url):
+    result = cli(["coordinators-list", "--admin-url", url])
+    assert result.exit_code == 2 and "admin URL '" in result.stderr
+    assert PASSWORD not in result.stderr

@@ -77,7 +77,6 @@ def test_html_into_a_directory_is_refused_before_the_work(cli, tmp_path):
         ["coordinator-stats", "-c", "9"],
         ["slow-transactions", "-c", "9"],
         ["coordinator-internal-stats", "-c", "9"],
-        ["coordinator-internal-stats", "-c", "-1"],
     ],
 )
 def test_a_coordinator_id_the_target_does_not_have_names_the_ids_it_has(cli, tmp_path, args):

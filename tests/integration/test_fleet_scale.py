@@ -106,10 +106,10 @@ def test_pulsar_admin_one_jvm_per_call_is_far_slower(measured):
 
 
 @pytest.mark.timeout(300)
-def test_the_tools_admin_layer_costs_no_more_cpu_a_request_than_the_standard_librarys_client(measured):
-    """The gap to the floor (a bare asyncio client replaying the same requests) is the client's CPU a request. The tool's whole admin layer (its own HTTP/1.1,
-    retries, errors, the JSON decoded) against one GET through the standard library's http.client and json.loads:
-    the same request, one at a time, in one process, the ways taking turns. Within 10%; when the tool ran on
-    http.client it cost 1.4 to 1.5 times as much (docs/figures.md)."""
+def test_the_tools_admin_layer_costs_at_most_half_again_libcurls_bare_loop(measured):
+    """The gap to the floor (a bare asyncio client replaying the same requests) is the client's CPU a request. The
+    tool's whole admin layer (libcurl through pycurl, retries, redirects, errors, the JSON decoded) against one GET
+    through a bare pycurl loop (one handle reused, json.loads): the same request, one at a time, in one process,
+    the ways taking turns. At most 1.5 times as much."""
     costs = measured["transport"]
-    assert costs["PulsarAdmin"]["cpuMs"] <= 1.1 * costs["http.client"]["cpuMs"], costs
+    assert costs["PulsarAdmin"]["cpuMs"] <= 1.5 * costs["pycurl"]["cpuMs"], costs
