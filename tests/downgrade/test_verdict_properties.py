@@ -250,7 +250,7 @@ PERTURBATIONS = [
     "record-missing",
     "no-coordinators",
     "writers-moved",
-    "writers-restarted",
+    "writers-restarted-and-batched",
     "writers-unreadable",
     "writers-not-kept",
     "writer-gone",
@@ -406,8 +406,8 @@ def _apply(name, s, draw):
         log = draw(st.sampled_from(["tc", "pendingAck"])) if recorded else "tc"
         if name == "writers-moved":
             writers[wi] = replace(writers[wi], batches={**writers[wi].batches, log: writers[wi].batches[log] + 1})
-        elif name == "writers-restarted":
-            writers[wi] = _counters(writers[wi].broker, created=5_000, tc=0, pa=0)
+        elif name == "writers-restarted-and-batched":  # (a restart with no batch since can be harmless)
+            writers[wi] = _counters(writers[wi].broker, created=5_000, tc=1, pa=1)
         elif name == "writers-unreadable":
             writers[wi] = replace(writers[wi], created_ms={}, batches={}, error="HTTP 500")
         elif name == "writers-not-kept" and s["cp"] is not None:
