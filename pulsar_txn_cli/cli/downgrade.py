@@ -164,7 +164,7 @@ def _confirmation(admin, wanted: bool, bookies: dict, concurrency: int):
     elif bool(bookies["script"]) == bool(bookies["classpath"]):
         raise UsageError(
             "--confirm-from-bookies reads the ledgers with BookKeeper's shell: give --bookkeeper-shell PATH "
-            "(a distribution's bin/bookkeeper) or --bookkeeper-classpath CLASSPATH, not both"
+            f"(a distribution's bin/bookkeeper) or --bookkeeper-classpath CLASSPATH{', not both' if given else ''}"
         )
     from pulsar_txn_cli.collect.scan import read_remaining
 

@@ -182,10 +182,18 @@ def test_bookie_options_out_of_place_are_one_sentence_and_exit_2(cli, simulated_
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_cluster_needs_the_bookkeeper_shell(cli):
-    result = cli(["downgrade", "check", "--admin-url", "http://127.0.0.1:9", "--confirm-from-bookies"])
+@pytest.mark.parametrize(
+    ("extra", "ending"),
+    [
+        ([], "or --bookkeeper-classpath CLASSPATH"),
+        (["--bookkeeper-shell", "a", "--bookkeeper-classpath", "b"], ", not both"),
+    ],
+)
+def test_a_cluster_needs_one_way_to_run_the_bookkeeper_shell(cli, extra, ending):
+    result = cli(["downgrade", "check", "--admin-url", "http://127.0.0.1:9", "--confirm-from-bookies", *extra])
     assert result.exit_code == 2
     assert "give --bookkeeper-shell PATH (a distribution's bin/bookkeeper) or --bookkeeper-classpath" in result.stderr
+    assert result.stderr.strip().endswith(ending), result.stderr
 
 
 # ------------------------------------------------------------------ the rule, on verdicts built by hand
