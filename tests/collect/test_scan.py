@@ -102,3 +102,29 @@ def test_a_safe_cluster_whose_bookies_hold_a_batched_entry_is_blocked(cli, safe_
         (c["ledger"], [c["entry"]])
     ]
     assert f"coordinator 0: ledger {c['ledger']} holds 1 batched entry (entry {c['entry']})" in data["problems"]
+
+
+def test_a_ledger_trimmed_between_the_listing_and_its_shell_is_gone_not_a_failure(fleet, monkeypatch):
+    """The trim is made by hand: the second listing (the one taken after a failure) leaves the ledger out,
+    as a log that trimmed it meanwhile would."""
+    from pulsar_txn_cli.collect import scan
+
+    victim = scan.read_remaining(
+        url_admin(fleet["url"]), shell_options={"script": fleet["shell"]}, metadata_uri=URI
+    ).ledgers[0]
+    listings = []
+
+    def trimmed_on_second_look(admin, concurrency):
+        tasks, problems = real_plan(admin, concurrency)
+        listings.append(len(tasks))
+        if len(listings) > 1:
+            tasks = [t for t in tasks if t.ledger_id != victim.ledger_id]
+        return tasks, problems
+
+    real_plan = scan.plan
+    monkeypatch.setattr(scan, "plan", trimmed_on_second_look)
+    monkeypatch.setenv("STANDIN_FAIL", str(victim.ledger_id))
+    reading = scan.read_remaining(url_admin(fleet["url"]), shell_options={"script": fleet["shell"]}, metadata_uri=URI)
+    assert len(listings) == 2  # listed, then listed again because a ledger failed
+    assert reading.gone == 1 and victim.ledger_id not in {r.ledger_id for r in reading.ledgers}
+    assert not any(r.error for r in reading.ledgers)
