@@ -7,6 +7,7 @@ identical data. Calls addressed to one broker (an absolute URL) reach the engine
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
@@ -90,6 +91,12 @@ class EngineTransport:
         if self.log:
             self.log(f"engine {method} {route} {query or ''} -> {status} ({len(raw)} bytes)")
         return status, headers, raw
+
+    @contextmanager
+    def holding(self):
+        """The engine itself, for what no REST path serves (its stored entries), one caller at a time."""
+        with self._lock:
+            yield self.engine
 
     def now_ms(self) -> int:
         """The engine's own (virtual) time, which its stores' recoverStartTime uses."""

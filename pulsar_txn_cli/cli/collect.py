@@ -12,6 +12,39 @@ from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode
 
 
+# BookKeeper's shell and metadata service, as `collect` and `downgrade check --confirm-from-bookies` take them.
+BookkeeperShellOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--bookkeeper-shell",
+        metavar="PATH",
+        help="A distribution's bin/bookkeeper (run as `PATH shell ...`).",
+        show_default=False,
+    ),
+]
+BookkeeperClasspathOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--bookkeeper-classpath",
+        metavar="CLASSPATH",
+        help="Or BookieShell's Java classpath (bookkeeper-server and log4j).",
+        show_default=False,
+    ),
+]
+MetadataServiceUriOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--metadata-service-uri",
+        metavar="URI",
+        help="BookKeeper's metadata service (default: from the brokers' configuration).",
+        show_default=False,
+    ),
+]
+LedgerTimeoutOpt = Annotated[
+    float, typer.Option("--ledger-timeout", metavar="SECONDS", help="Give up on one ledger after this long.")
+]
+
+
 def register(app: typer.Typer) -> None:
     command(app, "collect", target=True)(collect)
 
@@ -32,37 +65,11 @@ def collect(
             "--format", "-f", help="Dump format: jsonl (the project's dump format) or parquet (needs pyarrow)."
         ),
     ] = "jsonl",
-    bookkeeper_shell: Annotated[
-        Optional[str],
-        typer.Option(
-            "--bookkeeper-shell",
-            metavar="PATH",
-            help="A distribution's bin/bookkeeper (run as `PATH shell ...`).",
-            show_default=False,
-        ),
-    ] = None,
-    bookkeeper_classpath: Annotated[
-        Optional[str],
-        typer.Option(
-            "--bookkeeper-classpath",
-            metavar="CLASSPATH",
-            help="Or BookieShell's Java classpath (bookkeeper-server and log4j).",
-            show_default=False,
-        ),
-    ] = None,
-    metadata_service_uri: Annotated[
-        Optional[str],
-        typer.Option(
-            "--metadata-service-uri",
-            metavar="URI",
-            help="BookKeeper's metadata service (default: from the brokers' configuration).",
-            show_default=False,
-        ),
-    ] = None,
+    bookkeeper_shell: BookkeeperShellOpt = None,
+    bookkeeper_classpath: BookkeeperClasspathOpt = None,
+    metadata_service_uri: MetadataServiceUriOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Ledgers read at once (one shell each).")] = 4,
-    ledger_timeout: Annotated[
-        float, typer.Option("--ledger-timeout", metavar="SECONDS", help="Give up on one ledger after this long.")
-    ] = 600.0,
+    ledger_timeout: LedgerTimeoutOpt = 600.0,
     spark_conf: SparkConfOption = None,
 ) -> None:
     """Read every transaction-coordinator log and pending-ack log of the cluster with BookKeeper's

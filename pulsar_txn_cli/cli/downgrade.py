@@ -11,6 +11,12 @@ from typing import Annotated, Optional
 import typer
 
 from pulsar_txn_cli.cli import helptext
+from pulsar_txn_cli.cli.collect import (
+    BookkeeperClasspathOpt,
+    BookkeeperShellOpt,
+    LedgerTimeoutOpt,
+    MetadataServiceUriOpt,
+)
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
@@ -85,12 +91,25 @@ def check(
             "format) and fail if a batched entry remains in a ledger the ids said was clear.",
         ),
     ] = None,
+    confirm_from_bookies: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-from-bookies",
+            help="Before saying SAFE, read every remaining ledger of every transaction log with BookKeeper's shell "
+            "(as `collect` does; the engine's own store on an engine) and say BLOCKED if one holds a batched entry.",
+        ),
+    ] = False,
+    bookkeeper_shell: BookkeeperShellOpt = None,
+    bookkeeper_classpath: BookkeeperClasspathOpt = None,
+    metadata_service_uri: MetadataServiceUriOpt = None,
+    ledger_timeout: LedgerTimeoutOpt = 600.0,
 ) -> None:
     """Is it safe to downgrade? PIP-160's step 1 and steps 2-1..2-7, checked.
 
     Step 1: batching off everywhere, effectively. The first check after batching is effectively off records, per coordinator and subscription,
     the last ledger that may hold batched entries, in a checkpoint file kept per target; later
     checks (hours later, from any shell) compare each log's oldest ledger with that record.
+    With --confirm-from-bookies a SAFE is confirmed by decoding what the bookies store.
     Exit codes: SAFE 0, WAIT 5, BLOCKED 6, connection or HTTP error 4.
     """
     path = None
@@ -98,10 +117,14 @@ def check(
         from pulsar_txn_cli.downgrade import runner
 
         _check_options(wait, interval, timeout, verify_entries)
+        bookies = dict(
+            script=bookkeeper_shell, classpath=bookkeeper_classpath, uri=metadata_service_uri, timeout=ledger_timeout
+        )
         env = current()
         admin = env.admin()
+        confirm = _confirmation(admin, confirm_from_bookies, bookies, concurrency)
         path = runner.checkpoint_path(admin, checkpoint)
-        options = dict(concurrency=concurrency, verify=verify_entries or None)
+        options = dict(concurrency=concurrency, verify=verify_entries or None, confirm=confirm)
         result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
         _emit_downgrade(env, result, named_checkpoint=checkpoint is not None)
     except KeyboardInterrupt:
@@ -124,6 +147,36 @@ def _check_options(wait: bool, interval: float, timeout, verify_entries) -> None
         # Before any check: a missing, empty or unreadable dump is an error now, not a WAIT that
         # --wait would poll forever.
         expand(verify_entries, format_option=None)
+
+
+def _confirmation(admin, wanted: bool, bookies: dict, concurrency: int):
+    """What reads the remaining ledgers for --confirm-from-bookies (collect/scan.py), or None."""
+    given = [flag for flag, key in BOOKIE_FLAGS if bookies[key] is not None]
+    if not wanted:
+        if given:
+            raise UsageError(f"{given[0]} only applies with --confirm-from-bookies")
+        return None
+    if admin.target.kind == "engine":
+        if given:
+            raise UsageError(
+                f"{given[0]}: the embedded engine has no bookies; --confirm-from-bookies reads its own store"
+            )
+    elif bool(bookies["script"]) == bool(bookies["classpath"]):
+        raise UsageError(
+            "--confirm-from-bookies reads the ledgers with BookKeeper's shell: give --bookkeeper-shell PATH "
+            f"(a distribution's bin/bookkeeper) or --bookkeeper-classpath CLASSPATH{', not both' if given else ''}"
+        )
+    from pulsar_txn_cli.collect.scan import read_remaining
+
+    shell = {"script": bookies["script"], "classpath": bookies["classpath"], "timeout": bookies["timeout"]}
+    return lambda: read_remaining(admin, shell_options=shell, metadata_uri=bookies["uri"], concurrency=concurrency)
+
+
+BOOKIE_FLAGS = (
+    ("--bookkeeper-shell", "script"),
+    ("--bookkeeper-classpath", "classpath"),
+    ("--metadata-service-uri", "uri"),
+)
 
 
 def _interrupted_check(path) -> str:
@@ -199,6 +252,8 @@ def _emit_downgrade(env, result, named_checkpoint: bool = False) -> None:
 
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
+    if result.confirmation is not None:
+        data["confirmation"] = result.confirmation.to_json()
     # A check on a --checkpoint file suggests `downgrade reset` and checks of that file, not of the default one.
     named = str(result.checkpoint_path) if named_checkpoint else None
 
@@ -246,6 +301,8 @@ def _downgrade_lines(verdict, result, fixes: list[str]) -> list[str]:
         lines.append(f"advice ({shown}): {text}")
     lines += [f"problem: {p}" for p in verdict.problems]
     lines += [f"fix: {f}" for f in fixes]
+    if result.confirmation is not None:
+        lines.append(_confirmation_line(result.confirmation))
     recorded = (
         f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
         if verdict.newly_recorded
@@ -255,6 +312,21 @@ def _downgrade_lines(verdict, result, fixes: list[str]) -> list[str]:
 
     lines.append(verdict_line(verdict) + recorded)
     return lines
+
+
+def _confirmation_line(reading) -> str:
+    summary = reading.to_json()
+    count = summary["batchedEntries"]
+    found = (
+        f"{count} batched entr{'y' if count == 1 else 'ies'} in {len(summary['batchedLedgers'])} ledger(s)"
+        if count
+        else "no batched entry"
+    )
+    unread = f", {len(summary['unread'])} ledger(s) not read" if summary["unread"] else ""
+    return (
+        f"confirmation: read {summary['ledgers']} remaining ledger(s) of {summary['logs']} transaction log(s) "
+        f"({summary['entries']} entries) from {summary['source']}: {found}{unread}"
+    )
 
 
 def status(checkpoint: CheckpointOpt = None) -> None:

@@ -1,5 +1,5 @@
 """One downgrade check end to end, and the polling of `--wait`: load the checkpoint, observe,
-judge, verify, save. Never prints; the CLI renders what it returns."""
+judge, verify, confirm, save. Never prints; the CLI renders what it returns."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class CheckResult:
     checkpoint_path: Path
     saved: bool
     calls: int
+    confirmation: object = None  # confirm.Reading when a SAFE was confirmed by reading the ledgers
 
 
 def checkpoint_path(admin, override: str | None) -> Path:
@@ -26,10 +27,18 @@ def checkpoint_path(admin, override: str | None) -> Path:
 
 
 def check(
-    admin, path: Path, *, concurrency: int = gather.DEFAULT_CONCURRENCY, progress=None, verify: list[str] | None = None
+    admin,
+    path: Path,
+    *,
+    concurrency: int = gather.DEFAULT_CONCURRENCY,
+    progress=None,
+    verify: list[str] | None = None,
+    confirm=None,
 ) -> CheckResult:
     """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
-    atomically, so an interrupted check leaves the previous file intact."""
+    atomically, so an interrupted check leaves the previous file intact. `confirm()`, when given,
+    reads every remaining ledger (collect/scan.py, passed in from above) once the verdict is SAFE,
+    and the verdict stands only if what it read agrees (downgrade/confirm.py)."""
     try:
         before, error = cp_store.load(path), None
     except cp_store.CheckpointError as exc:
@@ -41,12 +50,18 @@ def check(
         from pulsar_txn_cli.downgrade.verify import scan
 
         result = apply_entry_scan(result, scan(verify))
+    reading = None
+    if confirm is not None and result.verdict == v.SAFE:
+        from pulsar_txn_cli.downgrade.confirm import apply_confirmation
+
+        reading = confirm()
+        result = apply_confirmation(result, reading)
     saved = False
     after = result.checkpoint
     if after is not None and after != before and (before is not None or after.size):
         cp_store.save(path, after)
         saved = True
-    return CheckResult(result, observations, path, saved, counter.calls)
+    return CheckResult(result, observations, path, saved, counter.calls, reading)
 
 
 def wait(

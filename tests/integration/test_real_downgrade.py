@@ -6,8 +6,9 @@ a bookie, two brokers) starts on 2.10.5 and is rolled one broker at a time, as o
    on 2.11 everywhere batching is enabled and a transactional workload writes batched entries;
 2. the counterfactual: rolled back to 2.10 while the tool says BLOCKED, the old brokers meet the
    batched entries; what they do is asserted and recorded (docs/real-broker-findings.md);
-3. the downgrade done right: back on 2.11, batching off, `downgrade check` until SAFE, then 2.10
-   again: every coordinator recovers and every committed message is still readable.
+3. the downgrade done right: back on 2.11, batching off, `downgrade check` until SAFE, the SAFE confirmed
+   from the bookies (`--confirm-from-bookies`: every remaining ledger read and decoded, none batched), then
+   2.10 again: every coordinator recovers and every committed message is still readable.
 The steps run in order on one cluster (module scope); each test needs the one before it.
 """
 
@@ -181,6 +182,25 @@ def coordinator_states(cluster) -> dict[str, str]:
         return {"error": str(exc)[:200]}
 
 
+def confirm_from_bookies(cluster, tool) -> dict:
+    """The SAFE confirmed from the bookies before a broker goes back: `downgrade check --confirm-from-bookies`
+    reads every remaining ledger of every transaction log with BookKeeper's own shell and decodes it. A current
+    ledger's newest entries reach a reader only once the next write confirms them (the bookies' last-add-confirmed),
+    so a current ledger none of whose entries could be read is WAIT: a few transactions, and it is read again."""
+    for attempt in range(3):
+        confirmed = tool.json(
+            "downgrade", "check", "--confirm-from-bookies", "--bookkeeper-classpath", cluster.tools_classpath,
+            expect=(0, 5, 6),
+        )  # fmt: skip
+        if confirmed["verdict"] != "WAIT":
+            break
+        produce(cluster, seed=200 + attempt, txns=4, aborts=0, ops=2, parallel=2)
+    summary = confirmed.get("confirmation")
+    assert confirmed["verdict"] == "SAFE", held(confirmed) + json.dumps(summary, indent=1)
+    assert summary["batchedEntries"] == 0 and summary["ledgers"] > 0 and summary["unread"] == [], summary
+    return {k: summary[k] for k in ("logs", "ledgers", "entries", "goneBeforeRead")} | {"checks": attempt + 1}
+
+
 def test_upgrade_refused_while_a_broker_runs_2_10(cluster, tool):
     before = tool.json("upgrade", "check", expect=5)
     assert any("upgrade it before enabling batching" in p for p in before["problems"]), before["problems"]
@@ -293,6 +313,7 @@ def test_downgrade_after_safe_keeps_every_transaction(cluster, tool):
     OBSERVED["rollsUntilSafe"], OBSERVED["secondsUntilSafe"] = rounds, round(time.monotonic() - t0, 1)
     OBSERVED["rounds"], OBSERVED["drainsRefused"] = ROUNDS, DRAINS_REFUSED
     assert verdict and verdict["verdict"] == "SAFE", held(verdict)
+    OBSERVED["confirmedFromBookies"] = confirm_from_bookies(cluster, tool)
     readable_before = readable(cluster, "before-rollback")
     OBSERVED["rollbackSeconds"] = round(roll(cluster, OLD), 1)
     cluster.wait_coordinators_ready()
