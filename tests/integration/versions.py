@@ -36,9 +36,8 @@ FIRST_PIP160 = "2.11.0"
 PINNED = "4.0.7"
 OLDER = (PRE_PIP160, FIRST_PIP160, "3.0.0", "4.0.0")
 NEWER = ("4.2.4", "5.0.0-M1")
-LINES = OLDER  # what this module fetches
-# the version matrix, in release order; NEWER joins it with the green run that regenerates docs/compatibility.md
-MATRIX_LINES = (*OLDER, PINNED)
+LINES = (*OLDER, *NEWER)  # what this module fetches
+MATRIX_LINES = (*OLDER, PINNED, *NEWER)  # the version matrix, in release order
 
 # Pulsar 5.0's broker needs Java 21 or newer (its release notes; clients stay on 17). Debian 12 packages
 # only Java 17, so it runs on a second JDK: $PULSAR_TXN_JAVA21_HOME, else the first JDK 21+ under /usr/lib/jvm.
