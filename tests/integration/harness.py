@@ -356,6 +356,7 @@ class PulsarBroker:
         # (a newer client talks to any of the older brokers); the broker runs its own version's.
         self.tools_classpath = build_module()
         self.classpath = self.tools_classpath if version is None else _versions().classpath_for(version)
+        self.java = _versions().java_for(version)  # 5.0's broker needs Java 21+
         self.proc: subprocess.Popen | None = None
         self.start_seconds: float | None = None
         self.starts = 0
@@ -432,6 +433,8 @@ class PulsarBroker:
             "numHttpServerThreads": 8,
             "statusFilePath": str(self.base / "status"),
         }
+        if self._metadata_store_only():
+            conf["bookiePort"] = self.bk_port  # the starter has no --bookkeeper-port any more
         conf.update(self.extra_conf)
         return conf
 
@@ -454,7 +457,7 @@ class PulsarBroker:
             self.broker_port, self.web_port, self.zk_port, self.bk_port = (free_port() for _ in range(4))
         self._write_files()
         cmd = [
-            "java",
+            self.java,
             *JVM_FLAGS,
             f"-Dlog4j.configurationFile={self.base / 'log4j2-broker.xml'}",
             "-cp",
@@ -464,21 +467,15 @@ class PulsarBroker:
             str(self.base / "standalone.conf"),
             "-nfw",
             "-nss",
-            "--zookeeper-port",
-            str(self.zk_port),
-            "--bookkeeper-port",
-            str(self.bk_port),
-            "--zookeeper-dir",
-            str(self.base / "data" / "zookeeper"),
-            "--bookkeeper-dir",
-            str(self.base / "data" / "bookkeeper"),
-            *(["--metadata-dir", str(self.base / "data" / "metadata")] if self._has_metadata_dir() else []),
+            *self._starter_stores(),
             "-a",
             "127.0.0.1",
         ]
         if wipe:
             cmd.append("--wipe-data")
-        env = dict(os.environ, PULSAR_STANDALONE_USE_ZOOKEEPER="1")
+        env = dict(os.environ)
+        if not self._metadata_store_only():
+            env["PULSAR_STANDALONE_USE_ZOOKEEPER"] = "1"
         self.starts += 1
         STARTED.append(self.name)
         with open(self.log_path, "a") as out:
@@ -499,6 +496,30 @@ class PulsarBroker:
     def _has_metadata_dir(self) -> bool:
         """PulsarStandaloneStarter has --metadata-dir since 2.11 (2.10.5 refuses it)."""
         return self.version is None or version_tuple(self.version) >= (2, 11)
+
+    def _metadata_store_only(self) -> bool:
+        """5.0's PulsarStandaloneStarter has no ZooKeeper options any more: its `--help` lists --metadata-url,
+        --metadata-dir, --bookkeeper-dir, --num-bookies, --only-broker and --no-broker, and it refuses
+        --bookkeeper-port ("Unknown options"). Its bookie's port comes from the conf's bookiePort."""
+        return self.version is not None and version_tuple(self.version) >= (5, 0)
+
+    def _starter_stores(self) -> list[str]:
+        """The starter's metadata and bookie options for this line: ZooKeeper with the harness's own ports up to
+        4.x, the local metadata store from 5.0 on."""
+        data = self.base / "data"
+        if self._metadata_store_only():
+            return ["--metadata-dir", str(data / "metadata"), "--bookkeeper-dir", str(data / "bookkeeper")]
+        return [
+            "--zookeeper-port",
+            str(self.zk_port),
+            "--bookkeeper-port",
+            str(self.bk_port),
+            "--zookeeper-dir",
+            str(data / "zookeeper"),
+            "--bookkeeper-dir",
+            str(data / "bookkeeper"),
+            *(["--metadata-dir", str(data / "metadata")] if self._has_metadata_dir() else []),
+        ]
 
     def _arm_watchdog(self, seconds: float) -> None:
         if self._watchdog:
@@ -893,7 +914,8 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
+    """(5, 0, 0) from '5.0.0-M1' (a milestone sorts with its release), (2, 10, 5) from '2.10.5'."""
+    return _versions().release(version)
 
 
 def _versions():

@@ -6,6 +6,9 @@
 #   - the OAuth2 server of the `secured` OAuth2 tests (mock-oauth2-server's classpath, oauth2server/)
 #   - pulsar-admin itself, the anchor of the `scale` set (pulsar-client-tools' classpath, admincli/)
 #   - Toxiproxy for the `faults` tests (go install of a pinned release into toxiproxy/bin/)
+#   - every other Pulsar line's broker classpath (versions.py), and for 5.0, whose broker needs Java 21+, a JDK
+#     21 or newer: $PULSAR_TXN_JAVA21_HOME, else the first under /usr/lib/jvm (Debian 12 packages only Java 17,
+#     so this fails, naming what is missing, where neither has one)
 # Exit status is non-zero if something needed could not be installed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -2,8 +2,9 @@
 
 One broker at a time (module-scoped, parametrized by version), each assembled from Maven Central by
 versions.py. For every line: every read command, the batch-log switches where the line has them,
-`downgrade check` and `upgrade check`. What a line lacks is asserted as one sentence and its exit
-code, never a stack of HTTP errors. The run prints the compatibility table (docs/compatibility.md).
+`doctor`, `find-hanging`, `abort-hanging`, `stuck-readers`, `downgrade check` and `upgrade check`. What a
+line lacks is asserted as one sentence and its exit code, never a stack of HTTP errors. The run prints the
+compatibility table (docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from tests.conftest import assert_no_crash
 
 pytestmark = pytest.mark.versions
 
-PINNED = "4.0.7"  # harness/pom.xml's release
-LINES = [*versions.LINES, PINNED]
+PINNED = versions.PINNED  # harness/pom.xml's release
+LINES = list(versions.MATRIX_LINES)
 TOPIC = "persistent://public/default/v-orders"
+ABORT_SINCE = (3, 2)  # PIP-325's abortTransaction endpoint
 NO_BUFFER_INTERNAL_STATS = "has no /admin/v3/transactions/transactionBufferInternalStats endpoint (404)"
 MATRIX: dict[str, dict[str, str]] = {}  # version -> command -> outcome, printed at the end (conftest.py)
 
@@ -47,7 +49,7 @@ def broker(request):
         for r in lines
         if r.get("event") == "txn" and r["outcome"] == "open" and any(op["op"] == "produce" for op in r.get("ops", []))
     ]
-    started.held_txn, started.held_run = held[0], run
+    started.held_txn, started.held_run, started.held_since = held[0], run, time.monotonic()
     yield started
     if run.proc.poll() is None:
         harness.finish_held(started, run, "commit")
@@ -74,6 +76,33 @@ def version_of(broker) -> str:
 
 def test_the_broker_reports_its_line(broker):
     assert broker.rest("GET", "/admin/v2/brokers/version") == (200, version_of(broker))
+
+
+SCALABLE = "transactionCoordinatorScalableTopicsEnabled"  # PIP-473's second coordinator
+
+
+def test_the_lines_transaction_settings_and_metrics(broker):
+    """Keeps each line's transaction settings and transaction metric names (versions/target/facts-V.json, for
+    docs/compatibility.md), and asserts what 5.0 changed: PIP-473's second coordinator is on by default, and
+    the buffer and pending-ack providers dispatch between the two coordinators' stores."""
+    version = version_of(broker)
+    status, runtime = broker.rest("GET", "/admin/v2/brokers/configuration/runtime")
+    assert status == 200, runtime
+    settings = {k: v for k, v in sorted(runtime.items()) if "ransaction" in k or k.startswith("txn")}
+    status, text = broker.rest("GET", "/metrics/", raw=True)
+    assert status == 200, text[:500]
+    metrics = sorted({line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ") and "txn" in line})
+    out = versions.TARGET / f"facts-{version}.json"
+    out.write_text(json.dumps({"version": version, "settings": settings, "metrics": metrics}, indent=1) + "\n")
+    if harness.version_tuple(version) >= (5, 0):
+        assert settings[SCALABLE] == "true", settings
+        assert settings["transactionBufferProviderClassName"].endswith(".DispatchingTransactionBufferProvider")
+        assert settings["transactionPendingAckStoreProviderClassName"].endswith(
+            ".DispatchingTransactionPendingAckStoreProvider"
+        )
+    else:
+        assert SCALABLE not in settings, settings
+        assert settings["transactionBufferProviderClassName"].endswith(".TopicTransactionBufferProvider"), settings
 
 
 @pytest.mark.parametrize(
@@ -183,6 +212,45 @@ def test_the_open_transaction_is_seen(broker, tmp_path_factory):
     assert f"({most},{least})" in holders
 
 
+def held_longer_than(broker, seconds: float) -> str:
+    """The fixture's held transaction, once it has been open longer than `seconds` (seen on 4.2.4: the tests
+    before this one can take less than a second, and then --older-than 1s rightly lists nothing)."""
+    time.sleep(max(0.0, broker.held_since + seconds - time.monotonic()))
+    return "({},{})".format(*broker.held_txn)
+
+
+def test_find_hanging_lists_the_held_transaction(broker, tmp_path_factory):
+    held = held_longer_than(broker, 2)
+    result = tool(broker, tmp_path_factory, "find-hanging", "--older-than", "1s", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    found = {t["txnId"]: t for t in result.json()["transactions"]}
+    assert held in found, sorted(found)
+    assert found[held]["status"] == "OPEN" and found[held]["ageMs"] > 1000, found[held]
+    assert found[held]["producedPartitions"] and found[held]["ownerBroker"].startswith("pulsar://"), found[held]
+    assert not result.json()["unlistedCoordinators"], result.json()["unlistedCoordinators"]
+
+
+def test_doctor_names_the_held_transaction_and_its_fix(broker, tmp_path_factory):
+    held = held_longer_than(broker, 2)
+    result = tool(broker, tmp_path_factory, "doctor", "--older-than", "1s", "-o", "json")
+    assert result.exit_code == 6, result.stderr  # the held transaction holds its readers: an error
+    findings = result.json()["findings"]
+    [hanging] = [f for f in findings if f["check"] == "hanging-transaction" and held in f.get("txnIds", [])]
+    assert hanging["severity"] == "error", hanging
+    assert [f for f in findings if f["check"] == "held-readers" and held in f.get("txnIds", [])], findings
+    most, least = broker.held_txn
+    if harness.version_tuple(version_of(broker)) >= ABORT_SINCE:
+        assert hanging["fix"] == [
+            f"pulsar-txn abort-transaction -m {most} -l {least} --yes --admin-url {broker.admin_url}"
+        ]
+    else:  # no abort endpoint: the coordinator's reload ends it
+        assert hanging["fix"] == [
+            f"pulsar-admin --admin-url {broker.admin_url} topics unload "
+            f"persistent://pulsar/system/transaction_coordinator_assign-partition-{most}"
+        ], hanging
+        assert "predate Pulsar 3.2" in hanging["advice"], hanging
+
+
 def test_buffer_snapshot_internal_stats_or_what_is_missing(broker, tmp_path_factory):
     result = tool(broker, tmp_path_factory, "buffer-snapshot-internal-stats", "-t", TOPIC, "-o", "json")
     if harness.version_tuple(version_of(broker)) >= (4, 0):
@@ -278,3 +346,28 @@ def test_downgrade_check(broker, tmp_path_factory):
     assert (result.exit_code, verdict["verdict"]) == (5, "WAIT"), verdict["problems"]
     assert not verdict["problems"], verdict["problems"]
     assert verdict["coordinators"] and all(c["lastBatchedLedgerId"] is not None for c in verdict["coordinators"])
+
+
+def test_abort_hanging_ends_a_killed_clients_transaction(broker, tmp_path_factory):
+    """A client that opened a transaction (timeout 1 h), produced and was SIGKILLed: abort-hanging's dry run
+    names it and --execute aborts it (from 3.2, PIP-325); before 3.2 both say in one sentence that the broker
+    has no abort endpoint and how the transaction ends instead (exit 2)."""
+    run, lines = harness.hold_workload(
+        broker, seed=9101, txns=0, aborts=0, ops=6, hold=1, prefix="v", txn_timeout_sec=3600
+    )
+    run.proc.kill()
+    run.proc.wait(60)
+    [killed] = ["({},{})".format(*t) for t in harness.txn_ids(lines)]
+    time.sleep(1.5)
+    dry = tool(broker, tmp_path_factory, "abort-hanging", "--older-than", "1s", "-o", "json")
+    if harness.version_tuple(version_of(broker)) < ABORT_SINCE:
+        assert dry.exit_code == 2, dry.stderr
+        assert "have no abort endpoint (it came with Pulsar 3.2, PIP-325)" in dry.stderr, dry.stderr
+        return
+    assert dry.exit_code == 0, dry.stderr
+    assert dry.json()["dryRun"] is True and killed in [t["txnId"] for t in dry.json()["transactions"]]
+    done = tool(broker, tmp_path_factory, "abort-hanging", "--older-than", "1s", "--execute", "--yes", "-o", "json")
+    assert done.exit_code == 0, done.stderr
+    assert {"txnId": killed, "aborted": True, "error": None} in done.json()["results"]
+    left = tool(broker, tmp_path_factory, "find-hanging", "--older-than", "1s", "-o", "json")
+    assert killed not in [t["txnId"] for t in left.json()["transactions"]]

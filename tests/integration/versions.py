@@ -13,6 +13,7 @@ Standard library only, like harness.py.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -26,12 +27,65 @@ SETTINGS = HERE / "harness" / "settings.xml"
 TARGET = MODULE / "target"
 MAVEN_VERSION = "3.9.9"
 
-# The lines that can be assembled from Maven Central here: before PIP-160, the first with it, and the
-# LTS lines; the harness's own 4.0.7 (harness/pom.xml) is the newest. 3.3.6 cannot be: the jars of
-# org.apache.pulsar:jetcd-core-shaded:3.3.6 and pulsar-opentelemetry:3.3.6 (and 3.3.5) are missing.
+# The lines that can be assembled from Maven Central here: before PIP-160, the first with it, the LTS
+# lines, and the newest served releases of 4.2 and 5.0; the harness's own 4.0.7 (harness/pom.xml) sits
+# between them. 3.3.6 cannot be: the jars of org.apache.pulsar:jetcd-core-shaded:3.3.6 and
+# pulsar-opentelemetry:3.3.6 (and 3.3.5) are missing. 4.2.5 and 5.0.0 are not served (their POMs are refused).
 PRE_PIP160 = "2.10.5"
 FIRST_PIP160 = "2.11.0"
-LINES = (PRE_PIP160, FIRST_PIP160, "3.0.0", "4.0.0")
+PINNED = "4.0.7"
+OLDER = (PRE_PIP160, FIRST_PIP160, "3.0.0", "4.0.0")
+NEWER = ("4.2.4", "5.0.0-M1")
+LINES = (*OLDER, *NEWER)  # what this module fetches
+MATRIX_LINES = (*OLDER, PINNED, *NEWER)  # the version matrix, in release order
+
+# Pulsar 5.0's broker needs Java 21 or newer (its release notes; clients stay on 17). Debian 12 packages
+# only Java 17, so it runs on a second JDK: $PULSAR_TXN_JAVA21_HOME, else the first JDK 21+ under /usr/lib/jvm.
+JAVA21_SINCE = (5, 0)
+JAVA21_HOME_ENV = "PULSAR_TXN_JAVA21_HOME"
+JVM_DIR = Path("/usr/lib/jvm")
+
+
+def release(version: str) -> tuple[int, ...]:
+    """(5, 0, 0) from '5.0.0-M1', (2, 10, 5) from '2.10.5'."""
+    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if not match:
+        raise ValueError(f"not a Pulsar release: {version!r}")
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def java_for(version: str | None) -> str:
+    """The java that runs a line's broker: the machine's own up to 4.x, a JDK 21+ from 5.0 on."""
+    if version is None or release(version) < JAVA21_SINCE:
+        return "java"
+    return str(java21_home(version) / "bin" / "java")
+
+
+def java21_home(version: str) -> Path:
+    configured = os.environ.get(JAVA21_HOME_ENV)
+    homes = [Path(configured)] if configured else sorted(JVM_DIR.glob("*")) if JVM_DIR.is_dir() else []
+    for home in homes:
+        if _java_major(home) >= 21:
+            return home
+    where = (
+        f"{JAVA21_HOME_ENV}={configured} is not one"
+        if configured
+        else f"{JVM_DIR} has none and {JAVA21_HOME_ENV} is unset"
+    )
+    raise RuntimeError(
+        f"Pulsar {version}'s broker needs a JDK 21 or newer and none was found ({where}); Debian 12 packages "
+        f"only Java 17: install a Temurin 21+ JDK and point {JAVA21_HOME_ENV} at it"
+    )
+
+
+def _java_major(home: Path) -> int:
+    """A JDK home's major version, from its `release` file (JAVA_VERSION="25.0.3"); 0 when it is not one."""
+    try:
+        text = (home / "release").read_text()
+    except OSError:
+        return 0
+    match = re.search(r'^JAVA_VERSION="(\d+)', text, re.M)
+    return int(match.group(1)) if match and (home / "bin" / "java").exists() else 0
 
 
 def maven(log=print) -> Path:
@@ -114,3 +168,8 @@ if __name__ == "__main__":
         sys.exit("usage: versions.py prefetch")
     for line in LINES:
         classpath_for(line)
+        if release(line) >= JAVA21_SINCE:
+            try:
+                print(f"versions: Pulsar {line}'s broker runs on {java_for(line)}")
+            except RuntimeError as missing:
+                sys.exit(f"versions: {missing}")
