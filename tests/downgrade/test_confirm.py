@@ -115,7 +115,7 @@ def test_batching_back_on_after_the_record_is_never_safe_when_confirmed(cli, tmp
 
     def switch(state: str) -> None:
         for name in SWITCHES:
-            assert cli([name, f"--{state}", "--reload", "--yes", *where]).exit_code == 0
+            assert cli([name, f"--{state}", "--reload", "--yes", "--force", *where]).exit_code == 0  # past the guards
 
     def traffic(n: int, seed: int) -> None:
         assert cli(["engine", "simulate", "-n", n, "--seed", seed, *where]).exit_code == 0

@@ -138,7 +138,7 @@ def test_the_engine_batches_the_same_ledgers_as_a_real_broker(broker, tmp_path):
 
     def real_switch(state: str) -> None:
         for name in SWITCHES:
-            tool.run(name, f"--{state}", "--reload", "--yes")
+            tool.run(name, f"--{state}", "--reload", "--yes", "--force")
         broker.wait_coordinators_ready()
 
     acked: dict[int, list] = {}  # what each round of the real workload acknowledged in transactions
@@ -168,7 +168,7 @@ def test_the_engine_batches_the_same_ledgers_as_a_real_broker(broker, tmp_path):
 
     def engine_switch(state: str) -> None:
         for name in SWITCHES:
-            tool.run(name, f"--{state}", "--reload", "--yes", *where, target=False)
+            tool.run(name, f"--{state}", "--reload", "--yes", "--force", *where, target=False)
 
     def engine_traffic(seed: int) -> None:
         tool.run(

@@ -214,7 +214,7 @@ def test_reload_reaches_every_coordinator_and_store_on_both_brokers(pulsar_clust
     c = pulsar_cluster
     before = {int(k): v["recoverStartTime"] for k, v in c.coordinator_stats().items()}
     t0 = time.monotonic()
-    set_tc = tool(c, 1, state).json("set-txn-tc-batch-log", "--enable", "--reload", "--yes")
+    set_tc = tool(c, 1, state).json("set-txn-tc-batch-log", "--enable", "--reload", "--yes", "--force")
     assert sorted(r["topic"] for r in set_tc["reload"]) == sorted(
         f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in range(4)
     )
@@ -231,7 +231,7 @@ def test_reload_reaches_every_coordinator_and_store_on_both_brokers(pulsar_clust
     # Every pending-ack store Ready before the unload: on 4.0.7 an unload that lands while a store
     # replays its log can leave the reopened store replaying for good (docs/real-broker-findings.md).
     stores_ready(c, state)
-    tool(c, 0, state).run("set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes")
+    tool(c, 0, state).run("set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes", "--force")
     c.run_workload(seed=2, txns=4, aborts=0, ops=2, parallel=2, prefix="cl", partitions=4)  # reopens the stores
 
     effective_everywhere(c, state, True)

@@ -220,7 +220,7 @@ def test_upgrade_completes_and_batches(cluster, tool):
     cluster.restart_broker(1, versions.classpath_for(NEW))
     cluster.wait_coordinators_ready()
     for log in LOGS:
-        tool.run(f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes")
+        tool.run(f"set-txn-{log}-batch-log", "--enable", "--reload", "--yes", "--force")
     cluster.wait_coordinators_ready()
     lines = produce(cluster, seed=1, txns=30, aborts=8, ops=3, parallel=8)
     OBSERVED["committedBeforeDowngrade"] = len(harness.txn_ids(lines, "committed"))
