@@ -26,7 +26,7 @@ from pulsar_txn_cli.downgrade.observations import PENDING_ACK_WRITER, TC_WRITER,
 from pulsar_txn_cli.output.units import iso_seconds
 
 UNTIL_NOW = math.inf
-LABEL = {TC_WRITER: "TC-log", PENDING_ACK_WRITER: "pending-ack"}
+LABEL = {TC_WRITER: "TC", PENDING_ACK_WRITER: "pending-ack"}
 
 
 @dataclass

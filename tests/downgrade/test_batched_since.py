@@ -24,7 +24,7 @@ def test_the_same_counters_prove_no_batch_in_between():
 def test_a_counter_that_moved_may_have_batched_until_now_and_only_its_writer():
     moved = (counters(tc_batches=8),)
     evidence = since_last_check(baseline(QUIET, None), moved, "tc")
-    assert evidence.end == UNTIL_NOW and evidence.why == [f"broker {B}'s TC-log writer wrote 1 batch(es)"]
+    assert evidence.end == UNTIL_NOW and evidence.why == [f"broker {B}'s TC writer wrote 1 batch(es)"]
     assert since_last_check(baseline(QUIET, None), moved, "pendingAck").end is None
 
 
@@ -80,9 +80,7 @@ def test_batching_on_and_off_between_two_checks_records_again_and_waits():
     assert result.checkpoint.coordinators[0].last_batched_ledger_id == 8
     assert result.checkpoint.subscriptions[("persistent://public/default/t", "s")].last_batched_ledger_id == 13
     assert not any(item.clear for item in result.items)
-    assert any(
-        "batching may have run since the last check" in p and "TC-log writer wrote 33" in p for p in result.problems
-    )
+    assert any("batching may have run since the last check" in p and "TC writer wrote 33" in p for p in result.problems)
     assert result.checkpoint.writers == baseline(moved, None)
     # The next check, counters unchanged: no new raise, and ledger 8 must go like any batched ledger.
     again = v.downgrade_verdict(obs([tc(0, (9,))], [sub(ledgers=(14,))], writers=moved), result.checkpoint)
