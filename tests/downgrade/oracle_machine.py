@@ -213,15 +213,16 @@ class VerdictOracle(RuleBasedStateMachine):
             simulate(engine, SimOptions(transactions=transactions, topics=2, subscriptions=3, seed=self.seed))
         self.trail.add(f"engine simulate -n {transactions} --topics 2 --subscriptions 3 --seed {self.seed}")
 
-    @rule(count=st.integers(2, 4), timeout=st.sampled_from(["30s", "1h"]))
-    def open_transactions(self, count, timeout):
+    @rule(count=st.integers(2, 4), timeout=st.sampled_from(["30s", "1h"]), coordinator=st.sampled_from([0, 0, 1]))
+    def open_transactions(self, count, timeout, coordinator=0):
         """A client opens transactions, acknowledges in them, and keeps them open. A second after the check
         before it, as on a real cluster: the engine's clock stands still between steps, and a transaction
         opened at the very instant a check saw the cursor stop cannot be told from one open at that check."""
         timeout_ms = {"30s": 30_000, "1h": 3_600_000}[timeout]
         with self.engine() as engine:
             advance(engine, 1000)
-            tc = engine.tc(0)
+            tc_id = min(coordinator, engine.coordinator_count - 1)  # any coordinator the engine has
+            tc = engine.tc(tc_id)
             opened = []
             for _ in range(count):
                 tc.new_transaction(timeout_ms, opened.append)
@@ -229,10 +230,12 @@ class VerdictOracle(RuleBasedStateMachine):
             store = engine.pending_ack(TOPIC, "sim-sub-0")
             for least in opened:
                 tc.add_subscriptions(least, [(store.topic, store.sub_name)], lambda pos: None)
-                store.ack(0, least, store.take_messages(1), lambda pos: None)
+                store.ack(tc_id, least, store.take_messages(1), lambda pos: None)
             engine.checkpoint()
-        self.held += [(0, least) for least in opened]
-        self.trail.add(f"a client opens {count} transaction(s) (timeout {timeout}) and acks in them")
+        self.held += [(tc_id, least) for least in opened]
+        self.trail.add(
+            f"a client opens {count} transaction(s) on coordinator {tc_id} (timeout {timeout}) and acks in them"
+        )
 
     @precondition(lambda self: self.held)
     @rule(how=st.sampled_from(["commit", "abort", "dies", "abort-by-hand"]))
