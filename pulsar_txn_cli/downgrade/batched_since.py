@@ -97,13 +97,24 @@ def baseline(
     return tuple(sorted(rows, key=lambda row: (row["broker"], row["log"])))
 
 
-def newest_possibly_batched(log: LogObservation, end: float) -> int:
-    """The newest ledger of `log` a batch written before `end` can be in. Until now: its newest. Before a broker's
-    start: a ledger before its current one. A log is read on the live broker that opened it, and opening
-    creates its current ledger; a ledger is written only by its creator, and no live broker has written a batch
-    since the last check, or since its own start (else the window would run until now)."""
+# Brokers' clocks and the checking machine's may disagree by this much; a ledger created this close to the last
+# check counts as created after it.
+SKEW_MS = 60_000
+
+
+def newest_possibly_batched(log: LogObservation, end: float, last_check_ms: int | None = None) -> int:
+    """The newest ledger of `log` a batch written before `end` can be in, since the last check (at `last_check_ms`).
+
+    Until now: its newest. Before a broker's start (the window of a broker that restarted): a log is read on the
+    live broker that opened it, which created its current ledger and has written no batch since the last check
+    or its own start, and a ledger is written only by its creator; so a ledger before the current one. None at
+    all when the current ledger is older than the last check: its owner has held the log since then (a move
+    opens a new ledger) and wrote no batch, so no other broker wrote to it in between. Returns -1 for none."""
     newest = max(log.ledgers)
     if end == UNTIL_NOW:
         return newest
+    created = log.current_created_ms
+    if created is not None and last_check_ms is not None and created < last_check_ms - SKEW_MS:
+        return -1
     older = [ledger for ledger in log.ledgers if ledger < newest]
     return max(older) if older else newest - 1

@@ -38,6 +38,7 @@ class Checkpoint:
     # The brokers' buffered-writer counters at the last check (downgrade/batched_since.py), to tell whether
     # batching ran in between; None: not kept (a file from before them), so that cannot be told.
     writers: tuple | None = None
+    writers_at: str | None = None  # when the check that read them ran (the target's clock)
 
     def record_for(self, key: tuple) -> Record | None:
         if key[0] == "coordinator":
@@ -67,8 +68,8 @@ class Checkpoint:
                 table[k] = replace(record, last_batched_ledger_id=ledger, recorded_at=at)
         return replace(self, coordinators=coordinators, subscriptions=subscriptions)
 
-    def with_writers(self, writers: tuple | None) -> "Checkpoint":
-        return replace(self, writers=writers)
+    def with_writers(self, writers: tuple | None, at: str | None) -> "Checkpoint":
+        return replace(self, writers=writers, writers_at=at)
 
     def with_nothing_batched_before(self, oldest: dict) -> "Checkpoint":
         """A copy whose records say no ledger from `oldest[key]` on is batched ({item key: ledger id}).
@@ -132,6 +133,7 @@ def to_json(checkpoint: Checkpoint) -> dict:
             {"topic": t, "subscription": s, **_record_json(r)} for (t, s), r in sorted(checkpoint.subscriptions.items())
         ],
         **({} if checkpoint.writers is None else {"writerCounters": [dict(row) for row in checkpoint.writers]}),
+        **({} if checkpoint.writers_at is None else {"writerCountersAt": checkpoint.writers_at}),
     }
 
 
@@ -170,7 +172,10 @@ def from_json(data, where: str) -> Checkpoint:
         if not all(isinstance(k, str) and k for k in key) or key in subscriptions:
             raise bad(f"bad or repeated subscription {key!r}")
         subscriptions[key] = _record(row, bad)
-    return Checkpoint(target, created, coordinators, subscriptions, _writers(data, bad))
+    at = data.get("writerCountersAt")
+    if at is not None and not isinstance(at, str):
+        raise bad('"writerCountersAt" must be a string')
+    return Checkpoint(target, created, coordinators, subscriptions, _writers(data, bad), at)
 
 
 def _writers(data: dict, bad) -> tuple | None:

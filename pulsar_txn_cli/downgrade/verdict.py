@@ -195,8 +195,9 @@ def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findin
             )
         if evidence.end is None:
             continue
+        last_check_ms = iso_ms(checkpoint.writers_at)
         raised = {
-            log.key: newest_possibly_batched(log, evidence.end)
+            log.key: newest_possibly_batched(log, evidence.end, last_check_ms)
             for log in logs
             if not log.error and log.ledgers and checkpoint.record_for(log.key) is not None
         }
@@ -214,7 +215,9 @@ def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findin
                 f"batching may have run since the last check ({'; '.join(evidence.why)}): the last batched ledger "
                 f"of {again} {LABEL[writer]} log(s) was recorded again, so the downgrade starts over for them"
             )
-    return checkpoint.with_writers(baseline(obs.writers, checkpoint.writers, keep=held_back))
+    kept = baseline(obs.writers, checkpoint.writers, keep=held_back)
+    carried = held_back or any(w.error for w in obs.writers or ())  # some rows are the last check's: keep its time
+    return checkpoint.with_writers(kept, checkpoint.writers_at if carried else obs.taken_at)
 
 
 def _stalls(

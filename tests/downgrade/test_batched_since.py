@@ -123,3 +123,19 @@ def test_a_checkpoint_from_before_the_counters_is_raised_once(tmp_path):
     assert result.verdict == v.WAIT and result.checkpoint.coordinators[0].last_batched_ledger_id == 8
     cp_store.save(path, result.checkpoint)
     assert cp_store.load(path).writers == baseline(QUIET, None)
+
+
+def test_a_restart_holds_back_only_logs_opened_since_the_last_check():
+    """A broker killed and back between two checks (on a real cluster: its counters start again). A log whose
+    current ledger is older than the last check was held by a live broker all along and is not held back; one
+    opened since (it moved from the dead broker) is, down to the ledger before its current one."""
+    two = (counters(), counters(broker="http://b2:8080"))
+    cp = checkpoint({0: 4, 1: 4}, writers=two).with_writers(baseline(two, None), "2026-01-01T00:30:00Z")
+    restarted = (counters(), counters(broker="http://b2:8080", created=1_800_000_000_000, tc_batches=0, pa_batches=0))
+    before, since = 1767225600_000 + 10 * 60_000, 1767225600_000 + 40 * 60_000  # 00:10 and 00:40 on 2026-01-01
+    held = tc(0, (6, 9), current_created_ms=before)
+    moved = tc(1, (6, 9), current_created_ms=since)
+    result = v.downgrade_verdict(obs([held, moved], writers=restarted), cp)
+    assert result.checkpoint.coordinators[0].last_batched_ledger_id == 4
+    assert result.checkpoint.coordinators[1].last_batched_ledger_id == 6
+    assert result.verdict == v.WAIT and [i.clear for i in result.coordinators] == [True, False]
