@@ -260,6 +260,11 @@ def records(checkpoint: Path) -> dict:
     }
 
 
+def only_raised(kept: dict, now: dict) -> bool:
+    """Nothing lost: every record is still there, and none fell (a record may only rise)."""
+    return now.keys() == kept.keys() and all(now[key] >= kept[key] for key in kept)
+
+
 def walk_to_safe(c, t: Tool, checkpoint: Path, rounds: int = 8) -> list[dict]:
     """Check until SAFE, doing what the check advises between checks: reopen what did not roll over,
     and ack the backlogs in transactions so the pending-ack logs move (as the standalone walk does)."""
@@ -401,17 +406,12 @@ def test_a_broker_killed_in_the_middle_of_a_check_is_never_safe(pulsar_cluster, 
     c.wait_coordinators_ready()
     TIMES["kill to coordinators ready"] = time.monotonic() - t0
     c.run_workload(seed=60, txns=2, aborts=0, ops=1, parallel=1, prefix="cl", partitions=4)  # clients come back
-    # the moved topics' stores replay their logs for a moment (WAIT, "still opening"), then SAFE
-    history = []
-
-    def safe_again():
-        code, verdict = check(tool(c, 1, state), checkpoint)
-        history.append((code, verdict["verdict"], verdict["problems"][:2]))
-        return verdict["verdict"] != "WAIT", verdict
-
-    verdict = wait_for("SAFE again after the broker is back", safe_again, timeout=90, every=3)
-    assert verdict["verdict"] == "SAFE", history
-    assert records(checkpoint) == kept
+    # The restart took the dead broker's counters with it, so a batch it wrote since the last check cannot be ruled
+    # out: the logs it held start over (their ledgers from before it died must go), the others stay clear. The
+    # moved stores replay for a moment (WAIT, "still opening"); ordinary traffic then walks it back to SAFE.
+    history = walk_to_safe(c, tool(c, 1, state), checkpoint)
+    assert history[-1]["verdict"] == "SAFE", history
+    assert only_raised(kept, records(checkpoint))
 
 
 def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_cluster, state, checkpoint):
@@ -455,6 +455,12 @@ def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_clust
         c.start_broker(1)
         c.wait_coordinators_ready()
         c.run_workload(seed=70, txns=2, aborts=0, ops=1, parallel=1, prefix="cl", partitions=4)  # clients come back
+        # the logs the dead broker held start over (see the test above): clients ack their backlogs meanwhile
+        for n in range(8):
+            if proc.poll() is not None:
+                break
+            c.run_workload(seed=80 + n, txns=0, aborts=0, drain=2, prefix="cl", partitions=4)
+            time.sleep(5)
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -465,7 +471,7 @@ def test_a_broker_killed_during_wait_is_never_safe_until_it_is_back(pulsar_clust
     down = [l for t, l in lines if t < back]
     assert down and not any("SAFE" in l for l in down), down
     assert any("WAIT" in l or "failed" in l for l in down), down
-    assert records(checkpoint) == kept
+    assert only_raised(kept, records(checkpoint))
     TIMES["--wait across a broker kill"] = time.monotonic() - killed
 
 
