@@ -61,8 +61,9 @@ def topic_owners(cluster, topics: list[str]) -> dict[str, str]:
     return owners
 
 
-def spread_topics(cluster, topics: list[str], tries: int = 12) -> dict[str, str]:
-    """Until both brokers own one of the topics: unload the bundle of a topic of the busier broker."""
+def spread_topics(cluster, topics: list[str], tries: int = 30) -> dict[str, str]:
+    """Until both brokers own one of the topics: unload the bundle of a topic of the busier broker. The broker's
+    load manager places the bundle again, often on the same broker when the other is loaded: so up to a minute."""
     for _ in range(tries):
         owners = topic_owners(cluster, topics)
         if len(set(owners.values())) == len(cluster.brokers):
@@ -74,7 +75,7 @@ def spread_topics(cluster, topics: list[str], tries: int = 12) -> dict[str, str]
             "PUT", f"/admin/v2/namespaces/public/default/{urllib.parse.quote(bundle, safe='')}/unload"
         )
         assert status in (200, 204), body
-        time.sleep(1)
+        time.sleep(2)
     pytest.fail(f"topics never spread over both brokers: {topic_owners(cluster, topics)}")
 
 
