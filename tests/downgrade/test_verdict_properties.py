@@ -405,7 +405,9 @@ def _apply(name, s, draw):
         recorded = s["cp"] is not None and s["cp"].subscriptions  # a writer with no record to raise changes nothing
         log = draw(st.sampled_from(["tc", "pendingAck"])) if recorded else "tc"
         if name == "writers-moved":
-            writers[wi] = replace(writers[wi], batches={**writers[wi].batches, log: writers[wi].batches[log] + 1})
+            writers[wi] = replace(
+                writers[wi], batches={**writers[wi].batches, log: writers[wi].batches.get(log, 0) + 1}
+            )
         elif name == "writers-restarted-and-batched":  # (a restart with no batch since can be harmless)
             writers[wi] = _counters(writers[wi].broker, created=5_000, tc=1, pa=1)
         elif name == "writers-unreadable":
