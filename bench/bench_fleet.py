@@ -321,19 +321,9 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
         stdlib.request("GET", path, headers={"Accept": "application/json"})
         json.loads(stdlib.getresponse().read())
 
-    import pycurl
+    from bench.bench_transport import bare_pycurl
 
-    curl = pycurl.Curl()
-    curl.setopt(pycurl.URL, url + path)
-    curl.setopt(pycurl.HTTPHEADER, ["Accept: application/json"])
-    parts: list[bytes] = []
-    curl.setopt(pycurl.WRITEFUNCTION, parts.append)
-
-    def bare() -> None:
-        parts.clear()
-        curl.perform()
-        json.loads(b"".join(parts))
-
+    bare = bare_pycurl(url + path)
     ways = {
         "pycurl": bare,
         "http.client": plain,
@@ -359,7 +349,7 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
             for name, got in samples.items()
         }
     finally:
-        curl.close()
+        bare.close()
         stdlib.close()
         client.close()
         admin.close()

@@ -28,14 +28,12 @@ from urllib.parse import urlsplit
 from bench.bench_serve import PATH, ServedEngine, build
 
 
-def ways(url: str):
+def bare_pycurl(full_url: str):
+    """The floor: one reused pycurl handle GETting full_url and decoding its JSON, nothing else."""
     import pycurl
 
-    from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
-
     curl = pycurl.Curl()
-    curl.setopt(pycurl.URL, url + PATH)
+    curl.setopt(pycurl.URL, full_url)
     curl.setopt(pycurl.HTTPHEADER, ["Accept: application/json"])
     parts: list[bytes] = []
     curl.setopt(pycurl.WRITEFUNCTION, parts.append)
@@ -45,6 +43,15 @@ def ways(url: str):
         curl.perform()
         json.loads(b"".join(parts))
 
+    bare.close = curl.close  # the handle's connection, closed by its caller
+    return bare
+
+
+def ways(url: str):
+    from pulsar_txn_cli.admin import connect
+    from pulsar_txn_cli.admin.target_settings import TargetFlags
+
+    bare = bare_pycurl(url + PATH)
     split = urlsplit(url)
     stdlib = http.client.HTTPConnection(split.hostname, split.port)
 
@@ -56,7 +63,7 @@ def ways(url: str):
     found = {"pycurl": bare, "http.client": plain, "PulsarAdmin": admin.coordinator_stats}
 
     def close() -> None:
-        curl.close()
+        bare.close()
         stdlib.close()
         admin.close()
 
