@@ -262,11 +262,8 @@ def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> No
     """Batching on again while `downgrade check` keeps a checkpoint for this target: the ledgers it
     recorded no longer mark the last batched ones, so the downgrade starts over. Say so, name the
     checkpoint, ask on a terminal; refuse (exit 6) under --yes or without a terminal unless --force."""
-    import sys
-
     from pulsar_txn_cli.cli.advice import command
     from pulsar_txn_cli.downgrade import checkpoint as cp_store
-    from pulsar_txn_cli.errors import Refused
 
     path = cp_store.default_path(admin.identity())
     if not path.exists():
@@ -278,24 +275,19 @@ def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> No
         "longer mark the last ones, so the downgrade starts over once batching is off again; to give the downgrade "
         f"up, `{command('pulsar-txn downgrade reset', env)}` first"
     )
-    if force:
-        env.warn("going ahead anyway (--force)")
-        return
-    if not yes and sys.stdin.isatty():
-        confirm(f"Turn {log.key} on on {target} during the downgrade?")
-        return
-    raise Refused(
+    _go_ahead_or_refuse(
+        env,
+        f"Turn {log.key} on on {target} during the downgrade?",
         f"nothing was changed: a downgrade is under way on {target} (checkpoint {path}); reset it first, "
-        "or add --force to turn batching on anyway"
+        "or add --force to turn batching on anyway",
+        yes=yes,
+        force=force,
     )
 
 
 def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
     """Say what a switch off would pin and how to avoid it; ask on a terminal; refuse (exit 6)
     under --yes or without a terminal unless --force."""
-    import sys
-
-    from pulsar_txn_cli.errors import Refused
 
     target = env.admin().target.describe()
     n = risk["openTransactions"]
@@ -309,16 +301,29 @@ def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
     )
     for line in switch_off_avoidance(env, risk):
         print(line, file=env.stderr)
+    _go_ahead_or_refuse(
+        env,
+        f"Turn {log.key} off on {target} anyway?",
+        f"nothing was changed: turning {log.key} off now would pin the {log.store} logs of {target} for good; "
+        "avoid it as shown above and run this command again, or add --force to turn it off anyway",
+        yes=yes,
+        force=force,
+    )
+
+
+def _go_ahead_or_refuse(env, question: str, refusal: str, *, yes: bool, force: bool) -> None:
+    """After a guard's warning: on with --force; ask on a terminal; refuse (exit 6) under --yes or without one."""
+    import sys
+
+    from pulsar_txn_cli.errors import Refused
+
     if force:
         env.warn("going ahead anyway (--force)")
         return
     if not yes and sys.stdin.isatty():
-        confirm(f"Turn {log.key} off on {target} anyway?")
+        confirm(question)
         return
-    raise Refused(
-        f"nothing was changed: turning {log.key} off now would pin the {log.store} logs of {target} for good; "
-        "avoid it as shown above and run this command again, or add --force to turn it off anyway"
-    )
+    raise Refused(refusal)
 
 
 def _batch_index_flag(risk: dict) -> str:
