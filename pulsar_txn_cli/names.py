@@ -165,3 +165,11 @@ def parse_bool(value) -> bool | None:
         return None
     text = str(value).strip().lower()
     return True if text == "true" else False if text == "false" else None
+
+
+def across_brokers(flags: list[bool | None]) -> bool | None:
+    """One boolean setting across the brokers, as risky as its riskiest broker: False if any has it off,
+    True only if every one has it on, else None (unknown)."""
+    if False in flags:
+        return False
+    return True if flags and all(f is True for f in flags) else None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding
-from pulsar_txn_cli.downgrade import advice
+from pulsar_txn_cli.downgrade import advice, causes
 from pulsar_txn_cli.downgrade import verdict as v
 from pulsar_txn_cli.engine.broker import Engine
 from tests.conftest import run_cli
@@ -217,7 +217,7 @@ def test_an_idle_pending_ack_log_names_the_traffic_it_needs_and_where_to_see_its
     log = sub(ledgers=(4, 9), mark="4:-1", lac="9:3")
     result = v.downgrade_verdict(obs([tc(0, (9,))], [log]), checkpoint({0: 3}, {(log.topic, "s"): 5}))
     [item] = result.subscriptions
-    assert item.cause == advice.CAUSE_CURSOR_STUCK
+    assert item.cause == causes.CAUSE_CURSOR_STUCK
     assert f"transactional acknowledgements on subscription 's' of {log.topic}" in item.reason
     assert "time alone never clears it" in item.advice
     assert f"`pulsar-admin topics stats {log.topic}`" in item.advice  # consumers and backlog
@@ -228,7 +228,7 @@ def test_an_empty_current_ledger_says_it_never_rolls_over_by_time():
     log = tc(0, (4,), mark="3:9", lac="3:9")  # ledger 4 is current and holds no entry
     result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=True)]), checkpoint({0: 4}))
     [item] = result.coordinators
-    assert item.cause == advice.CAUSE_NOT_ROLLED
+    assert item.cause == causes.CAUSE_NOT_ROLLED
     assert "it is empty" in item.reason and "a transaction on coordinator 0" in item.reason
     assert "never rolls over by time alone" in item.advice
     assert "`pulsar-txn unload --coordinator 0 --yes`" in item.advice
@@ -251,7 +251,7 @@ def test_overdue_transactions_beyond_those_listed_are_counted_and_aborted_by_one
         assert place.run("unload", "--all-coordinators", "--yes", *place.target).exit_code == 0
         doc = place.json("downgrade", "check")
     assert doc["verdict"] == "BLOCKED" and doc["coordinators"][0]["cause"] == "overdue-transaction"
-    shown = v.SHOWN_OVERDUE
+    shown = advice.SHOWN_OVERDUE
     assert sum("abort-transaction" in f for f in doc["fixes"]) == shown
     assert any(f"{31 - shown} more overdue transaction(s)" in p for p in doc["problems"]), doc["problems"]
     [everyone] = [f for f in doc["fixes"] if "abort-hanging" in f]

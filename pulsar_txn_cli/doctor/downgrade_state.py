@@ -8,7 +8,7 @@ then the logs that hold it back are findings, with `downgrade check`'s own cause
 from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, CheckRun, Finding, evidence
-from pulsar_txn_cli.downgrade.advice import CAUSE_MISSING
+from pulsar_txn_cli.downgrade.causes import CAUSE_MISSING
 
 CHECK = "downgrade"
 
@@ -90,16 +90,16 @@ def findings_of(verdict, checkpoint: str) -> list[Finding]:
 
 def item_fixes(item, fixes: list[str]) -> list[str]:
     """The verdict's fixes that address this log's cause (the others belong to other logs)."""
-    from pulsar_txn_cli.downgrade import advice
+    from pulsar_txn_cli.downgrade import advice, causes
 
     cause, obs = item.cause, item.observation
-    if cause in (advice.CAUSE_OPEN_ACROSS, advice.CAUSE_BATCH_INDEX):
+    if cause in (causes.CAUSE_OPEN_ACROSS, causes.CAUSE_BATCH_INDEX):
         stall = [f for f in fixes if f in advice.stall_fixes(True) + advice.stall_fixes(False)]
         return stall or advice.stall_fixes(False)
-    if cause == advice.CAUSE_OVERDUE:
+    if cause == causes.CAUSE_OVERDUE:
         mine = {f"-m {most} -l {least} " for most, least in map(_txn, obs.overdue_txns)}
         return [f for f in fixes if any(m in f + " " for m in mine) or "abort-hanging" in f or _reloads(f, obs)]
-    if cause == advice.CAUSE_NOT_ROLLED:
+    if cause == causes.CAUSE_NOT_ROLLED:
         return [advice.reload_command(obs)]
     return []
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from pulsar_txn_cli.admin.open_transactions import open_transactions
-from pulsar_txn_cli.doctor import transactions as t
+from pulsar_txn_cli import transaction_ends as t
+from pulsar_txn_cli.doctor.transactions import partition_state
 from pulsar_txn_cli.doctor.read import _attempt
 from pulsar_txn_cli.errors import PulsarTxnError, UsageError
 from pulsar_txn_cli.names import TopicName, TxnID, expand_partitions
@@ -57,7 +58,7 @@ def find(
         most = TxnID.parse(txn_id)[0]
         held = []
         for partition, in_buffer in (meta.get("producedPartitions") or {}).items():
-            view = t.partition_state(read.get(partition) or {})
+            view = partition_state(read.get(partition) or {})
             if view["entriesBehind"] > 0 and not (in_buffer or {}).get("aborted"):
                 held.append(
                     {
@@ -143,15 +144,14 @@ def abort(admin, txn_ids: list[str], *, concurrency: int = 4, on_result=None, st
     """Abort each transaction, at most `concurrency` at once; one result per transaction, in order.
     One already COMMITTING or ABORTING (`statuses`: txnId -> status) is not sent: the broker refuses its
     abort (500 "expected OPEN"); its result names the reload of its coordinator, which ends it."""
-    from pulsar_txn_cli.doctor.transactions import ENDING, reload_coordinator
 
     def one(txn_id: str) -> dict:
         most, least = TxnID.parse(txn_id)
         status = (statuses or {}).get(txn_id)
-        if status in ENDING:
+        if status in t.ENDING:
             error = (
                 f"it is {status}: an abort cannot end it; reload its coordinator, which finishes it: "
-                f"`{reload_coordinator(most)}`"
+                f"`{t.reload_coordinator(most)}`"
             )
         else:
             _, error = _attempt(admin.abort_transaction, most, least)

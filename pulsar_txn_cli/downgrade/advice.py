@@ -1,23 +1,30 @@
-"""What an operator reads and runs: the causes of a held item, their advice, and the commands."""
+"""What an operator reads and runs, rendered from the logs' states (causes.py): each log's reason and advice,
+the problems that make a verdict BLOCKED, and the commands that remove them."""
 
 from __future__ import annotations
 
+from pulsar_txn_cli.downgrade.causes import (
+    CAUSE_BATCH_INDEX,
+    CAUSE_CURSOR_STUCK,
+    CAUSE_ERROR,
+    CAUSE_INCONSISTENT,
+    CAUSE_MISSING,
+    CAUSE_NOT_RECORDED,
+    CAUSE_NOT_ROLLED,
+    CAUSE_OPEN_ACROSS,
+    CAUSE_OPEN_TXN,
+    CAUSE_OVERDUE,
+    CAUSE_TRIM_PENDING,
+    CREATED_UNBATCHED,
+    STALL_ACROSS,
+    STALL_PINNED,
+    LogState,
+    empty_current,
+)
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation
-from pulsar_txn_cli.protocol import BATCH_KEYS
 from pulsar_txn_cli.names import Position
-
-# Likely causes of an item that holds the downgrade back (the "cause" field of the JSON).
-CAUSE_ERROR = "observation-failed"
-CAUSE_NOT_RECORDED = "not-recorded"
-CAUSE_NOT_ROLLED = "ledger-not-rolled"
-CAUSE_TRIM_PENDING = "trim-pending"
-CAUSE_OPEN_TXN = "open-transaction"
-CAUSE_OVERDUE = "overdue-transaction"
-CAUSE_BATCH_INDEX = "batch-index-deletion"
-CAUSE_OPEN_ACROSS = "open-across-switch"
-CAUSE_CURSOR_STUCK = "cursor-not-moving"
-CAUSE_MISSING = "not-found"
-CAUSE_INCONSISTENT = "inconsistent-checkpoint"
+from pulsar_txn_cli.protocol import BATCH_KEYS
+from pulsar_txn_cli.transaction_ends import abort_fix, abort_supported
 
 
 def disable_command(key: str) -> str:
@@ -44,45 +51,56 @@ def reload_command(obs: LogObservation) -> str:
     return f"pulsar-txn unload -t {obs.topic} --yes"
 
 
-def diagnose(
-    log: LogObservation,
-    recorded: int,
-    batch_index: bool | None,
-    held_since: int | None = None,
-    unbatched_since: int | None = None,
-) -> tuple[str, str]:
-    """The likely reason the ledgers up to `recorded` still exist, and what the operator can do.
-    `held_since`: since when (epoch ms, the target's clock) the cursor has stood where it is, if known;
-    `unbatched_since`: since when no broker has written a batch (Observations.unbatched_since_ms)."""
-    newest = max(log.ledgers)
-    mark = Position.find(log.mark_delete)
-    lac = Position.find(log.last_confirmed)
-    if open_across_switch(log, batch_index, unbatched_since) and (mark is None or mark[0] <= recorded):
-        return CAUSE_OPEN_ACROSS, OPEN_ACROSS_ADVICE
-    if newest <= recorded and not _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
-        if _empty_current(log, lac):
-            return CAUSE_NOT_ROLLED, (
-                f"its current ledger {newest} is empty, and an empty ledger never rolls over by time alone (the "
-                f"rollover is checked on a write): it needs traffic, {_traffic(log)}, then a rollover after "
+def advice_for(state: LogState, batch_index: bool | None) -> str | None:
+    """What the operator can do about a held log (None for a clear one)."""
+    log, cause = state.log, state.cause
+    if cause == CAUSE_ERROR:
+        if log.error and log.kind == COORDINATOR and "not found" in log.error.lower():
+            # A real broker loads a coordinator only when a transactional client connects to it
+            # (docs/real-broker-findings.md); until then its stats answer 404 or 500.
+            return (
+                "the coordinator is not loaded: it loads when a transactional client connects; "
+                "check again once clients are running (or start one)"
+            )
+        if log.error:
+            return "retry; if it persists, check that the broker that owns it is healthy"
+        return "retry once the log is loaded (a managed ledger always has a current ledger)"
+    if cause == CAUSE_NOT_RECORDED:
+        return "fix what blocks step 1, then check again"
+    if cause == CAUSE_INCONSISTENT:
+        return "`pulsar-txn downgrade reset`, then check again"
+    if cause == CAUSE_MISSING:
+        return (
+            "if it was deleted on purpose, `pulsar-txn downgrade reset` and check again "
+            "(a new record is taken; that only delays SAFE, it never hastens it)"
+        )
+    if cause == CAUSE_OPEN_ACROSS:
+        return OPEN_ACROSS_ADVICE
+    if cause == CAUSE_NOT_ROLLED:
+        if empty_current(log):
+            return (
+                f"its current ledger {max(log.ledgers)} is empty, and an empty ledger never rolls over by time alone "
+                f"(the rollover is checked on a write): it needs traffic, {_traffic(log)}, then a rollover after "
                 "managedLedgerMaxLedgerRolloverTimeMinutes or managedLedgerMaxEntriesPerLedger; or roll it now: "
                 f"`{reload_command(log)}`"
             )
-        return CAUSE_NOT_ROLLED, (
+        return (
             "wait for the ledger to roll over (managedLedgerMaxLedgerRolloverTimeMinutes, "
             f"managedLedgerMaxEntriesPerLedger), or roll it now: `{reload_command(log)}`"
         )
-    if mark is not None and lac is not None and mark >= lac:
-        return CAUSE_TRIM_PENDING, (
-            "nothing to do: the cursor has consumed everything and the old ledgers are deleted at the next "
-            "trim (after a rollover); check again in a few minutes"
-        )
-    if mark is not None and mark[0] > recorded:
-        return CAUSE_TRIM_PENDING, "nothing to do: the cursor has passed the batched ledgers; check again shortly"
-    if log.ongoing_txns and _pinned_without_open_transactions(log, mark, lac, batch_index, held_since):
-        return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
-    if log.ongoing_txns and log.overdue_txns:
-        return CAUSE_OVERDUE, OVERDUE_ADVICE
-    if log.ongoing_txns:
+    if cause == CAUSE_TRIM_PENDING:
+        mark, lac = Position.find(log.mark_delete), Position.find(log.last_confirmed)
+        if mark is not None and lac is not None and mark >= lac:
+            return (
+                "nothing to do: the cursor has consumed everything and the old ledgers are deleted at the next "
+                "trim (after a rollover); check again in a few minutes"
+            )
+        return "nothing to do: the cursor has passed the batched ledgers; check again shortly"
+    if cause == CAUSE_BATCH_INDEX:
+        return BATCH_INDEX_ADVICE
+    if cause == CAUSE_OVERDUE:
+        return OVERDUE_ADVICE
+    if cause == CAUSE_OPEN_TXN:
         advice = (
             "let the open transactions commit, abort or time out; list them with "
             "`pulsar-txn slow-transactions --time 0` and abort a stuck one with "
@@ -90,22 +108,91 @@ def diagnose(
         )
         if log.kind == COORDINATOR and batch_index is not True:
             advice += "; but beware: " + OPEN_ACROSS_SWITCH
-        return CAUSE_OPEN_TXN, advice
-    if log.kind == COORDINATOR and batch_index is not False:
-        return CAUSE_CURSOR_STUCK, (
+        return advice
+    if cause == CAUSE_CURSOR_STUCK and log.kind == COORDINATOR:
+        return (
             "look for slow transactions (`pulsar-txn slow-transactions --time 0`) and abort the "
             "stuck ones; the cursor moves once their records are deleted"
         )
-    if log.kind == COORDINATOR:
-        return CAUSE_BATCH_INDEX, BATCH_INDEX_ADVICE
-    return CAUSE_CURSOR_STUCK, (
-        f"time alone never clears it: it needs traffic, {_traffic(log)}. A pending-ack log is trimmed only "
-        "when its store appends, up to its sparse index (a point every transactionPendingAckLogIndexMinLag "
-        "records, default 500) once the subscription's mark-delete position has passed it: an idle subscription, "
-        "or one whose consumers do not acknowledge its backlog, keeps its old ledgers for good. See its consumers "
-        f"and backlog with `pulsar-admin topics stats {log.topic}` and its pending-ack store with "
-        f"`pulsar-txn pending-ack-stats -t {log.topic} -s {log.subscription}`; slow transactions that hold "
-        "acknowledgements: `pulsar-txn slow-transactions --time 0`"
+    if cause == CAUSE_CURSOR_STUCK:
+        return (
+            f"time alone never clears it: it needs traffic, {_traffic(log)}. A pending-ack log is trimmed only "
+            "when its store appends, up to its sparse index (a point every transactionPendingAckLogIndexMinLag "
+            "records, default 500) once the subscription's mark-delete position has passed it: an idle "
+            "subscription, or one whose consumers do not acknowledge its backlog, keeps its old ledgers for good. "
+            f"See its consumers and backlog with `pulsar-admin topics stats {log.topic}` and its pending-ack store "
+            f"with `pulsar-txn pending-ack-stats -t {log.topic} -s {log.subscription}`; slow transactions that "
+            "hold acknowledgements: `pulsar-txn slow-transactions --time 0`"
+        )
+    return None
+
+
+def reason(state: LogState) -> str:
+    """Why the log is clear or held, in one sentence."""
+    log, oldest, recorded = state.log, state.oldest, state.recorded
+    if state.clear and state.clear_as == CREATED_UNBATCHED:
+        return (
+            f"its only ledger {oldest} was created after the brokers' buffered-writer metrics started, "
+            "and they have counted no batch: it holds no batched entry"
+        )
+    if state.clear:
+        return f"oldest ledger {oldest} > last batched ledger {recorded}"
+    fixed = {
+        CAUSE_ERROR: f"could not read its ledgers: {log.error}"
+        if log.error
+        else "the target reported no ledgers for it",
+        CAUSE_NOT_RECORDED: "its last batched ledger is not recorded yet: batching is not confirmed off everywhere",
+        CAUSE_INCONSISTENT: "the checkpoint is inconsistent with its ledgers",
+        CAUSE_MISSING: f"the {'coordinator' if log.kind == COORDINATOR else 'subscription'} was recorded but not found now",
+    }
+    if state.cause in fixed:
+        return fixed[state.cause]
+    return f"oldest ledger {oldest} <= last batched ledger {recorded}: {cause_text(state.cause, log, recorded)}"
+
+
+SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
+LIST_HANGING = "pulsar-txn abort-hanging --state OPEN"  # a dry run: what the next one aborts
+ABORT_ALL_HANGING = f"{LIST_HANGING} --execute --yes"
+
+
+def stall_problem(state: LogState, stall: str) -> str:
+    """The problem a stall of this log adds to a BLOCKED verdict."""
+    log = state.log
+    if stall == CAUSE_INCONSISTENT:
+        return (
+            f"{log.label}: the checkpoint records ledger {state.recorded}, newer than any of its "
+            f"ledgers (newest {max(log.ledgers)}); the checkpoint does not match this target"
+        )
+    if stall == STALL_PINNED:
+        return (
+            f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
+            "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
+        )
+    if stall == STALL_ACROSS:
+        return (
+            f"{log.label}: {log.ongoing_txns} transaction(s) open since before the "
+            "coordinator reopened without batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when "
+            "they end, the cursor stays pinned for good (the batch-index deletion stall)"
+        )
+    return f"{log.label}: {reason(state)}"
+
+
+def overdue_fixes(state: LogState, versions: list[str]) -> list[str]:
+    """The aborts of the first few overdue transactions of a coordinator (each, or its coordinator's reload)."""
+    return [command for txn_id in state.log.overdue_txns[:SHOWN_OVERDUE] for command in abort_fix(txn_id, versions)]
+
+
+def unlisted_overdue(states: list[LogState], versions: list[str]) -> tuple[str, str] | None:
+    """Beyond the aborts listed one by one: the count of the others and the one command that aborts them all
+    (problem, fix). Every overdue transaction is past its own timeout, so abort-hanging's default bound (half
+    of it) selects each of them (and any other transaction open that long)."""
+    unlisted = sum(max(len(s.log.overdue_txns) - SHOWN_OVERDUE, 0) for s in states if CAUSE_OVERDUE in s.stalls)
+    if not unlisted or not abort_supported(versions):
+        return None
+    return (
+        f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
+        f"`{ABORT_ALL_HANGING}` aborts every one of them (`{LIST_HANGING}` lists them first)",
+        ABORT_ALL_HANGING,
     )
 
 
@@ -114,11 +201,6 @@ def _traffic(log: LogObservation) -> str:
     if log.kind == COORDINATOR:
         return f"a transaction on coordinator {log.coordinator_id}"
     return f"transactional acknowledgements on subscription {log.subscription!r} of {log.topic}"
-
-
-def _empty_current(log: LogObservation, lac) -> bool:
-    """The current ledger holds no entry: the last confirmed entry is before it (or its entry -1)."""
-    return lac is not None and bool(log.ledgers) and (lac[0] < max(log.ledgers) or lac[1] < 0)
 
 
 # Inferred from Pulsar's MLTransactionLogImpl and ManagedCursorImpl and confirmed on a real Pulsar 4.0.7
@@ -144,46 +226,6 @@ BATCH_INDEX_ADVICE = (
     "-l LEAST --yes` for each, MOST and LEAST from that listing) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
     "set it before disabling batching, or end every open transaction before the switch"
 )
-
-
-def pinned_without_open_transactions(log: LogObservation, batch_index: bool | None) -> bool:
-    """The same, from the observation alone (before the log is recorded)."""
-    return log.effective_batching is False and _pinned_without_open_transactions(
-        log, Position.find(log.mark_delete), Position.find(log.last_confirmed), batch_index
-    )
-
-
-def _pinned_without_open_transactions(
-    log: LogObservation, mark, lac, batch_index: bool | None, held_since: int | None = None
-) -> bool:
-    """The TC log's cursor is behind its last entry, batch-index deletion is off, and no transaction
-    holds it: records that cannot be deleted pin it. Either none is open and entries after the cursor
-    were deleted, or the cursor has stood where it is since `held_since` while every transaction open
-    then has ended (each open one opened later): a busy cluster always has some open, which do not
-    hold it."""
-    if log.kind != COORDINATOR or batch_index is not False or mark is None or lac is None or not mark < lac:
-        return False
-    ranges = (log.individually_deleted or "").strip()
-    if log.ongoing_txns == 0:
-        return ranges not in ("", "[]")
-    return held_since is not None and log.oldest_open_ms is not None and log.oldest_open_ms > held_since
-
-
-def open_across_switch(log: LogObservation, batch_index: bool | None, unbatched_since: int | None = None) -> bool:
-    """Transactions open since before the coordinator reopened without batching, while batch-index
-    deletion is off: their records sit in batched entries that cannot be deleted once they end. Not when
-    no broker has written a batch since before the oldest of them opened (a reopen of a coordinator that
-    never batched, say): their records are all unbatched."""
-    return (
-        log.kind == COORDINATOR
-        and batch_index is False
-        and log.effective_batching is False
-        and bool(log.ongoing_txns)
-        and log.oldest_open_ms is not None
-        and log.opened_ms is not None
-        and log.oldest_open_ms < log.opened_ms
-        and (unbatched_since is None or log.oldest_open_ms < unbatched_since)
-    )
 
 
 OPEN_ACROSS_ADVICE = (
@@ -225,7 +267,7 @@ def cause_text(cause: str, log: LogObservation, recorded: int) -> str:
         CAUSE_NOT_ROLLED: f"ledger {recorded} is still the current ledger; it has not rolled over yet"
         + (
             f" (it is empty: it rolls over only after a write, {_traffic(log)}, or a reload)"
-            if _empty_current(log, Position.find(log.last_confirmed))
+            if empty_current(log)
             else ""
         ),
         CAUSE_TRIM_PENDING: "the cursor is past the batched entries; the old ledgers are not trimmed yet",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from pulsar_txn_cli.downgrade.advice import CAUSE_INCONSISTENT
+from pulsar_txn_cli.downgrade.causes import CAUSE_INCONSISTENT
 from pulsar_txn_cli.downgrade.verdict import BLOCKED, WAIT, DowngradeVerdict
 
 

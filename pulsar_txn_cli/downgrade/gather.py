@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pulsar_txn_cli.admin import writer_metrics
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import EVERY_OPEN
-from pulsar_txn_cli.doctor.transactions import age_ms, past_timeout
+from pulsar_txn_cli.transaction_ends import age_ms, past_timeout
 from pulsar_txn_cli.downgrade import effective
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,

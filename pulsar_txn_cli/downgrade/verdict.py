@@ -1,5 +1,11 @@
 """The downgrade verdict: a pure function of the observations and the checkpoint.
 
+In order: step 1 (batching configured and effective off: step1.py); the records (taken once step 1 is
+clean, raised when batching may have run since the last check: batched_since.py); each log's state, clear
+or held with a cause, from its observation and record alone (causes.py, where the argument for SAFE is
+written); the verdict, from those states and step 1's findings only; the reasons and advice an operator
+reads, rendered last (advice.py).
+
 It fails closed. SAFE is returned only when every fact it rests on was observed
 and checked; an error, a missing answer, an unknown state or an inconsistent checkpoint turns it
 into WAIT (something may settle by itself: retry) or BLOCKED (an operator must act).
@@ -9,21 +15,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pulsar_txn_cli.downgrade.advice import (
+from pulsar_txn_cli.downgrade import advice
+from pulsar_txn_cli.downgrade.batched_since import LABEL, baseline, newest_possibly_batched, since_last_check
+from pulsar_txn_cli.downgrade.causes import (
     CAUSE_BATCH_INDEX,
-    CAUSE_ERROR,
-    CAUSE_OPEN_ACROSS,
-    CAUSE_OVERDUE,
     CAUSE_INCONSISTENT,
     CAUSE_MISSING,
-    CAUSE_NOT_RECORDED,
-    cause_text,
-    diagnose,
-    open_across_switch,
-    pinned_without_open_transactions,
-    stall_fixes,
+    CAUSE_OPEN_ACROSS,
+    CAUSE_OVERDUE,
+    STALL_ACROSS,
+    STALL_PINNED,
+    Fleet,
+    LogState,
+    holds_no_batch,
+    log_state,
+    missing_state,
 )
-from pulsar_txn_cli.downgrade.batched_since import LABEL, baseline, newest_possibly_batched, since_last_check
 from pulsar_txn_cli.downgrade.checkpoint import Checkpoint, Record
 from pulsar_txn_cli.downgrade.observations import (
     COORDINATOR,
@@ -32,12 +39,11 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
-from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
-from pulsar_txn_cli.doctor.transactions import abort_fix, abort_supported
-from pulsar_txn_cli.names import parse_bool
+from pulsar_txn_cli.names import across_brokers, parse_bool
 from pulsar_txn_cli.natural import natural_key
 from pulsar_txn_cli.output.units import iso_ms
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS
 
 SAFE, WAIT, BLOCKED = "SAFE", "WAIT", "BLOCKED"
 
@@ -139,27 +145,26 @@ def downgrade_verdict(
         # such, it stays clear once that ledger rolls over, as an idle ledger does on its own after
         # managedLedgerMaxLedgerRolloverTimeMinutes, and the metrics rule no longer applies.
         usable = usable.with_nothing_batched_before(
-            {log.key: min(log.ledgers) for log in obs.logs if _holds_no_batch(log, since)}
+            {log.key: min(log.ledgers) for log in obs.logs if holds_no_batch(log, since)}
         )
     if usable is not None:
         usable = usable.with_marks(obs.logs, obs.taken_at)
 
-    batch_index = _batch_index_deletion(obs)
-    coordinators = [_item(log, usable, findings, batch_index, since) for log in obs.coordinators]
-    subscriptions = [_item(log, usable, findings, batch_index, since) for log in obs.subscriptions]
-    engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
-    _stalls(coordinators, findings, batch_index, engine=engine, unbatched_since=since)
-    _overdue(coordinators, findings, [b.version for b in obs.brokers if b.version])
-    _switch_would_stall(obs, findings, batch_index, engine=engine)
-    missing = _missing(obs, usable)
-    for item in missing:
-        (coordinators if item.observation.kind == COORDINATOR else subscriptions).append(item)
-        findings.waiting.append(f"{item.observation.label}: {item.reason}")
+    # Each log's state from its observation and record alone; the verdict follows from the states.
+    fleet = Fleet(_batch_index_deletion(obs), since)
+    states = [log_state(log, usable.record_for(log.key) if usable else None, fleet) for log in obs.logs]
+    states += _missing(obs, usable)
+    _stalls(states, findings, [b.version for b in obs.brokers if b.version], engine=obs.target.startswith("engine "))
+    _switch_would_stall(obs, findings, fleet.batch_index, engine=obs.target.startswith("engine "))
+    findings.waiting += [f"{s.log.label}: {advice.reason(s)}" for s in states if s.cause == CAUSE_MISSING]
 
+    items = [_render(s, fleet) for s in states]
+    coordinators = [i for i in items if i.observation.kind == COORDINATOR]
+    subscriptions = [i for i in items if i.observation.kind != COORDINATOR]
     problems = findings.blocked + findings.waiting + list(obs.problems)
     if findings.blocked:
         verdict = BLOCKED
-    elif problems or not all(i.clear for i in coordinators + subscriptions):
+    elif problems or not all(s.clear for s in states):
         verdict = WAIT
     else:
         verdict = SAFE
@@ -220,71 +225,32 @@ def _batching_since_last_check(obs: Observations, checkpoint: Checkpoint, findin
     return checkpoint.with_writers(kept, checkpoint.writers_at if carried else obs.taken_at)
 
 
-def _stalls(
-    items: list[ItemVerdict],
-    findings: Findings,
-    batch_index: bool | None,
-    *,
-    engine: bool,
-    unbatched_since: int | None = None,
-) -> None:
-    """A stall that time and traffic never clear needs an operator: BLOCKED, with what removes it.
-    Transactions open across the switch count even before the log is recorded (step 1 may still block
-    on the other log): its fixes alone would not lead anywhere."""
-    # With transactions open, the batch-index cause is diagnosed only where the cursor provably outlived
-    # every transaction open when it stopped (advice.diagnose); with their number unknown it stays WAIT.
-    stalled = [
-        i
-        for i in items
-        if i.cause == CAUSE_OPEN_ACROSS or (i.cause == CAUSE_BATCH_INDEX and i.observation.ongoing_txns is not None)
-    ]
-    for item in stalled:
-        findings.blocked.append(f"{item.observation.label}: {item.reason}")
-    for item in items:
-        log = item.observation
-        if item not in stalled and not item.clear and pinned_without_open_transactions(log, batch_index):
-            stalled.append(item)
-            findings.blocked.append(
-                f"{log.label}: the cursor is pinned at {log.mark_delete} (last confirmed {log.last_confirmed}) with "
-                "no transaction open and acknowledgmentAtBatchIndexLevelEnabled=false: the batch-index deletion stall"
-            )
-        elif item not in stalled and not item.clear and open_across_switch(log, batch_index, unbatched_since):
-            stalled.append(item)
-            findings.blocked.append(
-                f"{item.observation.label}: {item.observation.ongoing_txns} transaction(s) open since before the "
-                "coordinator reopened without batching, with acknowledgmentAtBatchIndexLevelEnabled=false: when "
-                "they end, the cursor stays pinned for good (the batch-index deletion stall)"
-            )
-    if stalled:
+# The order stalls are told in: an inconsistent record, the batch-index deletion stall as a log's cause,
+# then as the cursor of a log held otherwise shows it, then transactions long past their own timeout.
+TURNS = (
+    (CAUSE_INCONSISTENT,),
+    (CAUSE_OPEN_ACROSS, CAUSE_BATCH_INDEX),
+    (STALL_PINNED, STALL_ACROSS),
+    (CAUSE_OVERDUE,),
+)
+BATCH_INDEX_STALLS = TURNS[1] + TURNS[2]
+
+
+def _stalls(states: list[LogState], findings: Findings, versions: list[str], *, engine: bool) -> None:
+    """What only an operator removes makes the verdict BLOCKED: each stall, with its fixes (what removes
+    the batch-index deletion stall goes before every other fix)."""
+    for turn in TURNS:
+        for state in states:
+            for stall in (s for s in state.stalls if s in turn):
+                findings.blocked.append(advice.stall_problem(state, stall))
+                for command in advice.overdue_fixes(state, versions) if stall == CAUSE_OVERDUE else ():
+                    findings.fix(command)
+    more = advice.unlisted_overdue(states, versions)
+    if more:
+        findings.blocked.append(more[0])
+        findings.fix(more[1])
+    if any(stall in BATCH_INDEX_STALLS for state in states for stall in state.stalls):
         _stall_fixes_first(findings, engine)
-
-
-SHOWN_OVERDUE = 5  # abort fixes listed per coordinator; the reason counts them all
-LIST_HANGING = "pulsar-txn abort-hanging --state OPEN"  # a dry run: what the next one aborts
-ABORT_ALL_HANGING = f"{LIST_HANGING} --execute --yes"
-
-
-def _overdue(items: list[ItemVerdict], findings: Findings, versions: list[str]) -> None:
-    """Transactions long past their own timeout never end by themselves: BLOCKED, with their aborts.
-    Beyond the few listed one by one, the count of the others and the one command that aborts them all."""
-    unlisted = 0
-    for item in items:
-        if item.cause != CAUSE_OVERDUE:
-            continue
-        findings.blocked.append(f"{item.observation.label}: {item.reason}")
-        overdue = item.observation.overdue_txns
-        for txn_id in overdue[:SHOWN_OVERDUE]:
-            for command in abort_fix(txn_id, versions):
-                findings.fix(command)
-        unlisted += max(len(overdue) - SHOWN_OVERDUE, 0)
-    if unlisted and abort_supported(versions):
-        # Every overdue transaction is past its own timeout, so abort-hanging's default bound (half of it)
-        # selects each of them (and any other transaction open that long).
-        findings.blocked.append(
-            f"{unlisted} more overdue transaction(s) than the aborts listed one by one: "
-            f"`{ABORT_ALL_HANGING}` aborts every one of them (`{LIST_HANGING}` lists them first)"
-        )
-        findings.fix(ABORT_ALL_HANGING)
 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
@@ -310,7 +276,7 @@ def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool
 
 def _stall_fixes_first(findings: Findings, engine: bool) -> None:
     """What removes a stall goes before every other fix: the switch refuses to turn batching off until then."""
-    findings.fixes[:0] = [f for f in stall_fixes(engine) if f not in findings.fixes]
+    findings.fixes[:0] = [f for f in advice.stall_fixes(engine) if f not in findings.fixes]
 
 
 def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | None, bool]:
@@ -330,132 +296,36 @@ def _check_checkpoint(obs, checkpoint, error, findings) -> tuple[Checkpoint | No
 
 
 def _batch_index_deletion(obs: Observations) -> bool | None:
-    """acknowledgmentAtBatchIndexLevelEnabled across the brokers: False if any broker has it off."""
-    flags = [parse_bool((b.runtime or {}).get(BATCH_INDEX_KEY)) for b in obs.brokers]
-    if any(f is False for f in flags):
-        return False
-    if flags and all(f is True for f in flags):
-        return True
-    return None
+    """acknowledgmentAtBatchIndexLevelEnabled across the brokers."""
+    return across_brokers([parse_bool((b.runtime or {}).get(BATCH_INDEX_KEY)) for b in obs.brokers])
 
 
-def _item(
-    log: LogObservation,
-    checkpoint: Checkpoint | None,
-    findings: Findings,
-    batch_index: bool | None,
-    unbatched_since: int | None = None,
-) -> ItemVerdict:
-    record = checkpoint.record_for(log.key) if checkpoint is not None else None
-    recorded = record.last_batched_ledger_id if record else None
-    if log.error:
-        advice = "retry; if it persists, check that the broker that owns it is healthy"
-        if log.kind == COORDINATOR and "not found" in log.error.lower():
-            # A real broker loads a coordinator only when a transactional client connects to it
-            # (docs/real-broker-findings.md); until then its stats answer 404 or 500.
-            advice = (
-                "the coordinator is not loaded: it loads when a transactional client connects; "
-                "check again once clients are running (or start one)"
-            )
-        return ItemVerdict(log, None, recorded, False, f"could not read its ledgers: {log.error}", CAUSE_ERROR, advice)
-    if not log.ledgers:
-        return ItemVerdict(
-            log,
-            None,
-            recorded,
-            False,
-            "the target reported no ledgers for it",
-            CAUSE_ERROR,
-            "retry once the log is loaded (a managed ledger always has a current ledger)",
-        )
-    oldest, newest = min(log.ledgers), max(log.ledgers)
-    if _holds_no_batch(log, unbatched_since):
-        return ItemVerdict(
-            log,
-            oldest,
-            recorded,
-            True,
-            f"its only ledger {oldest} was created after the brokers' buffered-writer metrics started, "
-            "and they have counted no batch: it holds no batched entry",
-        )
-    if record is None:
-        return ItemVerdict(
-            log,
-            oldest,
-            None,
-            False,
-            "its last batched ledger is not recorded yet: batching is not confirmed off everywhere",
-            CAUSE_NOT_RECORDED,
-            "fix what blocks step 1, then check again",
-        )
-    if recorded > newest:
-        findings.blocked.append(
-            f"{log.label}: the checkpoint records ledger {recorded}, newer than any of its "
-            f"ledgers (newest {newest}); the checkpoint does not match this target"
-        )
-        return ItemVerdict(
-            log,
-            oldest,
-            recorded,
-            False,
-            "the checkpoint is inconsistent with its ledgers",
-            CAUSE_INCONSISTENT,
-            "`pulsar-txn downgrade reset`, then check again",
-        )
-    if oldest > recorded:
-        return ItemVerdict(log, oldest, recorded, True, f"oldest ledger {oldest} > last batched ledger {recorded}")
-    held_since = iso_ms(record.mark_since) if record.mark_delete == log.mark_delete else None
-    cause, advice = diagnose(log, recorded, batch_index, held_since, unbatched_since)
+def _render(state: LogState, fleet: Fleet) -> ItemVerdict:
+    """A log's state as the operator reads it: its reason and advice."""
     return ItemVerdict(
-        log,
-        oldest,
-        recorded,
-        False,
-        f"oldest ledger {oldest} <= last batched ledger {recorded}: {cause_text(cause, log, recorded)}",
-        cause,
-        advice,
+        state.log,
+        state.oldest,
+        state.recorded,
+        state.clear,
+        advice.reason(state),
+        state.cause,
+        advice.advice_for(state, fleet.batch_index),
     )
 
 
-def _holds_no_batch(log: LogObservation, unbatched_since: int | None) -> bool:
-    """Its only ledger was created after every broker's buffered-writer metrics started, and they
-    counted no batch: it cannot hold a batched entry (a ledger is written by its creator only)."""
-    return (
-        unbatched_since is not None
-        and not log.error
-        and len(log.ledgers) == 1
-        and (log.current_created_ms or -1) >= unbatched_since
-    )
-
-
-def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[ItemVerdict]:
-    """Recorded items the check did not see: they may have been missed, so they are not clear."""
+def _missing(obs: Observations, checkpoint: Checkpoint | None) -> list[LogState]:
+    """Recorded logs the check did not see: they may have been missed, so they are not clear."""
     if checkpoint is None:
         return []
     seen = {log.key for log in obs.logs}
-    items = []
-    for cid, record in sorted(checkpoint.coordinators.items()):
-        log = LogObservation(COORDINATOR, coordinator_id=cid)
-        if log.key not in seen:
-            items.append(_missing_item(log, record, "the coordinator was recorded but not found now"))
-    for (topic, sub), record in sorted(checkpoint.subscriptions.items(), key=lambda kv: tuple(map(natural_key, kv[0]))):
-        log = LogObservation("subscription", topic=topic, subscription=sub)
-        if log.key not in seen:
-            items.append(_missing_item(log, record, "the subscription was recorded but not found now"))
-    return items
-
-
-def _missing_item(log: LogObservation, record: Record, why: str) -> ItemVerdict:
-    return ItemVerdict(
-        log,
-        None,
-        record.last_batched_ledger_id,
-        False,
-        why,
-        CAUSE_MISSING,
-        "if it was deleted on purpose, `pulsar-txn downgrade reset` and check again "
-        "(a new record is taken; that only delays SAFE, it never hastens it)",
-    )
+    recorded = [
+        (LogObservation(COORDINATOR, coordinator_id=cid), r) for cid, r in sorted(checkpoint.coordinators.items())
+    ]
+    recorded += [
+        (LogObservation("subscription", topic=topic, subscription=sub), r)
+        for (topic, sub), r in sorted(checkpoint.subscriptions.items(), key=lambda kv: tuple(map(natural_key, kv[0])))
+    ]
+    return [missing_state(log, record) for log, record in recorded if log.key not in seen]
 
 
 def verdict_line(verdict) -> str:

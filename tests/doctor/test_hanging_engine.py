@@ -131,7 +131,7 @@ def test_abort_hanging_nothing_to_do(cli, aged):
 
 def test_pre_3_2_brokers_have_no_abort_endpoint():
     from pulsar_txn_cli.doctor.hanging import AbortUnsupported, check_abort_supported
-    from pulsar_txn_cli.doctor.transactions import abort_fix
+    from pulsar_txn_cli.transaction_ends import abort_fix
 
     check_abort_supported(["3.2.0", "4.0.7"])
     with pytest.raises(AbortUnsupported) as raised:

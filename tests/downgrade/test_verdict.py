@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pulsar_txn_cli.downgrade import advice, entry_scan, step1, upgrade, verdict as v
+from pulsar_txn_cli.downgrade import advice, causes, entry_scan, step1, upgrade, verdict as v
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS, TC_BATCH_KEY
 from tests.downgrade.builders import T1, TARGET, broker, checkpoint, obs, sub, tc
 
@@ -62,13 +62,13 @@ def test_a_recorded_item_not_found_now_is_not_clear():
     result = v.downgrade_verdict(obs([tc(0, (6,))]), cp)
     assert result.verdict == v.WAIT
     missing = result.coordinators[1]
-    assert missing.observation.coordinator_id == 1 and not missing.clear and missing.cause == advice.CAUSE_MISSING
+    assert missing.observation.coordinator_id == 1 and not missing.clear and missing.cause == causes.CAUSE_MISSING
 
 
 def test_a_recorded_ledger_newer_than_the_log_is_an_inconsistent_checkpoint():
     result = v.downgrade_verdict(obs([tc(0, (3, 4))]), checkpoint({0: 99}))
     assert result.verdict == v.BLOCKED
-    assert result.coordinators[0].cause == advice.CAUSE_INCONSISTENT
+    assert result.coordinators[0].cause == causes.CAUSE_INCONSISTENT
 
 
 # -- failing closed ------------------------------------------------------------------------------
@@ -237,16 +237,16 @@ def _cause(log, recorded=4, brokers=None):
 
 def test_cause_ledger_not_rolled():
     item = _cause(tc(0, (4,), mark="4:1", lac="4:9"))
-    assert item.cause == advice.CAUSE_NOT_ROLLED and "unload" in item.advice
+    assert item.cause == causes.CAUSE_NOT_ROLLED and "unload" in item.advice
 
 
 def test_cause_trim_pending_when_the_cursor_consumed_everything():
-    assert _cause(tc(0, (4, 5), mark="5:3", lac="5:3")).cause == advice.CAUSE_TRIM_PENDING
+    assert _cause(tc(0, (4, 5), mark="5:3", lac="5:3")).cause == causes.CAUSE_TRIM_PENDING
 
 
 def test_cause_open_transaction():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=2))
-    assert item.cause == advice.CAUSE_OPEN_TXN and "slow-transactions" in item.advice
+    assert item.cause == causes.CAUSE_OPEN_TXN and "slow-transactions" in item.advice
     assert "2 open transaction(s)" in item.reason
 
 
@@ -256,7 +256,7 @@ def test_transactions_long_past_their_timeout_are_blocked_with_their_aborts():
     log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=2, overdue_txns=("(0,7)",))
     result = v.downgrade_verdict(obs([log], brokers=[broker(version="4.0.7")]), checkpoint({0: 4}))
     item = result.coordinators[0]
-    assert item.cause == advice.CAUSE_OVERDUE and "(0,7)" in item.reason and "never end" in item.reason
+    assert item.cause == causes.CAUSE_OVERDUE and "(0,7)" in item.reason and "never end" in item.reason
     assert (
         result.verdict == v.BLOCKED
         and "coordinator 0: oldest ledger 4 <= last batched ledger 4: 1 transaction(s) open long past"
@@ -267,7 +267,7 @@ def test_transactions_long_past_their_timeout_are_blocked_with_their_aborts():
     old = v.downgrade_verdict(obs([log], brokers=[broker(version="2.11.0")]), checkpoint({0: 4}))
     assert old.fixes == ["pulsar-txn unload --coordinator 0 --yes"]
     # Open, but within their timeout: they may still end, so WAIT as before.
-    assert _cause(replace(log, overdue_txns=())).cause == advice.CAUSE_OPEN_TXN
+    assert _cause(replace(log, overdue_txns=())).cause == causes.CAUSE_OPEN_TXN
 
 
 def test_the_batch_index_stall_is_blocked_with_its_fixes():
@@ -276,7 +276,7 @@ def test_the_batch_index_stall_is_blocked_with_its_fixes():
     log = tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0)
     result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
     item = result.coordinators[0]
-    assert item.cause == advice.CAUSE_BATCH_INDEX and "only an operator can clear" in item.reason
+    assert item.cause == causes.CAUSE_BATCH_INDEX and "only an operator can clear" in item.reason
     assert "acknowledgmentAtBatchIndexLevelEnabled" in item.advice and "facts" not in item.advice
     assert result.verdict == v.BLOCKED and result.problems[0].startswith("coordinator 0: ")
     assert "acknowledgmentAtBatchIndexLevelEnabled=true in every broker's broker.conf" in result.fixes[0]
@@ -284,7 +284,7 @@ def test_the_batch_index_stall_is_blocked_with_its_fixes():
 
 def test_the_batch_index_cause_with_open_transactions_unknown_is_not_blocked():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=None), brokers=[broker(batch_index=False)])
-    assert item.cause == advice.CAUSE_BATCH_INDEX  # WAIT: whether transactions are open is not known
+    assert item.cause == causes.CAUSE_BATCH_INDEX  # WAIT: whether transactions are open is not known
 
 
 def test_transactions_open_across_the_switch_without_batch_index_acks_are_blocked():
@@ -292,7 +292,7 @@ def test_transactions_open_across_the_switch_without_batch_index_acks_are_blocke
     log = tc(0, (4,), mark="4:1", lac="4:9", ongoing_txns=2, oldest_open_ms=1_000, opened_ms=5_000)
     result = v.downgrade_verdict(obs([log], brokers=[broker(batch_index=False)]), checkpoint({0: 4}))
     assert result.verdict == v.BLOCKED
-    assert result.coordinators[0].cause == advice.CAUSE_OPEN_ACROSS
+    assert result.coordinators[0].cause == causes.CAUSE_OPEN_ACROSS
     # The same transactions opened after the reopen hold no batched record: they only need to end.
     later = replace(log, oldest_open_ms=6_000)
     assert v.downgrade_verdict(obs([later], brokers=[broker(batch_index=False)]), checkpoint({0: 4})).verdict == v.WAIT
@@ -335,12 +335,12 @@ def test_turning_tc_batching_off_with_open_transactions_turns_batch_index_deleti
 
 def test_cause_cursor_stuck_on_a_tc_log_with_batch_index_acks():
     item = _cause(tc(0, (4, 5), mark="4:2", lac="5:3", ongoing_txns=0), brokers=[broker(batch_index=True)])
-    assert item.cause == advice.CAUSE_CURSOR_STUCK
+    assert item.cause == causes.CAUSE_CURSOR_STUCK
 
 
 def test_cause_pending_ack_cursor_stuck_points_at_the_subscription():
     item = _cause(sub(ledgers=(4, 5), mark="4:0", lac="5:3", ongoing_txns=0))
-    assert item.cause == advice.CAUSE_CURSOR_STUCK and "topics stats persistent://public/default/t" in item.advice
+    assert item.cause == causes.CAUSE_CURSOR_STUCK and "topics stats persistent://public/default/t" in item.advice
 
 
 # -- JSON shape ----------------------------------------------------------------------------------

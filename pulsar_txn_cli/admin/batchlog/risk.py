@@ -9,7 +9,7 @@ from pulsar_txn_cli.admin.batchlog.logs import PENDING_ACK, Log, store_key
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed
-from pulsar_txn_cli.names import TxnID, parse_bool
+from pulsar_txn_cli.names import TxnID, across_brokers, parse_bool
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY
 
 SHOWN_TRANSACTIONS = 5
@@ -46,8 +46,7 @@ def switch_off_risk(admin, setting: dict, reload: bool, log: Log | None = None, 
     if not count and not uncounted:
         return None
     brokers = _batch_index_flags(admin)
-    flags = [b["batchIndexDeletion"] for b in brokers]
-    deletion = False if False in flags else (True if flags and all(flags) else None)
+    deletion = across_brokers([b["batchIndexDeletion"] for b in brokers])
     if deletion is True:
         return None
     return {
