@@ -157,6 +157,24 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.timeout(max(bounds)))
 
 
+def port_outside_ephemeral_range() -> int:
+    """A port free now and below Linux's ephemeral range (32768 and up), for a server that stops and
+    listens again on the same port: a port the kernel hands out could meanwhile be taken by any connection
+    another test worker opens."""
+    import random
+    import socket
+
+    for _ in range(200):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port between 20000 and 32767")
+
+
 def isolate(monkeypatch, tmp_path) -> None:
     """No target from the environment, and HOME, state and data under tmp_path: a test never reads
     or writes the user's engine, state, client.conf or pulsarctl config."""

@@ -29,7 +29,7 @@ import pytest
 
 from pulsar_txn_cli.engine.broker import Engine
 from tests import sigint
-from tests.conftest import assert_no_crash, run_cli
+from tests.conftest import assert_no_crash, port_outside_ephemeral_range, run_cli
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -305,31 +305,13 @@ def test_every_suggestion_on_a_served_engine_runs_as_printed(monkeypatch, tmp_pa
 RANK = {"BLOCKED": 0, "WAIT": 1, "SAFE": 2}
 
 
-def _port_outside_ephemeral_range() -> int:
-    """A port free now and below Linux's ephemeral range (32768 and up): a served place stops and listens
-    again on the same port, and a port the kernel hands out could meanwhile be taken by any connection
-    another test worker opens."""
-    import random
-    import socket
-
-    for _ in range(200):
-        port = random.randrange(20000, 32768)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port between 20000 and 32767")
-
-
 class Place:
     """An engine directory and the user state directory that goes with it (checkpoints, batch-log
     records), reached by --engine-dir or served by URL (`engine serve`) on a fixed port."""
 
     def __init__(self, directory, state, *, served: bool, port: int | None = None):
         self.dir, self.state, self.served = directory, state, served
-        self.port = _port_outside_ephemeral_range() if port is None else port
+        self.port = port_outside_ephemeral_range() if port is None else port
         self.server = None
 
     def __enter__(self):

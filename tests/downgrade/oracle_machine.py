@@ -39,7 +39,7 @@ from pulsar_txn_cli.engine.coordinator import OPEN
 from pulsar_txn_cli.engine.oracle import batched_ledgers, copy_engine, downgrade_oracle, horizon_ms, traffic
 from pulsar_txn_cli.engine.advance import advance
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
-from tests.conftest import run_cli
+from tests.conftest import port_outside_ephemeral_range, run_cli
 
 SMALL = {
     "managedLedgerMaxEntriesPerLedger": "50",
@@ -507,3 +507,25 @@ class VerdictOracleSound(VerdictOracle):
     )
     def start(self, batching, batch_index, coordinators, held, downgrading, index_lag=5):
         super().start(batching, batch_index, coordinators, held, downgrading, index_lag)
+
+
+class VerdictOracleServed(VerdictOracleSound):
+    """The same walks with every check of the operator's made by URL, through `engine serve` (--admin-url),
+    as on a cluster: the observations come over HTTP from the served engine's REST answers and metrics,
+    and the checkpoint is the one an engine-directory check keeps (both know the engine by its id)."""
+
+    def __init__(self):
+        super().__init__()
+        self.port = port_outside_ephemeral_range()  # one URL for the whole walk
+
+    def check(self, directory=None, checkpoint=None):
+        if directory is not None:
+            return super().check(directory, checkpoint)  # a copy, judged by time alone
+        from pulsar_txn_cli.admin import server
+
+        served = server.start(str(self.dir), port=self.port)
+        try:
+            args = ["downgrade", "check", "--admin-url", served.url, "--checkpoint", checkpoint or self.checkpoint]
+            return cli([*args, "-o", "json"], expect=(0, 5, 6)).json()
+        finally:
+            served.close()

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.conftest import isolate
-from tests.downgrade.oracle_machine import VerdictOracle, VerdictOracleSound
+from tests.downgrade.oracle_machine import VerdictOracle, VerdictOracleServed, VerdictOracleSound
 
 # A fixed budget of walks long enough for batching to come back between checks, derandomized so a failure
 # reproduces; the deep profile (`python -m bench verdict_oracle`) explores at random for longer.
@@ -26,11 +26,20 @@ FAST = settings(
 # Judged against the oracle's future: a copy and rounds of traffic per judged check, so fewer walks.
 JUDGED = settings(FAST, max_examples=int(os.environ.get("VERDICT_ORACLE_JUDGED", "40")))
 
+# Every check by URL through `engine serve`: a server started per check, so fewer walks.
+SERVED = settings(FAST, max_examples=int(os.environ.get("VERDICT_ORACLE_SERVED", "15")))
+
 
 @pytest.mark.timeout(900)
 def test_never_a_false_safe(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
     run_state_machine_as_test(VerdictOracleSound, settings=FAST)
+
+
+@pytest.mark.timeout(600)
+def test_never_a_false_safe_by_url(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    run_state_machine_as_test(VerdictOracleServed, settings=SERVED)
 
 
 @pytest.mark.timeout(600)
