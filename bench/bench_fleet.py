@@ -108,6 +108,25 @@ def seen(name: str, out) -> int:
     raise ValueError(name)
 
 
+def broker_listed(url: str) -> int:
+    """How many of the fleet topic's partitions have the fleet's subscription, by the broker's own listing (its
+    partitioned stats, partition by partition): the count each command's coverage is held to, not the command's."""
+    import urllib.request
+
+    path = f"/admin/v2/persistent/{FLEET_TOPIC.split('://')[1]}/partitioned-stats?perPartition=true"
+    with urllib.request.urlopen(url + path, timeout=300) as answer:
+        partitions = json.loads(answer.read())["partitions"]
+    return sum(1 for stats in partitions.values() if FLEET_SUB in (stats.get("subscriptions") or {}))
+
+
+FLEET_PARTITION = re.compile(re.escape(FLEET_TOPIC.split("://")[1]) + r"-partition-(\d+)")
+
+
+def partitions_requested(requests: list[tuple]) -> int:
+    """How many distinct fleet partitions the command's requests named, by the broker's request log."""
+    return len({m.group(1) for _, path, _, _ in requests for m in FLEET_PARTITION.finditer(path)})
+
+
 # --------------------------------------------------------------------------- the broker's own request count
 
 # Jetty's NCSA line: "METHOD PATH HTTP/x" STATUS BYTES "REFERER" "AGENT" MILLISECONDS
@@ -389,6 +408,7 @@ def measure_size(
             "exit": run.exit_code,
             "ok": all(t.run.exit_code in command.ok_exits for t in trials),
             "seen": seen(command.name, run.output) if run.output is not None else 0,
+            "partitionsRequested": min(partitions_requested(t.run.requests) for t in trials),
             "failedRequests": max(len(failed(t.run.requests)) for t in trials),
             "perSubMs": 1000 * run.seconds / size,
             "concurrency": command.concurrency,
@@ -431,7 +451,8 @@ def measure_size(
         rows.append(row)
         out(
             f"{size:>5} subs  {command.name:<36} {run.seconds:6.2f} s  {count:>5} requests  {row['rps']:6.0f} req/s"
-            f"  peak RSS {run.rss_mib:5.0f} MiB  exit {run.exit_code}  seen {row['seen']}  "
+            f"  peak RSS {run.rss_mib:5.0f} MiB  exit {run.exit_code}  seen {row['seen']} (asked about "
+            f"{row['partitionsRequested']} partitions)  "
             f"{row['perSubMs']:.2f} ms/sub | floor (c={command.concurrency}) {trial.floor_seconds:5.2f} s "
             f"{row['floorRps']:6.0f} req/s -> {row['ofFloor']:.2f} of the floor; as a process {trial.process_seconds:5.2f} s "
             f"-> {row['ofFloorProcess']:.2f}; parsing its answers -> {row['ofFloorParsed']:.2f}{_spread(row)} | pulsar-admin "
@@ -548,7 +569,10 @@ def run(broker, sizes, scratch: Path, out=print, repeat: int = 1) -> dict:
             anchor_call = anchor_call_seconds(broker.admin_url, scratch)
             out(f"pulsar-admin transactions pending-ack-internal-stats, one JVM: {anchor_call:.2f} s (median of 3)")
         pid = broker.proc.pid if getattr(broker, "proc", None) is not None else None
-        rows += measure_size(broker.admin_url, size, log, scratch, anchor_call, out, repeat, pid)
+        listed = broker_listed(broker.admin_url)
+        out(f"the broker lists {listed} partitions with the fleet's subscription")
+        measured = measure_size(broker.admin_url, size, log, scratch, anchor_call, out, repeat, pid)
+        rows += [{**row, "brokerListed": listed} for row in measured]
     costs = transport_cost(broker.admin_url)
     out(
         "one request at a time, the same GET: "

@@ -3,7 +3,8 @@
 `ScriptedServer(handler)` calls handler(request) for every request; the handler returns
 (status, headers, body) or one of the actions DROP (close the socket without answering),
 ("sleep", seconds, answer) and ("close", answer) (answer, then close the kept-alive connection
-without saying so, as a server's idle timeout does). Every request is recorded with its headers.
+without saying so, as a server's idle timeout does). Every request is recorded with its headers;
+`wait_closed(n)` waits until the server has closed n connections.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class ScriptedServer:
     def __init__(self, handler, *, ssl_context=None, host: str = "127.0.0.1", port: int = 0):
         self.handler = handler
         self.requests: list[Request] = []
+        self.closed = 0  # connections the server has shut down and closed
+        self._closing = threading.Condition()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -80,7 +83,14 @@ class ScriptedServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        class Server(ThreadingHTTPServer):
+            def shutdown_request(self, request):
+                super().shutdown_request(request)
+                with owner._closing:
+                    owner.closed += 1
+                    owner._closing.notify_all()
+
+        self.httpd = Server((host, port), Handler)
         self.httpd.daemon_threads = True
         scheme = "http"
         if ssl_context is not None:
@@ -89,6 +99,12 @@ class ScriptedServer:
         self.url = f"{scheme}://{host}:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def wait_closed(self, count: int, timeout: float = 10.0) -> None:
+        """Until the server has closed COUNT connections (its side of each: shut down, then closed)."""
+        with self._closing:
+            if not self._closing.wait_for(lambda: self.closed >= count, timeout):
+                raise AssertionError(f"the server closed {self.closed} connections in {timeout} s, not {count}")
 
     def close(self):
         self.httpd.shutdown()

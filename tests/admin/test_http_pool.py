@@ -70,8 +70,11 @@ class RawServer:
                     ),
                     0,
                 )
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
+                while len(buffer) < length:  # the body, in as many segments as it comes
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
                 self.requests.append((number, head + b"\r\n\r\n" + buffer[:length]))
                 buffer = buffer[length:]
                 answer = self.answers[min(len(self.requests) - 1, len(self.answers) - 1)]

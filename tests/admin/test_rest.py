@@ -1,7 +1,6 @@
 """The REST transport against real local servers that misbehave on purpose."""
 
 import ssl
-import time
 
 import pytest
 
@@ -309,7 +308,7 @@ def test_a_connection_the_server_closed_is_not_used_for_a_post():
     with ScriptedServer(sequence(("close", json_answer(TENANTS)), (204, {}, b""))) as server:
         admin = rest_admin(server.url, retries=0, sleeps=sleeps)
         assert admin.tenants() == TENANTS
-        time.sleep(0.3)  # the server closes its side after answering
+        server.wait_closed(1)  # the server closes its side after answering
         admin.update_dynamic_config("transactionLogBatchedWriteEnabled", True)
     assert [r.method for r in server.requests] == ["GET", "POST"]
     assert server.requests[0].peer != server.requests[1].peer
@@ -321,9 +320,9 @@ def test_a_connection_the_server_closed_is_replaced_without_the_transports_retri
     sleeps = Sleeps()
     with ScriptedServer(always(("close", json_answer(TENANTS)))) as server:
         admin = rest_admin(server.url, retries=0, sleeps=sleeps)
-        for _ in range(3):
+        for answered in range(1, 4):
             assert admin.tenants() == TENANTS
-            time.sleep(0.2)
+            server.wait_closed(answered)  # before the next request, as an idle timeout would have
     assert len(server.requests) == 3 and len({r.peer for r in server.requests}) == 3
     assert sleeps == []
 

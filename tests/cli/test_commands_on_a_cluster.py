@@ -202,7 +202,15 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
     broker.unload("pulsar", "system", "transaction_coordinator_assign-partition-1")  # someone reloads coordinator 1
     partial = ok(run("get-txn-tc-batch-log-stat", "-o", "json")).json()
     assert partial["coodinatorArray"] == [{"0": False}, {"1": True}]
-    ok(run("set-txn-tc-batch-log", "--enable", "true", "--reload", "--yes"))
+    reloaded = ok(run("set-txn-tc-batch-log", "--enable", "true", "--reload", "--yes", "-o", "json"))
+    said = reloaded.json()
+    assert (said["setting"], said["value"], said["previous"]) == ("transactionLogBatchedWriteEnabled", True, True)
+    assert [(r["topic"], r["unloaded"], r["error"]) for r in said["reload"]] == [
+        (f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}", True, None) for i in (0, 1)
+    ]
+    assert "reloaded 2 of 2 topic(s); batching is enabled for every coordinator whose store reopened." in (
+        reloaded.stderr
+    )
     assert broker.unloaded[-2:] == [
         f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}" for i in (0, 1)
     ]
@@ -218,7 +226,13 @@ def test_reload_asks_and_refuses_without_a_terminal(run, broker):
 
 
 def test_pending_ack_set_reload_and_stat(run, broker):
-    ok(run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y"))
+    result = ok(run("set-txn-pending-ack-batch-log", "--enable", "--reload", "-y"))
+    assert _rows(result.stdout) == [["transactionPendingAckBatchedWriteEnabled", "yes", "no", f"cluster {broker.url}"]]
+    assert _rows(result.stdout, "reload") == [
+        ["persistent://public/default/a-b", "yes", "-"],
+        ["persistent://public/default/my-topic", "yes", "-"],
+    ]
+    assert f"transactionPendingAckBatchedWriteEnabled is now true on cluster {broker.url} (was false)." in result.stderr
     assert set(broker.unloaded) == {"persistent://public/default/my-topic", "persistent://public/default/a-b"}
     data = ok(run("get-txn-pending-ack-batch-log-stat", "-o", "json")).json()
     assert data["txnPendingAckBatchLogEnabled"] is True

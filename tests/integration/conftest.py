@@ -31,6 +31,14 @@ def pytest_runtest_setup(item):
     from tests.conftest import REAL_SET_TIMEOUTS
 
     harness.CURRENT_SET[0] = next((m.name for m in item.iter_markers() if m.name in REAL_SET_TIMEOUTS), "fast")
+    if harness.CURRENT_SET[0] != "fast":
+        import shutil
+
+        from tests.conftest import missing_tool
+
+        missing = [tool for tool in ("java", "mvn") if not shutil.which(tool)]
+        if missing:  # the brokers, the harness's build and Pulsar's own tools are all Java
+            missing_tool(f"{' and '.join(missing)} {'are' if len(missing) > 1 else 'is'}")
 
 
 @pytest.fixture(scope="session")
