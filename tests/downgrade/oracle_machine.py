@@ -81,6 +81,11 @@ class VerdictOracle(RuleBasedStateMachine):
     thorough = False
     judging = True  # False: only soundness (never a false SAFE, SAFE stays SAFE), for the widest exploration
 
+    @property
+    def behind_allowed(self) -> bool:
+        """Batching switched behind the tool's back: in the soundness walks (see behind_the_back)."""
+        return not self.judging
+
     def __init__(self):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="verdict-oracle-"))
@@ -169,7 +174,7 @@ class VerdictOracle(RuleBasedStateMachine):
     # Soundness only: where batching is switched behind the tool's back, two of the judged liveness properties
     # do not hold yet (a WAIT that needs an unload after a change without one; fixes that leave batched ledgers
     # while broker.conf and the dynamic configuration disagree), so the judged machine leaves it out.
-    @precondition(lambda self: not self.judging)
+    @precondition(lambda self: self.behind_allowed)
     @rule(log=st.sampled_from(["tc", "pa"]), on=st.booleans(), reload=st.booleans())
     def behind_the_back(self, log, on, reload):
         """Batching switched without the tool: `pulsar-admin brokers update-dynamic-config` by another operator or
@@ -189,7 +194,7 @@ class VerdictOracle(RuleBasedStateMachine):
     def batching_spell(self, logs, transactions, behind):
         """Batching comes back for a while and goes again between two checks: someone turns it on (with the tool, or
         behind its back with an unload), clients write, it is turned off again, and clients go on."""
-        behind = behind and not self.judging  # (see behind_the_back)
+        behind = behind and self.behind_allowed  # (see behind_the_back)
         for on in (True, False):
             for log in logs:
                 self.behind_the_back(log, on, True) if behind else self.switch(log, on, True)
