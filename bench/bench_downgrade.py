@@ -41,7 +41,7 @@ def build(directory: Path, coordinators: int, subscriptions: int) -> None:
 
 def timed_check(url: str, concurrency: int, checkpoint: Path) -> tuple[float, object]:
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
     from pulsar_txn_cli.downgrade import runner
 
     admin = connect(TargetFlags(admin_url=url))
@@ -89,7 +89,7 @@ class served_engine:
         import sys
 
         code = (
-            "import sys; from pulsar_txn_cli.admin import server\n"
+            "import sys; from pulsar_txn_cli.engine import server\n"
             "try:\n"
             "    server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))\n"
             "except KeyboardInterrupt:\n"

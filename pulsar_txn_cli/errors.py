@@ -3,7 +3,7 @@
 This is the one place where failures meet exit codes; cli/main.py turns any of these into one
 line on stderr and that code (and names.InvalidName, a topic name, position or transaction id that
 does not parse, into a usage error: exit code 2). Messages are full sentences naming what is wrong and where, and
-never contain credentials (admin/redact.py scrubs anything that came from a server).
+never contain credentials (transport/redact.py scrubs anything that came from a server).
 """
 
 from __future__ import annotations

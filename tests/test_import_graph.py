@@ -176,7 +176,7 @@ def test_the_floor_check_finds_an_uphill_import():
 
 def doc_named_modules(text: str) -> tuple[set[str], dict[str, set[str]]]:
     """docs/architecture.md's "Modules" section: every `….py` it names anywhere, and per item that opens with a
-    folder of the package (`pulsar_txn_cli/admin/batchlog/`), the file names that item names."""
+    folder of the package (`pulsar_txn_cli/batchlog/`), the file names that item names."""
     section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
     anywhere = set(re.findall(r"`([^`\s]+\.py)`", section))
     by_folder = {}
@@ -188,7 +188,7 @@ def doc_named_modules(text: str) -> tuple[set[str], dict[str, set[str]]]:
 
 
 def unnamed_modules(files: list[str], anywhere: set[str], by_folder: dict[str, set[str]]) -> list[str]:
-    """The files (paths from the package, `admin/batchlog/risk.py`) the module list does not name: neither by
+    """The files (paths from the package, `batchlog/risk.py`) the module list does not name: neither by
     that path (with or without `pulsar_txn_cli/`) nor by file name in the item of their own folder; a top-level
     module may also go by its bare name. `__init__.py` and the generated protobuf modules are not asked for."""
     missing = []
@@ -218,13 +218,13 @@ def test_the_module_list_names_every_module():
 
 def test_the_module_list_check_finds_an_unnamed_module():
     text = (
-        "# Architecture\n\n## Modules\n\n- `pulsar_txn_cli/admin/batchlog/`: `config.py` and `admin/x.py`\n"
+        "# Architecture\n\n## Modules\n\n- `pulsar_txn_cli/batchlog/`: `config.py` and `admin/x.py`\n"
         "- `pulsar_txn_cli/engine/`: `oracle.py`\n- `names.py`\n\n## Next\n- `risk.py`\n"
     )
     anywhere, by_folder = doc_named_modules(text)
     files = [
-        "admin/batchlog/config.py",
-        "admin/batchlog/risk.py",
+        "batchlog/config.py",
+        "batchlog/risk.py",
         "admin/x.py",
         "engine/oracle.py",
         "engine/advance.py",
@@ -235,7 +235,7 @@ def test_the_module_list_check_finds_an_unnamed_module():
         "engine/__init__.py",
     ]
     assert unnamed_modules(files, anywhere, by_folder) == [
-        "admin/batchlog/risk.py",
+        "batchlog/risk.py",
         "engine/advance.py",
         "doctor/oracle.py",
         "fault_names.py",

@@ -12,9 +12,9 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from pulsar_txn_cli.admin import calls
-from pulsar_txn_cli.admin.calls import AdminCall
-from pulsar_txn_cli.admin.http_errors import http_failure
+from pulsar_txn_cli import calls
+from pulsar_txn_cli.calls import AdminCall
+from pulsar_txn_cli.transport.http_errors import http_failure
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import TopicName
 from pulsar_txn_cli.protocol import (
@@ -152,7 +152,7 @@ class PulsarAdmin:
         return self.call("GET", path, params or None)
 
     def invoke(self, call: AdminCall, **args):
-        """One declared call (admin/calls.py): its path, query and body from args, Pulsar's JSON back."""
+        """One declared call (calls.py): its path, query and body from args, Pulsar's JSON back."""
         path, params, body = call.request(args)
         return self.call(call.method, path, params, body)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from pulsar_txn_cli.admin.redact import redact
+from pulsar_txn_cli.transport.redact import redact
 from pulsar_txn_cli.errors import ConnectionFailed
 
 
