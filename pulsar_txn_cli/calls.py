@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from pulsar_txn_cli.names import TopicName
 from pulsar_txn_cli.protocol import TXN
@@ -71,6 +71,15 @@ class AdminCall:
         query = {p.query: _query(p, args.get(p.name, _default(p))) for p in self.params if p.query}
         body = _typed(self.param(self.body), args[self.body]) if self.body else None
         return path, query or None, body
+
+    def request_line(self, **args) -> str:
+        """`METHOD path[?query]` of the request these arguments make, as evidence names it: a query
+        parameter left unset or false (the broker's default) is not shown."""
+        path, query, _ = self.request(args)
+        shown = urlencode(
+            {k: "true" if v is True else v for k, v in (query or {}).items() if v is not None and v is not False}
+        )
+        return f"{self.method} {path}" + (f"?{shown}" if shown else "")
 
 
 def _default(p: Param):
@@ -174,206 +183,236 @@ TXN_COLUMNS = (
 
 # ---------------------------------------------------------------- the commands, in the order the help lists them
 
+COORDINATORS_LIST = AdminCall(
+    "coordinators-list",
+    "GET",
+    TXN + "/coordinators",
+    (),
+    "List the transaction coordinators and the broker that owns each.",
+    # Pulsar's own answer keeps Pulsar's `id` (docs/output.md)
+    columns=(("id", "coordinator"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")),
+)
+
+COORDINATOR_STATS = AdminCall(
+    "coordinator-stats",
+    "GET",
+    TXN + "/coordinatorStats",
+    (ONE_COORDINATOR,),
+    "Stats of the transaction coordinators (state, sequence id, low water mark, recover times).",
+    columns=STATS_COLUMNS,
+    times=RECOVER_TIMES,
+)
+
+COORDINATOR_INTERNAL_STATS = AdminCall(
+    "coordinator-internal-stats",
+    "GET",
+    TXN + "/coordinatorInternalStats/{coordinator_id}",
+    (
+        Param("coordinator_id", ("-c", "--coordinator-id"), "The coordinator id.", int, show_default=False, min=0),
+        METADATA,
+    ),
+    "The coordinator's transaction-log managed ledger: ledgers, entries, cursor.",
+    log_stats="transactionLogStats",
+)
+
+PENDING_ACK_STATS = AdminCall(
+    "pending-ack-stats",
+    "GET",
+    TXN + "/pendingAckStats/{topic}/{subscription}",
+    (TOPIC, _sub("--sub-name", "--subscription-name"), LOW_WATER_MARK),
+    "Stats of a subscription's pending-ack handle.",
+    # A pending-ack handle has no id, sequence id or low water mark of its own (those are a coordinator's).
+    columns=(
+        ("topic", "topic"),
+        ("subscription", "subscription"),
+        ("state", "state"),
+        ("ongoingTxnSize", "ongoing"),
+        ("recoverStartTime", "recover start"),
+        ("recoverEndTime", "recover end"),
+        ("lowWaterMarks", "low water marks", "low_water_mark"),
+    ),
+    echo=("topic", "subscription"),
+    times=RECOVER_TIMES,
+)
+
+PENDING_ACK_INTERNAL_STATS = AdminCall(
+    "pending-ack-internal-stats",
+    "GET",
+    TXN + "/pendingAckInternalStats/{topic}/{subscription}",
+    (TOPIC, _sub("--subscription-name", "--sub-name"), METADATA),
+    "The subscription's pending-ack managed ledger: ledgers, entries, cursor.",
+    log_stats="pendingAckLogStats",
+)
+
+TRANSACTION_METADATA = AdminCall(
+    "transaction-metadata",
+    "GET",
+    TXN + "/transactionMetadata/{most}/{least}",
+    _txn_id("The transaction id as (most,least), as printed everywhere."),
+    "Metadata of one transaction: status, timeout, produced and acknowledged partitions.",
+    columns=TXN_COLUMNS,
+)
+
+SLOW_TRANSACTIONS = AdminCall(
+    "slow-transactions",
+    "GET",
+    TXN + "/slowTransactions/{time}",  # milliseconds: the command parses the text
+    (Param("time", ("-t", "--time"), "Older than this: 1s, 10s, 1m, 5h, 3d.", default="1s"), ONE_COORDINATOR),
+    "Transactions open for longer than --time.",
+    columns=TXN_COLUMNS,
+)
+
+ABORT_TRANSACTION = AdminCall(
+    "abort-transaction",
+    "POST",
+    TXN + "/abortTransaction/{most}/{least}",
+    (*_txn_id("The transaction id as (most,least)."), YES),
+    "Abort an open transaction (PIP-325), e.g. one that holds readers back (see stuck-readers).",
+    columns=(("txnId", "txn id"), ("aborted", "aborted"), ("target", "target")),
+)
+
+TRANSACTION_BUFFER_STATS = AdminCall(
+    "transaction-buffer-stats",
+    "GET",
+    TXN + "/transactionBufferStats/{topic}",
+    (
+        TOPIC,
+        LOW_WATER_MARK,
+        _flag(
+            "segment_stats",
+            ("-s", "--segment-stats"),
+            "Include segmented-snapshot stats.",
+            "segmentStats",
+            omit_false=True,
+        ),
+    ),
+    "Stats of a topic's transaction buffer.",
+    columns=(
+        ("state", "state"),
+        ("maxReadPosition", "max read position"),
+        ("ongoingTxnSize", "ongoing"),
+        ("lastSnapshotTimestamps", "last snapshot"),
+        ("recoverStartTime", "recover start"),
+        ("recoverEndTime", "recover end"),
+    ),
+    times=("lastSnapshotTimestamps", *RECOVER_TIMES),
+)
+
+BUFFER_SNAPSHOT_INTERNAL_STATS = AdminCall(
+    "buffer-snapshot-internal-stats",
+    "GET",
+    TXN + "/transactionBufferInternalStats/{topic}",
+    (TOPIC, METADATA),
+    "Internal stats of the transaction buffer's snapshot system topics.",
+)
+
+SUBSCRIPTIONS = AdminCall(
+    "subscriptions",
+    None,  # the pending-ack topics of every namespace, each asked for its subscriptions (admin/discovery.py)
+    None,
+    (
+        Param(
+            "namespace",
+            ("-n", "--namespace"),
+            "Only these namespaces (tenant/ns); repeatable. Default: all.",
+            list[str],
+            None,
+            show_default=False,
+        ),
+        Param("concurrency", ("--concurrency",), "Admin calls in flight at once.", int, 8, min=1, max=256),
+    ),
+    "Every subscription that uses transactions, from the pending-ack topics of all namespaces.",
+    columns=(("topic", "topic"), ("subscription", "subscription"), ("status", "status")),
+)
+
+TRANSACTION_IN_BUFFER_STATS = AdminCall(
+    "transaction-in-buffer-stats",
+    "GET",
+    TXN + "/transactionInBufferStats/{topic}/{most}/{least}",
+    (TOPIC, MOST, LEAST),
+    "One transaction in a topic's transaction buffer: where it starts and whether it was aborted.",
+    columns=(("txnId", "txn id"), ("topic", "topic"), ("startPosition", "start position"), ("aborted", "aborted")),
+    echo=("txnId", "topic"),
+)
+
+TRANSACTION_IN_PENDING_ACK_STATS = AdminCall(
+    "transaction-in-pending-ack-stats",
+    "GET",
+    TXN + "/transactionInPendingAckStats/{topic}/{subscription}/{most}/{least}",
+    (TOPIC, _sub("--sub-name", "--subscription-name"), MOST, LEAST),
+    "One transaction in a subscription's pending-ack store: its cumulative ack position.",
+    columns=(
+        ("txnId", "txn id"),
+        ("topic", "topic"),
+        ("subscription", "subscription"),
+        ("cumulativeAckPosition", "cumulative ack position"),
+    ),
+    echo=("txnId", "topic", "subscription"),
+)
+
+POSITION_STATS_IN_PENDING_ACK = AdminCall(
+    "position-stats-in-pending-ack",
+    "GET",
+    TXN + "/positionStatsInPendingAck/{topic}/{subscription}/{ledger_id}/{entry_id}",
+    (
+        TOPIC,
+        _sub("--subscription-name", "--sub-name"),
+        Param("ledger_id", ("-l", "--ledger-id"), "The position's ledger id.", int, show_default=False),
+        Param("entry_id", ("-e", "--entry-id"), "The position's entry id.", int, show_default=False),
+        Param(
+            "batch_index",
+            ("-b", "--batch-index"),
+            "The message's index in a batch.",
+            int,
+            None,
+            "batchIndex",
+            show_default=False,
+        ),
+    ),
+    "Where one position stands in a subscription's pending-ack store (PendingAck, MarkDelete, ...).\n\n"
+    "As in pulsar-admin, -l is the ledger id here, not a transaction's least significant bits.",
+    columns=(("position", "position"), ("subscription", "subscription"), ("state", "state")),
+    echo=("position", "subscription"),
+)
+
+SCALE_TRANSACTION_COORDINATORS = AdminCall(
+    "scale-transactionCoordinators",
+    "POST",
+    TXN + "/transactionCoordinator/replicas",
+    (
+        Param(
+            "replicas",
+            ("-r", "--replicas"),
+            "The new number of transaction coordinators (more than now; they never shrink).",
+            int,
+            show_default=False,
+            min=1,
+        ),
+        YES,
+    ),
+    "Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign).\n\n"
+    "At most 1024: Pulsar only checks that the number grows, but it can never shrink again, and every\n"
+    "coordinator is a partition with its own transaction log that each listing and check reads.",
+    columns=(("replicas", "coordinators"), ("previous", "previous"), ("target", "target")),
+    body="replicas",
+)
+
 COMMANDS: tuple[AdminCall, ...] = (
-    AdminCall(
-        "coordinators-list",
-        "GET",
-        TXN + "/coordinators",
-        (),
-        "List the transaction coordinators and the broker that owns each.",
-        # Pulsar's own answer keeps Pulsar's `id` (docs/output.md)
-        columns=(("id", "coordinator"), ("brokerServiceUrl", "broker"), ("webServiceUrl", "web service")),
-    ),
-    AdminCall(
-        "coordinator-stats",
-        "GET",
-        TXN + "/coordinatorStats",
-        (ONE_COORDINATOR,),
-        "Stats of the transaction coordinators (state, sequence id, low water mark, recover times).",
-        columns=STATS_COLUMNS,
-        times=RECOVER_TIMES,
-    ),
-    AdminCall(
-        "coordinator-internal-stats",
-        "GET",
-        TXN + "/coordinatorInternalStats/{coordinator_id}",
-        (
-            Param("coordinator_id", ("-c", "--coordinator-id"), "The coordinator id.", int, show_default=False, min=0),
-            METADATA,
-        ),
-        "The coordinator's transaction-log managed ledger: ledgers, entries, cursor.",
-        log_stats="transactionLogStats",
-    ),
-    AdminCall(
-        "pending-ack-stats",
-        "GET",
-        TXN + "/pendingAckStats/{topic}/{subscription}",
-        (TOPIC, _sub("--sub-name", "--subscription-name"), LOW_WATER_MARK),
-        "Stats of a subscription's pending-ack handle.",
-        # A pending-ack handle has no id, sequence id or low water mark of its own (those are a coordinator's).
-        columns=(
-            ("topic", "topic"),
-            ("subscription", "subscription"),
-            ("state", "state"),
-            ("ongoingTxnSize", "ongoing"),
-            ("recoverStartTime", "recover start"),
-            ("recoverEndTime", "recover end"),
-            ("lowWaterMarks", "low water marks", "low_water_mark"),
-        ),
-        echo=("topic", "subscription"),
-        times=RECOVER_TIMES,
-    ),
-    AdminCall(
-        "pending-ack-internal-stats",
-        "GET",
-        TXN + "/pendingAckInternalStats/{topic}/{subscription}",
-        (TOPIC, _sub("--subscription-name", "--sub-name"), METADATA),
-        "The subscription's pending-ack managed ledger: ledgers, entries, cursor.",
-        log_stats="pendingAckLogStats",
-    ),
-    AdminCall(
-        "transaction-metadata",
-        "GET",
-        TXN + "/transactionMetadata/{most}/{least}",
-        _txn_id("The transaction id as (most,least), as printed everywhere."),
-        "Metadata of one transaction: status, timeout, produced and acknowledged partitions.",
-        columns=TXN_COLUMNS,
-    ),
-    AdminCall(
-        "slow-transactions",
-        "GET",
-        TXN + "/slowTransactions/{time}",  # milliseconds: the command parses the text
-        (Param("time", ("-t", "--time"), "Older than this: 1s, 10s, 1m, 5h, 3d.", default="1s"), ONE_COORDINATOR),
-        "Transactions open for longer than --time.",
-        columns=TXN_COLUMNS,
-    ),
-    AdminCall(
-        "abort-transaction",
-        "POST",
-        TXN + "/abortTransaction/{most}/{least}",
-        (*_txn_id("The transaction id as (most,least)."), YES),
-        "Abort an open transaction (PIP-325), e.g. one that holds readers back (see stuck-readers).",
-        columns=(("txnId", "txn id"), ("aborted", "aborted"), ("target", "target")),
-    ),
-    AdminCall(
-        "transaction-buffer-stats",
-        "GET",
-        TXN + "/transactionBufferStats/{topic}",
-        (
-            TOPIC,
-            LOW_WATER_MARK,
-            _flag(
-                "segment_stats",
-                ("-s", "--segment-stats"),
-                "Include segmented-snapshot stats.",
-                "segmentStats",
-                omit_false=True,
-            ),
-        ),
-        "Stats of a topic's transaction buffer.",
-        columns=(
-            ("state", "state"),
-            ("maxReadPosition", "max read position"),
-            ("ongoingTxnSize", "ongoing"),
-            ("lastSnapshotTimestamps", "last snapshot"),
-            ("recoverStartTime", "recover start"),
-            ("recoverEndTime", "recover end"),
-        ),
-        times=("lastSnapshotTimestamps", *RECOVER_TIMES),
-    ),
-    AdminCall(
-        "buffer-snapshot-internal-stats",
-        "GET",
-        TXN + "/transactionBufferInternalStats/{topic}",
-        (TOPIC, METADATA),
-        "Internal stats of the transaction buffer's snapshot system topics.",
-    ),
-    AdminCall(
-        "subscriptions",
-        None,  # the pending-ack topics of every namespace, each asked for its subscriptions (admin/discovery.py)
-        None,
-        (
-            Param(
-                "namespace",
-                ("-n", "--namespace"),
-                "Only these namespaces (tenant/ns); repeatable. Default: all.",
-                list[str],
-                None,
-                show_default=False,
-            ),
-            Param("concurrency", ("--concurrency",), "Admin calls in flight at once.", int, 8, min=1, max=256),
-        ),
-        "Every subscription that uses transactions, from the pending-ack topics of all namespaces.",
-        columns=(("topic", "topic"), ("subscription", "subscription"), ("status", "status")),
-    ),
-    AdminCall(
-        "transaction-in-buffer-stats",
-        "GET",
-        TXN + "/transactionInBufferStats/{topic}/{most}/{least}",
-        (TOPIC, MOST, LEAST),
-        "One transaction in a topic's transaction buffer: where it starts and whether it was aborted.",
-        columns=(("txnId", "txn id"), ("topic", "topic"), ("startPosition", "start position"), ("aborted", "aborted")),
-        echo=("txnId", "topic"),
-    ),
-    AdminCall(
-        "transaction-in-pending-ack-stats",
-        "GET",
-        TXN + "/transactionInPendingAckStats/{topic}/{subscription}/{most}/{least}",
-        (TOPIC, _sub("--sub-name", "--subscription-name"), MOST, LEAST),
-        "One transaction in a subscription's pending-ack store: its cumulative ack position.",
-        columns=(
-            ("txnId", "txn id"),
-            ("topic", "topic"),
-            ("subscription", "subscription"),
-            ("cumulativeAckPosition", "cumulative ack position"),
-        ),
-        echo=("txnId", "topic", "subscription"),
-    ),
-    AdminCall(
-        "position-stats-in-pending-ack",
-        "GET",
-        TXN + "/positionStatsInPendingAck/{topic}/{subscription}/{ledger_id}/{entry_id}",
-        (
-            TOPIC,
-            _sub("--subscription-name", "--sub-name"),
-            Param("ledger_id", ("-l", "--ledger-id"), "The position's ledger id.", int, show_default=False),
-            Param("entry_id", ("-e", "--entry-id"), "The position's entry id.", int, show_default=False),
-            Param(
-                "batch_index",
-                ("-b", "--batch-index"),
-                "The message's index in a batch.",
-                int,
-                None,
-                "batchIndex",
-                show_default=False,
-            ),
-        ),
-        "Where one position stands in a subscription's pending-ack store (PendingAck, MarkDelete, ...).\n\n"
-        "As in pulsar-admin, -l is the ledger id here, not a transaction's least significant bits.",
-        columns=(("position", "position"), ("subscription", "subscription"), ("state", "state")),
-        echo=("position", "subscription"),
-    ),
-    AdminCall(
-        "scale-transactionCoordinators",
-        "POST",
-        TXN + "/transactionCoordinator/replicas",
-        (
-            Param(
-                "replicas",
-                ("-r", "--replicas"),
-                "The new number of transaction coordinators (more than now; they never shrink).",
-                int,
-                show_default=False,
-                min=1,
-            ),
-            YES,
-        ),
-        "Grow the number of transaction coordinators (the partitions of transaction_coordinator_assign).\n\n"
-        "At most 1024: Pulsar only checks that the number grows, but it can never shrink again, and every\n"
-        "coordinator is a partition with its own transaction log that each listing and check reads.",
-        columns=(("replicas", "coordinators"), ("previous", "previous"), ("target", "target")),
-        body="replicas",
-    ),
+    COORDINATORS_LIST,
+    COORDINATOR_STATS,
+    COORDINATOR_INTERNAL_STATS,
+    PENDING_ACK_STATS,
+    PENDING_ACK_INTERNAL_STATS,
+    TRANSACTION_METADATA,
+    SLOW_TRANSACTIONS,
+    ABORT_TRANSACTION,
+    TRANSACTION_BUFFER_STATS,
+    BUFFER_SNAPSHOT_INTERNAL_STATS,
+    SUBSCRIPTIONS,
+    TRANSACTION_IN_BUFFER_STATS,
+    TRANSACTION_IN_PENDING_ACK_STATS,
+    POSITION_STATS_IN_PENDING_ACK,
+    SCALE_TRANSACTION_COORDINATORS,
 )
 
 BY_NAME = {call.name: call for call in COMMANDS}

@@ -15,7 +15,7 @@ SUBSCRIPTION = "subscription"
 
 @dataclass(frozen=True)
 class BrokerObservation:
-    """One broker: its runtime configuration (GET /admin/v2/brokers/configuration/runtime)."""
+    """One broker: its runtime configuration (PulsarAdmin.runtime_config)."""
 
     broker: str
     runtime: Mapping[str, str] | None = None
