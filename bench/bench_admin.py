@@ -1,7 +1,7 @@
 """Admin layer: request overhead per backend, and discovery/stat with bounded concurrency over a slow link.
 
 Builds a small engine (simulate), then measures
-- requests per second for coordinator-stats: in process vs over HTTP (admin/server.py);
+- requests per second for coordinator-stats: in process vs over HTTP (engine/server.py);
 - `subscriptions` discovery and get-txn-pending-ack-batch-log-stat at concurrency 1 vs 8 against
   `engine serve --latency-ms N` (a remote broker's round trip);
 - the transport's CPU per request (stdlib http.client, httpx.Client, pulsar-txn's RestTransport) against a
@@ -29,7 +29,7 @@ def _opts(argv):
 
 def _admin_for(url=None, engine_dir=None):
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
 
     return connect(TargetFlags(admin_url=url, engine_dir=engine_dir), environ={})
 
@@ -78,8 +78,8 @@ def transport_cpu(n: int) -> None:
 
     import httpx
 
-    from pulsar_txn_cli.admin.http_client import RestTransport
-    from pulsar_txn_cli.admin.target_settings import Target
+    from pulsar_txn_cli.transport.http_client import RestTransport
+    from pulsar_txn_cli.target.settings import Target
 
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
     try:
@@ -115,7 +115,8 @@ def transport_cpu(n: int) -> None:
 
 
 def main(argv):
-    from pulsar_txn_cli.admin import batchlog, server
+    from pulsar_txn_cli import batchlog
+    from pulsar_txn_cli.engine import server
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
     from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine.simulate import SimOptions, simulate

@@ -1,7 +1,7 @@
 """`downgrade check` against `engine serve --latency-ms 20`: default concurrency vs --concurrency 1.
 
 16 coordinators and about 1,000 transactional subscriptions (target: the default-concurrency
-check takes at most a tenth of the sequential one). Also counts the admin calls of the check,
+check takes at most a tenth of the sequential one). Also counts the requests the check sends,
 and the calls PIP-160's manual procedure needs for the same cluster.
 
     python -m bench downgrade [--subscriptions N] [--latency-ms MS] [--repeat R]
@@ -41,7 +41,7 @@ def build(directory: Path, coordinators: int, subscriptions: int) -> None:
 
 def timed_check(url: str, concurrency: int, checkpoint: Path) -> tuple[float, object]:
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
     from pulsar_txn_cli.downgrade import runner
 
     admin = connect(TargetFlags(admin_url=url))
@@ -89,7 +89,7 @@ class served_engine:
         import sys
 
         code = (
-            "import sys; from pulsar_txn_cli.admin import server\n"
+            "import sys; from pulsar_txn_cli.engine import server\n"
             "try:\n"
             "    server.serve(sys.argv[1], latency_ms=float(sys.argv[2]), on_ready=lambda url: print(url, flush=True))\n"
             "except KeyboardInterrupt:\n"
@@ -151,7 +151,7 @@ def main(argv: list[str]) -> None:
                 print(
                     f"--concurrency {concurrency:>2}: {figures[concurrency]:6.2f}s  verdict {result.verdict.verdict}, "
                     f"{len(obs.coordinators)} coordinators, {len(obs.subscriptions)} subscriptions, "
-                    f"{result.calls} admin calls",
+                    f"{result.requests} requests",
                     flush=True,
                 )
         ratio = figures[16] / figures[1]

@@ -327,7 +327,7 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
     import httpx
 
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
 
     topic = f"{FLEET_TOPIC}-partition-0"
     path = f"/admin/v3/transactions/transactionBufferStats/{topic.split('://')[1]}?lowWaterMarks=false"

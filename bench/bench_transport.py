@@ -8,7 +8,7 @@ take turns, so that a server or machine that slows down weighs on each alike. Th
 
 - pycurl: one libcurl easy handle reused, a write callback into a list, json.loads: the floor for libcurl.
 - http.client: the standard library's client and json.loads.
-- PulsarAdmin: the tool's whole admin layer (admin/http_client.py on admin/http_pool.py: headers, retries,
+- PulsarAdmin: the tool's whole admin layer (transport/http_client.py on transport/http_pool.py: headers, retries,
   redirects, error sentences, the JSON decoded).
 
 Printed: CPU ms and wall ms a request (the median of the rounds) and PulsarAdmin's CPU as a multiple of pycurl's.
@@ -49,7 +49,7 @@ def bare_pycurl(full_url: str):
 
 def ways(url: str):
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
 
     bare = bare_pycurl(url + PATH)
     split = urlsplit(url)

@@ -3,7 +3,7 @@
 This is the one place where failures meet exit codes; cli/main.py turns any of these into one
 line on stderr and that code (and names.InvalidName, a topic name, position or transaction id that
 does not parse, into a usage error: exit code 2). Messages are full sentences naming what is wrong and where, and
-never contain credentials (admin/redact.py scrubs anything that came from a server).
+never contain credentials (transport/redact.py scrubs anything that came from a server).
 """
 
 from __future__ import annotations
@@ -120,3 +120,20 @@ class Verdict(PulsarTxnError):
     def __init__(self, message: str, exit_code: ExitCode):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+# ---------------------------------------------------------------- a failure kept as something read
+
+
+def describe(exc: BaseException) -> str:
+    """A failure as one sentence: the library's own message, else what kind of failure it was."""
+    return str(exc) if isinstance(exc, PulsarTxnError) else f"unexpected {type(exc).__name__}: {exc}"
+
+
+def attempt(fn, *args):
+    """(fn(*args), None), or (None, the sentence of its failure): for a reading that keeps a failed call as
+    an error on what it was about, and leaves judging it to its caller (doctor's checks, downgrade's verdict)."""
+    try:
+        return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 - a failure is something read; the caller judges it
+        return None, describe(exc)

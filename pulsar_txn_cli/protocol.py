@@ -24,6 +24,21 @@ NAMESPACES = f"{ADMIN_V2}/namespaces"
 PERSISTENT = f"{ADMIN_V2}/persistent"
 LOOKUP = "/lookup/v2/topic/persistent"
 METRICS = "/metrics"
+BROKER_RUNTIME = f"{BROKER_CONFIG}/runtime"  # every setting of the broker asked, as strings
+BROKER_VERSION = f"{BROKERS}/version"
+
+# A persistent topic's resources under PERSISTENT/tenant/ns/topic (topic_path).
+PARTITIONS = "partitions"  # partitioned metadata: {"partitions": N}
+INTERNAL_STATS = "internalStats"
+SUBSCRIPTIONS = "subscriptions"
+UNLOAD = "unload"
+
+
+def topic_path(rest: str, resource: str | None = None) -> str:
+    """A persistent topic's admin path, REST being tenant/ns/topic (names.TopicName.rest, or a route's
+    `{tenant}/{ns}/{topic}` pattern), and RESOURCE one of the names above, or None for the topic itself."""
+    return f"{PERSISTENT}/{rest}" + (f"/{resource}" if resource else "")
+
 
 # ---------------------------------------------------------------- broker configuration keys (broker.conf)
 

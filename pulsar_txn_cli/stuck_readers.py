@@ -1,8 +1,8 @@
 """Which topic partitions hold their readers back behind open transactions, and why.
 
 Works through PulsarAdmin only (the same REST paths on a cluster and on the engine):
-  transactionBufferStats        maxReadPosition and the number of ongoing transactions
   .../internalStats             the last written position and the ledgers, to count the gap
+  transactionBufferStats        maxReadPosition and the number of ongoing transactions
   slowTransactions/-1           every open transaction with its produced partitions
 A partition is held when maxReadPosition is behind the last written position: readers stop
 just before the first message of the oldest open transaction there (its "head" holder).
@@ -11,8 +11,8 @@ just before the first message of the oldest open transaction there (its "head" h
 from __future__ import annotations
 
 from pulsar_txn_cli.admin.open_transactions import open_transactions
-from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
-from pulsar_txn_cli.names import Position, TopicName, expand_partitions
+from pulsar_txn_cli.errors import PulsarTxnError
+from pulsar_txn_cli.names import Position
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
 
 SYSTEM_PREFIX = "__"
@@ -42,13 +42,7 @@ def entries_between(after: tuple[int, int], last: tuple[int, int], ledgers: list
 def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
     """The partitions to look at: the topic's (or the topic itself), or the namespace's user topics."""
     if topic:
-        name = TopicName(topic)
-        try:
-            meta = admin.get(f"/admin/v2/persistent/{name.rest}/partitions") or {}
-        except ConnectionFailed:
-            meta = {}  # not partitioned (or a backend without partitioned metadata)
-        count = int(meta.get("partitions") or 0)
-        return expand_partitions(name.full, count)
+        return admin.topic_partitions(topic)
     names = admin.namespace_topics(namespace, include_system=False) or []
     from pulsar_txn_cli.natural import natural_key
 
@@ -90,8 +84,7 @@ READY_STATES = ("Ready", "NoSnapshot", "FirstSnapshotting")
 def partition_report(admin, partition: str, holders: list[dict], now_ms: int, strict: bool = False) -> dict:
     report = {"topic": partition, "held": False}
     try:
-        stats = admin.transaction_buffer_stats(partition)
-        internal = admin.get(f"/admin/v2/persistent/{TopicName(partition).rest}/internalStats") or {}
+        internal, stats = admin.partition_stats(partition)
     except PulsarTxnError as exc:
         if strict:
             raise

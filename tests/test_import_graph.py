@@ -1,5 +1,6 @@
 """No import circle and no uphill import in the package: the graph of `pulsar_txn_cli` imports, read
-with ast, has no cycle, and every import points to the importer's own floor or a lower one, as the
+with ast, has no cycle, neither between modules nor between packages (no package imports one that
+imports it back), and every import points to the importer's own floor or a lower one, as the
 layer table of docs/architecture.md draws them (the one list of the floors: this test reads it). And
 docs/architecture.md's module list names every module, so a reader finds each one there.
 
@@ -83,6 +84,52 @@ def test_the_package_has_no_import_circle():
     assert len(graph) > 50 and f"{PACKAGE}.cli.app" in graph  # the walk found the package
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def package_of(module: str) -> str:
+    """The top-level package a module belongs to (`pulsar_txn_cli.engine.buffer.log` -> `pulsar_txn_cli.engine`),
+    or the module itself when it is a top-level module (`pulsar_txn_cli.stuck_readers`)."""
+    parts = module.split(".")
+    in_a_package = len(parts) > 2 or (len(parts) == 2 and (ROOT / parts[1]).is_dir())
+    return ".".join(parts[:2]) if in_a_package else module
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between packages: an edge where a module of one imports a module of another."""
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        own = package_of(module)
+        out.setdefault(own, set())
+        for target in targets:
+            theirs = package_of(target)
+            if theirs != own:
+                out[own].add(theirs)
+    return out
+
+
+def test_no_package_imports_one_that_imports_it_back():
+    packages = package_graph(import_graph())
+    assert f"{PACKAGE}.doctor" in packages and f"{PACKAGE}.downgrade" in packages  # the packages were found
+    cycle = find_cycle(packages)
+    assert cycle is None, "packages import each other: " + " -> ".join(cycle)
+
+
+def test_the_package_check_finds_a_package_circle():
+    graph = {
+        f"{PACKAGE}.doctor.run": {f"{PACKAGE}.downgrade.runner"},
+        f"{PACKAGE}.downgrade.runner": {f"{PACKAGE}.downgrade.verdict"},
+        f"{PACKAGE}.downgrade.verdict": {f"{PACKAGE}.doctor.findings"},
+        f"{PACKAGE}.doctor.findings": set(),
+    }
+    assert find_cycle(graph) is None  # no module circle...
+    packages = package_graph(graph)
+    assert find_cycle(packages) == [
+        f"{PACKAGE}.doctor",
+        f"{PACKAGE}.downgrade",
+        f"{PACKAGE}.doctor",
+    ]  # ...a package one
+    assert package_of(f"{PACKAGE}.engine.buffer.log") == f"{PACKAGE}.engine"
+    assert package_of(f"{PACKAGE}.stuck_readers") == f"{PACKAGE}.stuck_readers"
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -176,7 +223,7 @@ def test_the_floor_check_finds_an_uphill_import():
 
 def doc_named_modules(text: str) -> tuple[set[str], dict[str, set[str]]]:
     """docs/architecture.md's "Modules" section: every `….py` it names anywhere, and per item that opens with a
-    folder of the package (`pulsar_txn_cli/admin/batchlog/`), the file names that item names."""
+    folder of the package (`pulsar_txn_cli/batchlog/`), the file names that item names."""
     section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
     anywhere = set(re.findall(r"`([^`\s]+\.py)`", section))
     by_folder = {}
@@ -188,7 +235,7 @@ def doc_named_modules(text: str) -> tuple[set[str], dict[str, set[str]]]:
 
 
 def unnamed_modules(files: list[str], anywhere: set[str], by_folder: dict[str, set[str]]) -> list[str]:
-    """The files (paths from the package, `admin/batchlog/risk.py`) the module list does not name: neither by
+    """The files (paths from the package, `batchlog/risk.py`) the module list does not name: neither by
     that path (with or without `pulsar_txn_cli/`) nor by file name in the item of their own folder; a top-level
     module may also go by its bare name. `__init__.py` and the generated protobuf modules are not asked for."""
     missing = []
@@ -218,13 +265,13 @@ def test_the_module_list_names_every_module():
 
 def test_the_module_list_check_finds_an_unnamed_module():
     text = (
-        "# Architecture\n\n## Modules\n\n- `pulsar_txn_cli/admin/batchlog/`: `config.py` and `admin/x.py`\n"
+        "# Architecture\n\n## Modules\n\n- `pulsar_txn_cli/batchlog/`: `config.py` and `admin/x.py`\n"
         "- `pulsar_txn_cli/engine/`: `oracle.py`\n- `names.py`\n\n## Next\n- `risk.py`\n"
     )
     anywhere, by_folder = doc_named_modules(text)
     files = [
-        "admin/batchlog/config.py",
-        "admin/batchlog/risk.py",
+        "batchlog/config.py",
+        "batchlog/risk.py",
         "admin/x.py",
         "engine/oracle.py",
         "engine/advance.py",
@@ -235,7 +282,7 @@ def test_the_module_list_check_finds_an_unnamed_module():
         "engine/__init__.py",
     ]
     assert unnamed_modules(files, anywhere, by_folder) == [
-        "admin/batchlog/risk.py",
+        "batchlog/risk.py",
         "engine/advance.py",
         "doctor/oracle.py",
         "fault_names.py",

@@ -156,7 +156,7 @@ def test_ctrl_c_during_a_check_over_http_is_one_line_that_says_what_was_kept(tmp
     import signal
     import time
 
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     engine = tmp_path / "engine"
     # Batched logs, then batching off: the check says WAIT until the batched ledgers go, so --wait polls

@@ -282,7 +282,7 @@ def test_every_suggestion_on_an_engine_directory_runs_as_printed(monkeypatch, tm
 
 @pytest.mark.timeout(300)
 def test_every_suggestion_on_a_served_engine_runs_as_printed(monkeypatch, tmp_path):
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     c = Collector(monkeypatch)
     d = tmp_path / "engine"
@@ -316,7 +316,7 @@ class Place:
 
     def __enter__(self):
         if self.served:
-            from pulsar_txn_cli.admin import server
+            from pulsar_txn_cli.engine import server
 
             self.server = server.start(str(self.dir), port=self.port)
         return self

@@ -12,23 +12,30 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from pulsar_txn_cli.admin import calls
-from pulsar_txn_cli.admin.calls import AdminCall
-from pulsar_txn_cli.admin.http_errors import http_failure
-from pulsar_txn_cli.errors import ConnectionFailed, UsageError
+from pulsar_txn_cli import calls
+from pulsar_txn_cli.calls import AdminCall
+from pulsar_txn_cli.transport.http_errors import http_failure
+from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError, UsageError
 from pulsar_txn_cli.names import TopicName
+from pulsar_txn_cli.names import expand_partitions
 from pulsar_txn_cli.protocol import (
     BROKER_CONFIG,
+    BROKER_RUNTIME,
+    BROKER_VERSION,
     BROKERS,
     CLUSTERS,
     ENGINE_API,
+    INTERNAL_STATS,
     LOOKUP,
     METRICS,
     NAMESPACES,
-    PERSISTENT,
+    PARTITIONS,
+    SUBSCRIPTIONS,
     TC_ASSIGN_PARTITIONS,
     TENANTS,
+    UNLOAD,
     tc_assign_partition,
+    topic_path,
 )
 
 ENGINE_CLOCK, WALL_CLOCK = "engine time", "wall clock"
@@ -152,14 +159,14 @@ class PulsarAdmin:
         return self.call("GET", path, params or None)
 
     def invoke(self, call: AdminCall, **args):
-        """One declared call (admin/calls.py): its path, query and body from args, Pulsar's JSON back."""
+        """One declared call (calls.py): its path, query and body from args, Pulsar's JSON back."""
         path, params, body = call.request(args)
         return self.call(call.method, path, params, body)
 
-    # --- transactions (/admin/v3/transactions): the declared calls the library itself makes -----
+    # --- transactions (protocol.TXN): the declared calls (calls.py) the library itself makes -----
 
     def coordinator_stats(self, coordinator_id: int | None = None):
-        return self.invoke(calls.BY_NAME["coordinator-stats"], coordinator_id=coordinator_id)
+        return self.invoke(calls.COORDINATOR_STATS, coordinator_id=coordinator_id)
 
     def coordinator_stats_each(self) -> tuple[dict, dict[str, str]]:
         """Every coordinator's stats, and why some are missing.
@@ -184,37 +191,37 @@ class PulsarAdmin:
         return stats, errors
 
     def coordinator_internal_stats(self, coordinator_id: int, metadata: bool = False):
-        call = calls.BY_NAME["coordinator-internal-stats"]
+        call = calls.COORDINATOR_INTERNAL_STATS
         return self.invoke(call, coordinator_id=coordinator_id, metadata=metadata)
 
     def pending_ack_stats(self, topic: str, subscription: str, low_water_marks: bool = False):
-        call = calls.BY_NAME["pending-ack-stats"]
+        call = calls.PENDING_ACK_STATS
         return self.invoke(call, topic=topic, subscription=subscription, low_water_mark=low_water_marks)
 
     def pending_ack_internal_stats(self, topic: str, subscription: str, metadata: bool = False):
-        call = calls.BY_NAME["pending-ack-internal-stats"]
+        call = calls.PENDING_ACK_INTERNAL_STATS
         return self.invoke(call, topic=topic, subscription=subscription, metadata=metadata)
 
     def transaction_metadata(self, most: int, least: int):
-        return self.invoke(calls.BY_NAME["transaction-metadata"], most=most, least=least)
+        return self.invoke(calls.TRANSACTION_METADATA, most=most, least=least)
 
     def slow_transactions(self, timeout_ms: int, coordinator_id: int | None = None):
-        call = calls.BY_NAME["slow-transactions"]
+        call = calls.SLOW_TRANSACTIONS
         return self.invoke(call, time=int(timeout_ms), coordinator_id=coordinator_id)
 
     def transaction_buffer_stats(self, topic: str, low_water_marks: bool = False, segment_stats: bool = False):
-        call = calls.BY_NAME["transaction-buffer-stats"]
+        call = calls.TRANSACTION_BUFFER_STATS
         return self.invoke(call, topic=topic, low_water_mark=low_water_marks, segment_stats=segment_stats)
 
     def transaction_buffer_internal_stats(self, topic: str, metadata: bool = False):
-        return self.invoke(calls.BY_NAME["buffer-snapshot-internal-stats"], topic=topic, metadata=metadata)
+        return self.invoke(calls.BUFFER_SNAPSHOT_INTERNAL_STATS, topic=topic, metadata=metadata)
 
     def abort_transaction(self, most: int, least: int):
-        return self.invoke(calls.BY_NAME["abort-transaction"], most=most, least=least)
+        return self.invoke(calls.ABORT_TRANSACTION, most=most, least=least)
 
     def scale_coordinators(self, replicas: int):
         """Grow the number of transaction coordinators (a broker refuses to shrink it: 406)."""
-        return self.invoke(calls.BY_NAME["scale-transactionCoordinators"], replicas=replicas)
+        return self.invoke(calls.SCALE_TRANSACTION_COORDINATORS, replicas=replicas)
 
     # --- coordinators, lookup, topics ---------------------------------------------------------
 
@@ -237,15 +244,40 @@ class PulsarAdmin:
         return self.get(f"{NAMESPACES}/{_seg(tenant)}/{_seg(ns)}/topics", includeSystemTopic=include_system)
 
     def topic_subscriptions(self, topic: str) -> list[str]:
-        return self.get(f"{PERSISTENT}/{TopicName(topic).rest}/subscriptions")
+        return self.get(topic_path(TopicName(topic).rest, SUBSCRIPTIONS))
+
+    def topic_partitions(self, topic: str) -> list[str]:
+        """The topic's partitions, or the topic itself when it is not partitioned; a topic whose partitioned
+        metadata cannot be read (a broker's error, or a backend without it) counts as not partitioned."""
+        name = TopicName(topic)
+        try:
+            meta = self.get(topic_path(name.rest, PARTITIONS)) or {}
+        except ConnectionFailed:
+            meta = {}
+        return expand_partitions(name.full, int(meta.get("partitions") or 0))
+
+    def topic_internal_stats(self, topic: str):
+        """The topic's managed ledger: its ledgers, the last written position, its cursors."""
+        return self.get(topic_path(TopicName(topic).rest, INTERNAL_STATS))
+
+    def partition_stats(self, partition: str, low_water_marks: bool = False) -> tuple[dict, dict]:
+        """(internal stats, transaction buffer stats) of one partition, the last written position read first:
+        a plain message written in between cannot then look like readers held behind maxReadPosition. Either
+        failing raises; the buffer's failure when both do (the buffer is what the caller asks about)."""
+        try:
+            internal, internal_error = self.topic_internal_stats(partition), None
+        except PulsarTxnError as exc:
+            internal, internal_error = None, exc
+        stats = self.transaction_buffer_stats(partition, low_water_marks)
+        if internal_error is not None:
+            raise internal_error
+        return internal or {}, stats or {}
 
     def delete_topic(self, topic: str, force: bool = False):
-        return self.call(
-            "DELETE", f"/admin/v2/persistent/{TopicName(topic).rest}", {"force": "true"} if force else None
-        )
+        return self.call("DELETE", topic_path(TopicName(topic).rest), {"force": "true"} if force else None)
 
     def unload_topic(self, topic: str):
-        return self.call("PUT", f"{PERSISTENT}/{TopicName(topic).rest}/unload")
+        return self.call("PUT", topic_path(TopicName(topic).rest, UNLOAD))
 
     # --- brokers, clusters, config, metrics ----------------------------------------------------
 
@@ -263,7 +295,7 @@ class PulsarAdmin:
         self.call("DELETE", f"{BROKER_CONFIG}/{_seg(name)}")
 
     def runtime_config(self, broker_url: str | None = None) -> dict:
-        return self.get(_at(broker_url, f"{BROKER_CONFIG}/runtime"))
+        return self.get(_at(broker_url, BROKER_RUNTIME))
 
     def clusters(self) -> list[str]:
         return self.get(CLUSTERS)
@@ -275,7 +307,7 @@ class PulsarAdmin:
         return self.get(f"{BROKERS}/{_seg(cluster)}")
 
     def version(self, broker_url: str | None = None) -> str:
-        return self.call("GET", _at(broker_url, f"{BROKERS}/version"), text=True).strip().strip('"')
+        return self.call("GET", _at(broker_url, BROKER_VERSION), text=True).strip().strip('"')
 
     def metrics_text(self, broker_url: str | None = None) -> str:
         return self.call("GET", _at(broker_url, f"{METRICS}/"), text=True)
@@ -289,7 +321,7 @@ class PulsarAdmin:
         calls) and one lookup per owning broker for its web URL; a broker without it (2.10, 2.11: 404)
         is asked coordinator by coordinator through the TC-assign partitions' lookups."""
         try:
-            listed = self.invoke(calls.BY_NAME["coordinators-list"])
+            listed = self.invoke(calls.COORDINATORS_LIST)
         except ConnectionFailed as exc:
             if exc.status not in (404, 405):
                 raise

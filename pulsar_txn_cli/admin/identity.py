@@ -2,8 +2,8 @@
 
 The URL an operator types is not an identity: `127.0.0.1` and `localhost`, a load balancer, a
 proxy or another broker of the same cluster all reach the same cluster. So the key is
-- for a Pulsar cluster: its name (`/admin/v2/clusters`; with several, the broker's own
-  `clusterName`) and the web service URL in its cluster metadata (`/admin/v2/clusters/NAME`),
+- for a Pulsar cluster: its name (the clusters list, protocol.CLUSTERS; with several, the broker's own
+  `clusterName`) and the web service URL in its cluster metadata (CLUSTERS/NAME),
   which every broker of the cluster answers alike;
 - for the embedded engine (in process or served): the engine id made by `engine init`, which its
   cluster metadata carries as an extra field, so `engine reset` starts a new identity.
@@ -12,7 +12,7 @@ proxy or another broker of the same cluster all reach the same cluster. So the k
 from __future__ import annotations
 
 from pulsar_txn_cli.errors import ConnectionFailed
-from pulsar_txn_cli.protocol import ENGINE_ID_FIELD
+from pulsar_txn_cli.protocol import CLUSTERS, ENGINE_ID_FIELD
 
 
 def target_identity(admin) -> str:
@@ -34,8 +34,7 @@ def own_cluster(admin) -> str:
     names = admin.clusters()
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
         raise ConnectionFailed(
-            f"GET /admin/v2/clusters on {admin.target.describe()} did not list any cluster; "
-            "cannot tell which cluster this is"
+            f"GET {CLUSTERS} on {admin.target.describe()} did not list any cluster; cannot tell which cluster this is"
         )
     real = [n for n in names if n != "global"] or names
     if len(real) == 1:

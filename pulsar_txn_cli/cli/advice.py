@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from pulsar_txn_cli.admin.redact import without_credentials
+from pulsar_txn_cli.transport.redact import without_credentials
 from pulsar_txn_cli.protocol import TC_ASSIGN
 
 _QUOTED = re.compile(r"`(pulsar-txn [^`]+)`")

@@ -74,7 +74,7 @@ def set_txn_tc_batch_log(
     a change made with another tool (pulsar-admin, a config file) so the stat and downgrade check
     can judge the stores against its moment.
     """
-    from pulsar_txn_cli.admin.batchlog import TC
+    from pulsar_txn_cli.batchlog import TC
 
     _set_or_declare(TC, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=8, force=force)
 
@@ -95,7 +95,7 @@ def set_txn_pending_ack_batch_log(
     unloads every topic with a transactional subscription so that they reopen now. With
     --changed-at, record a change made with another tool instead.
     """
-    from pulsar_txn_cli.admin.batchlog import PENDING_ACK
+    from pulsar_txn_cli.batchlog import PENDING_ACK
 
     _set_or_declare(
         PENDING_ACK, _enabled(value, enable, disable), reload, yes, changed_at, concurrency=concurrency, force=force
@@ -104,14 +104,14 @@ def set_txn_pending_ack_batch_log(
 
 def get_txn_tc_batch_log_stat() -> None:
     """Per coordinator: is log batching configured, and is it effective in the open store?"""
-    from pulsar_txn_cli.admin.batchlog import TC
+    from pulsar_txn_cli.batchlog import TC
 
     _stat(TC, concurrency=8)
 
 
 def get_txn_pending_ack_batch_log_stat(concurrency: Concurrency = 8) -> None:
     """Per transactional subscription: is pending-ack batching configured, and is it effective?"""
-    from pulsar_txn_cli.admin.batchlog import PENDING_ACK
+    from pulsar_txn_cli.batchlog import PENDING_ACK
 
     _stat(PENDING_ACK, concurrency=concurrency)
 
@@ -142,7 +142,7 @@ def _set_or_declare(
         return
     if reload:
         raise UsageError("--changed-at records a change made elsewhere; it does not go with --reload")
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli import batchlog
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()
@@ -174,7 +174,7 @@ def _set_or_declare(
 
 
 def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force: bool = False) -> None:
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli import batchlog
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()
@@ -367,7 +367,7 @@ def switch_off_avoidance(env, risk: dict) -> list[str]:
 
 
 def _stat(log, *, concurrency: int) -> None:
-    from pulsar_txn_cli.admin import batchlog
+    from pulsar_txn_cli import batchlog
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()

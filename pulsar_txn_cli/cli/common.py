@@ -17,8 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from pulsar_txn_cli.admin.calls import REQUIRED
-from pulsar_txn_cli.admin.target_settings import TargetFlags
+from pulsar_txn_cli.calls import REQUIRED
+from pulsar_txn_cli.target.settings import TargetFlags
 from pulsar_txn_cli.cli import env as env_module
 
 OUTPUT_PANEL = "Output options"
@@ -56,7 +56,7 @@ OUTPUT_OPTIONS = [
 
 
 def _target_options() -> list:
-    """The target options, made of TargetFlags (admin/target_settings.py), where they are declared."""
+    """The target options, made of TargetFlags (target/settings.py), where they are declared."""
     hints = typing.get_type_hints(TargetFlags)
     return [
         (
@@ -172,7 +172,7 @@ def command(app: typer.Typer, name: str | None = None, *, target: bool | tuple[s
 
 
 def declared(call, body):
-    """A command function for a declared call (admin/calls.py): its options, argument and help are the
+    """A command function for a declared call (calls.py): its options, argument and help are the
     declaration's; body(**values) does the work. Register it with `command` as any other."""
 
     def run(**values):

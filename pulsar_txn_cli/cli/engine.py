@@ -47,7 +47,7 @@ def register(root: typer.Typer) -> None:
 
 
 def _dir(announce: bool = True):
-    from pulsar_txn_cli.admin.target_settings import engine_directory
+    from pulsar_txn_cli.target.settings import engine_directory
 
     env = current()
     directory = engine_directory(env.target)
@@ -60,7 +60,7 @@ def _open(*, readonly: bool = False, create: bool = False, create_default: bool 
     """Open the engine. The default engine is created with defaults (and says so) on first use, as
     is a named directory for `engine simulate` (create=True); any other command on a named
     directory without an engine fails with one error and creates nothing (a mistyped --engine-dir)."""
-    from pulsar_txn_cli.admin.engine_transport import require_engine
+    from pulsar_txn_cli.engine.transport import require_engine
     from pulsar_txn_cli.engine.broker import DEFAULT_COORDINATORS, Engine, exists
 
     directory = _dir(announce=False)
@@ -130,7 +130,7 @@ def reset(
 ) -> None:
     """Delete the engine (its database) and what pulsar-txn remembers about it (batch-log changes,
     downgrade checkpoint); the next engine command starts a fresh one."""
-    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.target import remembered
     from pulsar_txn_cli.engine.broker import exists
     from pulsar_txn_cli.engine.store import Store
 
@@ -641,7 +641,7 @@ def serve(
 
     While it runs it holds the engine directory: other commands take --admin-url URL, and
     `engine simulate --admin-url URL` adds a workload to the served engine."""
-    from pulsar_txn_cli.admin.server import serve as run_server
+    from pulsar_txn_cli.engine.server import serve as run_server
 
     env = current()
     directory = _dir()

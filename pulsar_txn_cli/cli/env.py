@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from pulsar_txn_cli.admin.target_settings import TargetFlags
+from pulsar_txn_cli.target.settings import TargetFlags
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Env:
 
             admin = connect(self.target, log=self.debug_log if self.debug else None)
             if admin.target.kind == "engine":  # a mistyped --engine-dir: one error, before any target line
-                from pulsar_txn_cli.admin.engine_transport import require_engine
+                from pulsar_txn_cli.engine.transport import require_engine
 
                 require_engine(admin.target.engine_dir, admin.target.source)
             self._admin = admin

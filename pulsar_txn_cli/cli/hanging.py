@@ -187,7 +187,7 @@ def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> l
     import getpass
     import socket
 
-    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.target import remembered
 
     identity = admin.identity()
     by = f"{getpass.getuser()}@{socket.gethostname()}"

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
 
 def list_records() -> None:
     """Every record kept on this machine: whose (identity), what, when it was last updated, where."""
-    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.target import remembered
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()
@@ -76,7 +76,7 @@ def prune(
     """Forget records: a forgotten batch-log change makes the stat say `unknown` until the stores
     reopen; a forgotten downgrade checkpoint is taken again by the next check, which can only
     delay SAFE, never hasten it."""
-    from pulsar_txn_cli.admin import remembered
+    from pulsar_txn_cli.target import remembered
     from pulsar_txn_cli.output import Result, Table, emit
 
     env = current()

@@ -1,6 +1,6 @@
 """Transaction stats with `pulsar-admin transactions` option names, on a cluster or the engine.
 
-Every command is declared in admin/calls.py (its request, options, help and columns); this module
+Every command is declared in calls.py (its request, options, help and columns); this module
 registers them all in one loop. A plain call is invoked and its answer shown as its declaration says;
 a command that does more (a fan-out, a fallback, a confirmation) has its body below, in BODIES.
 Pulsar's JSON is rendered unchanged for -o json/jsonl; tables pick the fields an operator reads first.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from pulsar_txn_cli.admin.calls import BY_NAME, COMMANDS, TXN_COLUMNS, AdminCall
+from pulsar_txn_cli.calls import BY_NAME, COMMANDS, TXN_COLUMNS, AdminCall
 from pulsar_txn_cli.cli.common import command, confirm, declared
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError, UsageError

@@ -31,7 +31,7 @@ class LedgerTask:
 def plan(admin, concurrency: int) -> tuple[list[LedgerTask], list[str]]:
     """(every ledger of every transaction log, problems met on the way: logs that could not be listed)."""
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
-    from pulsar_txn_cli.downgrade.gather import describe_error
+    from pulsar_txn_cli.errors import describe
 
     coordinators = admin.tc_partitions()
     subscriptions = transactional_subscriptions(admin, concurrency=concurrency)
@@ -60,7 +60,7 @@ def plan(admin, concurrency: int) -> tuple[list[LedgerTask], list[str]]:
         try:
             return ledger_tasks(fetch(), log, key), None
         except Exception as exc:  # noqa: BLE001 - one log that cannot be listed is reported, the rest go on
-            return [], f"{what}: {describe_error(exc)}"
+            return [], f"{what}: {describe(exc)}"
 
     tasks = []
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="collect-plan") as pool:

@@ -46,7 +46,7 @@ def _from_engine(admin, tasks: list[LedgerTask]) -> list[LedgerRead]:
     from pulsar_txn_cli.codec import is_batched
 
     holding = getattr(admin.transport, "holding", None)
-    if holding is None:  # an engine target is always served in process (admin/target_settings.py)
+    if holding is None:  # an engine target is always served in process (target/settings.py)
         raise TypeError(f"{admin.target.describe()} is not an engine in this process")
     reads = []
     with holding() as engine:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
 from pulsar_txn_cli.names import parse_bool
-from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS, COORDINATOR_ENABLED_KEY
+from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, BATCH_KEYS, BROKER_RUNTIME, COORDINATOR_ENABLED_KEY
 
-RUNTIME = "GET {}/admin/v2/brokers/configuration/runtime"
+RUNTIME = f"GET {{}}{BROKER_RUNTIME}"  # the broker's web URL, then the path PulsarAdmin.runtime_config asks
 ENABLED, BATCH_INDEX = COORDINATOR_ENABLED_KEY, BATCH_INDEX_KEY
 # Settings that must agree across brokers: a coordinator or topic moves between them.
 SHARED = (

@@ -3,14 +3,14 @@ transaction_coordinator_assign (apache/pulsar#20851, #23039, #15272). A pure jud
 
 from __future__ import annotations
 
+from pulsar_txn_cli import calls
 from pulsar_txn_cli.admin.features import lacks_batched_logs
 from pulsar_txn_cli.doctor.findings import ERROR, Finding, evidence
 from pulsar_txn_cli.doctor.stores import recovering_for, severity, since_phrase
 from pulsar_txn_cli.protocol import LOOKUP as LOOKUP_PATH
 from pulsar_txn_cli.protocol import TC_ASSIGN as ASSIGN
-from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS, TXN
+from pulsar_txn_cli.protocol import TC_ASSIGN_LOCAL, TC_ASSIGN_PARTITIONS
 
-STATS = f"GET {TXN}/coordinatorStats?coordinatorId={{}}"
 LOOKUP = f"GET {LOOKUP_PATH}/pulsar/system/{TC_ASSIGN_LOCAL}-partition-{{}}"
 PARTITIONS = f"GET {TC_ASSIGN_PARTITIONS}"
 
@@ -62,7 +62,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
                 summary,
                 [
                     evidence(
-                        STATS.format(tc_id),
+                        calls.COORDINATOR_STATS.request_line(coordinator_id=tc_id),
                         state=state,
                         error=error,
                         recoverStartTime=(stats or {}).get("recoverStartTime"),

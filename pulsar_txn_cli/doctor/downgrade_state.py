@@ -7,6 +7,7 @@ then the logs that hold it back are findings, with `downgrade check`'s own cause
 
 from __future__ import annotations
 
+from pulsar_txn_cli import calls
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, CheckRun, Finding, evidence
 from pulsar_txn_cli.downgrade.causes import CAUSE_MISSING
 
@@ -39,7 +40,6 @@ def findings_of(verdict, checkpoint: str) -> list[Finding]:
     the checkpoint) follow, with the verdict's fixes when it is BLOCKED."""
     if verdict.verdict == "SAFE":
         return []
-    endpoint = "GET /admin/v3/transactions/{}".format
     out = []
     told: set[str] = set()
     for item in verdict.items:
@@ -50,10 +50,10 @@ def findings_of(verdict, checkpoint: str) -> list[Finding]:
         told.update(own)
         blocked = verdict.verdict == "BLOCKED" and bool(own) and item.cause != CAUSE_MISSING
         more = [p.removeprefix(f"{obs.label}: ") for p in own if p != f"{obs.label}: {item.reason}"]
-        where = (
-            endpoint(f"coordinatorInternalStats/{obs.coordinator_id}")
+        where = (  # the request downgrade/gather.py made of this log
+            calls.COORDINATOR_INTERNAL_STATS.request_line(coordinator_id=obs.coordinator_id)
             if obs.coordinator_id is not None
-            else endpoint(f"pendingAckInternalStats/{obs.topic}/{obs.subscription}")
+            else calls.PENDING_ACK_INTERNAL_STATS.request_line(topic=obs.topic, subscription=obs.subscription)
         )
         data = item.to_json()
         out.append(

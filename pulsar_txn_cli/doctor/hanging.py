@@ -12,9 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli import transaction_ends as t
 from pulsar_txn_cli.doctor.transactions import partition_state
-from pulsar_txn_cli.doctor.read import _attempt
-from pulsar_txn_cli.errors import PulsarTxnError, UsageError
-from pulsar_txn_cli.names import TopicName, TxnID, expand_partitions
+from pulsar_txn_cli.errors import UsageError, attempt
+from pulsar_txn_cli.names import TopicName, TxnID
 from pulsar_txn_cli.protocol import tc_assign_partition
 
 STATES = ("OPEN", "COMMITTING", "ABORTING")
@@ -32,7 +31,7 @@ def find(
     """{"nowMs", "clock", "versions", "transactions": [...]} oldest first; each with the readers it holds."""
     wanted = _states(states)
     now, clock = admin.clock()
-    versions, _ = _attempt(_versions, admin)
+    versions, _ = attempt(_versions, admin)
     listing = open_transactions(admin, coordinator_id, concurrency)
     owners = {}
     picked = []
@@ -48,7 +47,7 @@ def find(
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="find-hanging") as pool:
         read = dict(zip(partitions, pool.map(lambda p: _partition(admin, p), partitions)))
         for most in sorted({TxnID.parse(i)[0] for i, _ in picked}):
-            owners[most] = pool.submit(_attempt, admin.lookup, tc_assign_partition(most))
+            owners[most] = pool.submit(attempt, admin.lookup, tc_assign_partition(most))
     owner_url = {
         m: ((f.result()[0] or {}).get("brokerUrl") or (f.result()[0] or {}).get("brokerUrlTls"))
         for m, f in owners.items()
@@ -107,18 +106,13 @@ def _states(states: list[str] | None) -> tuple[str, ...]:
 def _topic_filter(admin, topic: str | None) -> set[str] | None:
     if not topic:
         return None
-    name = TopicName(topic)
-    try:
-        meta = admin.get(f"/admin/v2/persistent/{name.rest}/partitions") or {}
-    except PulsarTxnError:
-        meta = {}
-    return {name.full, *expand_partitions(name.full, int(meta.get("partitions") or 0))}
+    return {TopicName(topic).full, *admin.topic_partitions(topic)}
 
 
 def _partition(admin, partition: str) -> dict:
-    internal, error = _attempt(admin.get, f"/admin/v2/persistent/{TopicName(partition).rest}/internalStats")
-    stats, stats_error = _attempt(admin.transaction_buffer_stats, partition)
-    return {"stats": stats or {}, "internal": internal or {}, "error": error or stats_error}
+    both, error = attempt(admin.partition_stats, partition)
+    internal, stats = both or ({}, {})
+    return {"stats": stats, "internal": internal, "error": error}
 
 
 def _versions(admin) -> list[str]:
@@ -154,7 +148,7 @@ def abort(admin, txn_ids: list[str], *, concurrency: int = 4, on_result=None, st
                 f"`{t.reload_coordinator(most)}`"
             )
         else:
-            _, error = _attempt(admin.abort_transaction, most, least)
+            _, error = attempt(admin.abort_transaction, most, least)
         result = {"txnId": txn_id, "aborted": error is None, "error": error}
         if on_result is not None:
             on_result(result)

@@ -9,12 +9,13 @@ target answers, lets its ConnectionFailed through (exit code 4). Every request i
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from pulsar_txn_cli.admin.counting import requests_sent
 from pulsar_txn_cli.admin.open_transactions import open_transactions
-from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
+from pulsar_txn_cli.errors import ConnectionFailed
+from pulsar_txn_cli.errors import attempt
 from pulsar_txn_cli.names import TopicName, namespace_of
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX, SYSTEM_NAMESPACE, tc_assign_partition
 
@@ -56,43 +57,12 @@ class Reading:
         return sorted({b["version"] for b in self.brokers.values() if b.get("version")})
 
 
-class _CountingTransport:
-    """The admin's transport, counting requests (the figure `doctor` publishes)."""
-
-    def __init__(self, transport):
-        self._transport = transport
-        self.count = 0
-        self._lock = threading.Lock()
-
-    def request(self, *args, **kwargs):
-        with self._lock:
-            self.count += 1
-        return self._transport.request(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._transport, name)
-
-
-def counted(admin):
-    """A PulsarAdmin on the same target whose requests are counted (`.transport.count`)."""
-    from pulsar_txn_cli.admin.client import PulsarAdmin
-
-    return PulsarAdmin(_CountingTransport(admin.transport), admin.target)
-
-
-def _attempt(fn, *args):
-    try:
-        return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - a failure is something read; the checks judge it
-        return None, str(exc) if isinstance(exc, PulsarTxnError) else f"unexpected {type(exc).__name__}: {exc}"
-
-
 def user_namespaces(admin) -> list[str]:
     return sorted(ns for tenant in admin.tenants() for ns in admin.namespaces(tenant) if ns != SYSTEM_NAMESPACE)
 
 
 def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Reading:
-    """Everything the checks need, read once. `admin` should come from counted()."""
+    """Everything the checks need, read once. `admin` should be counted (admin/counting.py)."""
     from pulsar_txn_cli.stuck_readers import partitions_of
 
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
@@ -100,10 +70,10 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
     reading = Reading(admin.target.describe(), scope, now, clock, admin.target.kind, tc_count)
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="doctor")
     try:
-        stats = pool.submit(_attempt, admin.coordinator_stats_each)
-        owners = [pool.submit(_attempt, admin.lookup, tc_assign_partition(i)) for i in range(tc_count)]
-        txns = pool.submit(_attempt, open_transactions, admin)
-        urls = pool.submit(_attempt, admin.broker_web_urls)
+        stats = pool.submit(attempt, admin.coordinator_stats_each)
+        owners = [pool.submit(attempt, admin.lookup, tc_assign_partition(i)) for i in range(tc_count)]
+        txns = pool.submit(attempt, open_transactions, admin)
+        urls = pool.submit(attempt, admin.broker_web_urls)
         namespaces = [scope.namespace] if scope.namespace else None
         if scope.topic:
             namespaces = [namespace_of(scope.topic)]
@@ -111,13 +81,13 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
             # What the operator named must be readable: a typo is an error, never an empty all-clear.
             names, names_error = partitions_of(admin, scope.topic, scope.namespace), None
         else:
-            names, names_error = _attempt(
+            names, names_error = attempt(
                 lambda: [p for ns in user_namespaces(admin) for p in partitions_of(admin, None, ns)]
             )
         if names_error:
             reading.problems.append(f"could not list the topics of the {scope.describe()}: {names_error}")
         part_futures = {p: pool.submit(_partition, admin, p) for p in names or ()}
-        subs, subs_error = _attempt(_subscriptions, admin, namespaces, scope, concurrency)
+        subs, subs_error = attempt(_subscriptions, admin, namespaces, scope, concurrency)
         if subs_error:
             reading.problems.append(f"could not discover the transactional subscriptions: {subs_error}")
         sub_futures = [pool.submit(_subscription, admin, entry) for entry in subs or ()]
@@ -147,16 +117,14 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    reading.requests = getattr(admin.transport, "count", 0)
+    reading.requests = requests_sent(admin)
     return reading
 
 
 def _partition(admin, partition: str) -> dict:
-    # The last written position first, then the buffer: a plain message written in between cannot
-    # then look like readers held behind maxReadPosition.
-    internal, internal_error = _attempt(admin.get, f"/admin/v2/persistent/{TopicName(partition).rest}/internalStats")
-    stats, error = _attempt(admin.transaction_buffer_stats, partition, True)
-    return {"stats": stats or {}, "internal": internal or {}, "error": error or internal_error}
+    both, error = attempt(admin.partition_stats, partition, True)
+    internal, stats = both or ({}, {})
+    return {"stats": stats, "internal": internal, "error": error}
 
 
 def _subscriptions(admin, namespaces, scope: Scope, concurrency: int) -> list[dict]:
@@ -175,20 +143,18 @@ def _subscription(admin, entry: dict) -> dict:
     out = dict(entry)
     if entry.get("status") == "orphan":
         # The log's own topic: what it stores (its subscription is gone, so the pending-ack calls cannot answer).
-        out["internal"], out["error"] = _attempt(
-            admin.get, f"/admin/v2/persistent/{TopicName(entry['pendingAckTopic']).rest}/internalStats"
-        )
+        out["internal"], out["error"] = attempt(admin.topic_internal_stats, entry["pendingAckTopic"])
         return out
-    out["stats"], error = _attempt(admin.pending_ack_stats, entry["topic"], entry["subscription"])
-    internal, internal_error = _attempt(admin.pending_ack_internal_stats, entry["topic"], entry["subscription"])
+    out["stats"], error = attempt(admin.pending_ack_stats, entry["topic"], entry["subscription"])
+    internal, internal_error = attempt(admin.pending_ack_internal_stats, entry["topic"], entry["subscription"])
     out["internal"] = ((internal or {}).get("pendingAckLogStats") or {}).get("managedLedgerInternalStats") or {}
     out["error"] = error or internal_error
     return out
 
 
 def _broker(admin, url: str | None) -> dict:
-    runtime, error = _attempt(admin.runtime_config, url)
-    version, version_error = _attempt(admin.version, url)
+    runtime, error = attempt(admin.runtime_config, url)
+    version, version_error = attempt(admin.version, url)
     return {
         "runtime": runtime if isinstance(runtime, dict) else None,
         "version": version,

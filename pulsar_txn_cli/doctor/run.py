@@ -8,10 +8,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from pulsar_txn_cli.admin.counting import counted, requests_sent
 from pulsar_txn_cli.doctor import config as config_check
 from pulsar_txn_cli.doctor import coordinators, stores, transactions
 from pulsar_txn_cli.doctor.findings import CHECKS, ERROR, CheckRun, Finding, exit_severity, worst_first
-from pulsar_txn_cli.doctor.read import DEFAULT_CONCURRENCY, Scope, counted, read
+from pulsar_txn_cli.doctor.read import DEFAULT_CONCURRENCY, Scope, read
 
 NOT_ENABLED = "transactionCoordinatorEnabled"
 
@@ -116,7 +117,7 @@ def run(
         [runs[name] for name in CHECKS],
         transactions.causes_first(worst_first(found)),
         counts,
-        admin.transport.count,
+        requests_sent(admin),
         clock() - started,
     )
 

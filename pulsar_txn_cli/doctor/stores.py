@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
 from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, partition_state, rest
-from pulsar_txn_cli.protocol import PERSISTENT, TXN
+from pulsar_txn_cli.protocol import SUBSCRIPTIONS, TXN, topic_path
 from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition
 
 # A store that recovers for longer than this needs a look (a topic load normally takes seconds).
@@ -176,7 +176,7 @@ def leaked_pending_ack(reading) -> list[Finding]:
                         error=sub.get("error"),
                     ),
                     evidence(
-                        f"GET {PERSISTENT}/{rest(sub.get('topic') or '')}/subscriptions",
+                        f"GET {topic_path(rest(sub.get('topic') or ''), SUBSCRIPTIONS)}",
                         subscription=sub.get("subscription"),
                         exists=False,
                     ),

@@ -37,7 +37,7 @@ def enable_command(key: str) -> str:
 
 def set_command(key: str, want: bool) -> str:
     """pulsar-txn's own switch: it records the moment of the change, which is what lets the
-    admin layer tell where the change is effective (admin/batchlog.py), and reloads the stores."""
+    admin layer tell where the change is effective (batchlog.py), and reloads the stores."""
     name = "set-txn-tc-batch-log" if key == BATCH_KEYS[0] else "set-txn-pending-ack-batch-log"
     return f"pulsar-txn {name} --{'enable' if want else 'disable'} --reload --yes"
 

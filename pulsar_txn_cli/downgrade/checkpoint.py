@@ -115,8 +115,8 @@ class CheckpointError(DataError):
 
 
 def default_path(identity: str) -> Path:
-    """One file per target identity in the user state directory (admin/remembered.py)."""
-    from pulsar_txn_cli.admin import remembered
+    """One file per target identity in the user state directory (target/remembered.py)."""
+    from pulsar_txn_cli.target import remembered
 
     return remembered.checkpoint_path(identity)
 

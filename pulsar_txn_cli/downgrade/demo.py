@@ -75,8 +75,8 @@ class DemoStory:
 
     def _init(self):
         from pulsar_txn_cli.admin.client import PulsarAdmin
-        from pulsar_txn_cli.admin.target_settings import Target
-        from pulsar_txn_cli.admin.engine_transport import EngineTransport
+        from pulsar_txn_cli.target.settings import Target
+        from pulsar_txn_cli.engine.transport import EngineTransport
         from pulsar_txn_cli.engine.broker import Engine, exists
 
         if self.directory is None:
@@ -96,7 +96,7 @@ class DemoStory:
         return engine, admin
 
     def _set(self, engine, admin, enabled: bool) -> list[str]:
-        from pulsar_txn_cli.admin import batchlog
+        from pulsar_txn_cli import batchlog
 
         lines = []
         for log in (batchlog.TC, batchlog.PENDING_ACK):
@@ -144,7 +144,7 @@ class DemoStory:
         self.summary["steps"].append({"step": "workload", "round": self.round, "records": records, "entries": entries})
 
     def _stats(self, admin) -> None:
-        from pulsar_txn_cli.admin import batchlog
+        from pulsar_txn_cli import batchlog
 
         self._step(
             "Upgrade step 4: the batch-log stats (get-txn-tc-batch-log-stat, get-txn-pending-ack-batch-log-stat)"
@@ -222,7 +222,7 @@ class DemoStory:
         """The batch settings move from the dynamic overrides into the engine's broker.conf, as an operator
         persists them after a downgrade: the records of the dynamic change leave with the demo, and a dynamic
         value without its record is one whose moment is unknown, which no later check could judge."""
-        from pulsar_txn_cli.admin import batchlog
+        from pulsar_txn_cli import batchlog
 
         for log in (batchlog.TC, batchlog.PENDING_ACK):
             value = engine.config.overrides().get(log.key)
@@ -233,7 +233,7 @@ class DemoStory:
     def _forget(self, identity: str) -> None:
         """A temporary engine's records (batch-log changes, the checkpoint) leave the user's state
         directory with the demo: `state list` shows the operator's own targets only."""
-        from pulsar_txn_cli.admin import remembered
+        from pulsar_txn_cli.target import remembered
 
         gone = remembered.prune([identity])
         self.summary["forgotten"] = len(gone)

@@ -1,7 +1,7 @@
-"""Where batching is effective, per store, through the admin layer's own judgement (admin/batchlog/).
+"""Where batching is effective, per store, through the admin layer's own judgement (batchlog/).
 
 Pulsar reports no per-store batching state (PIP-160's stat commands never
-shipped); admin/batchlog/judgement.py combines the
+shipped); batchlog/judgement.py combines the
 configured value, the change recorded when pulsar-txn set it, and each store's open time. This
 module only feeds it what the check already observed, so no extra admin call is made.
 """
@@ -23,8 +23,8 @@ from pulsar_txn_cli.protocol import (
 
 class Judge:
     def __init__(self, identity: str, dynamic_config, brokers):
-        from pulsar_txn_cli.admin import remembered
-        from pulsar_txn_cli.admin.batchlog.config import configured_value, dynamic_value
+        from pulsar_txn_cli.target import remembered
+        from pulsar_txn_cli.batchlog.config import configured_value, dynamic_value
 
         changes = remembered.load_changes(identity)["changes"]
         self._settings = {}
@@ -36,7 +36,7 @@ class Judge:
         self._release = features.all_predate_batched_logs([b.version for b in brokers])
 
     def _judge(self, log: LogObservation, key: str, store: dict, store_key: str) -> LogObservation:
-        from pulsar_txn_cli.admin.batchlog.judgement import effective
+        from pulsar_txn_cli.batchlog.judgement import effective
 
         configured, dynamic, change = self._settings[key]
         state, reason = effective(store, key, configured, dynamic, change, store_key, self._release)

@@ -8,7 +8,6 @@ target answers at all, lets its ConnectionFailed through (exit code 4).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,29 +27,10 @@ from pulsar_txn_cli.downgrade.observations import (
     WriterCounters,
 )
 from pulsar_txn_cli.output.units import iso_ms, iso_seconds
-from pulsar_txn_cli.protocol import BROKERS, PENDING_ACK_CURSOR, TC_CURSOR
+from pulsar_txn_cli.errors import attempt, describe
+from pulsar_txn_cli.protocol import PENDING_ACK_CURSOR, TC_CURSOR
 
 DEFAULT_CONCURRENCY = 16
-
-
-def describe_error(exc: BaseException) -> str:
-    from pulsar_txn_cli.errors import PulsarTxnError
-
-    if isinstance(exc, PulsarTxnError):
-        return str(exc)
-    return f"unexpected {type(exc).__name__}: {exc}"
-
-
-class Counter:
-    """Counts admin calls (the benchmark compares them with the manual procedure)."""
-
-    def __init__(self):
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def add(self, n: int = 1) -> None:
-        with self._lock:
-            self.calls += n
 
 
 def gather(
@@ -59,13 +39,10 @@ def gather(
     concurrency: int = DEFAULT_CONCURRENCY,
     progress=None,
     versions: bool = True,
-    counter: Counter | None = None,
 ) -> Observations:
     """Observe the target: configuration, brokers, every coordinator and transactional subscription
     (ledger list, cursor, store state), and where batching is effective. `progress` has
-    advance()/update()."""
-    counter = counter or Counter()
-    counter.add()
+    advance()/update(). Count its requests by giving it a counted PulsarAdmin (admin/counting.py)."""
     tc_count = admin.tc_partitions()  # proves the target answers; ConnectionFailed propagates
     now_ms = admin.now_ms()
     taken_at = iso_seconds(now_ms)  # on the target's clock, as the times its stores report
@@ -73,16 +50,16 @@ def gather(
     problems: list[str] = []
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)), thread_name_prefix="downgrade")
     try:
-        dynamic = pool.submit(_attempt, counter, admin.dynamic_config_values)
-        broker_urls = pool.submit(_attempt, counter, admin.broker_web_urls)
-        tc_stats = pool.submit(_attempt, counter, admin.coordinator_stats)
-        subs = pool.submit(_discover, admin, concurrency, counter)
+        dynamic = pool.submit(attempt, admin.dynamic_config_values)
+        broker_urls = pool.submit(attempt, admin.broker_web_urls)
+        tc_stats = pool.submit(attempt, admin.coordinator_stats)
+        subs = pool.submit(_discover, admin, concurrency)
         (urls, brokers_error) = broker_urls.result()
         count = len(urls or ())
         # The counters before any ledger list: a batch counted after them lands in a ledger this check lists,
         # or is counted by the next check; read the other way round, a batch in a ledger created in between
         # would be in the counters this check keeps and in no ledger it raised a record to.
-        metric_futures = [pool.submit(_writer_counters, admin, u, broker_at(u, count), counter) for u in urls or ()]
+        metric_futures = [pool.submit(_writer_counters, admin, u, broker_at(u, count)) for u in urls or ()]
         (dynamic_config, dynamic_error) = dynamic.result()
         (stats, stats_error) = tc_stats.result()
         (found, discovery_problems) = subs.result()
@@ -98,17 +75,16 @@ def gather(
             return value
 
         broker_futures = [
-            pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions, counter)), u)
-            for u in urls or ()
+            pool.submit(lambda u: tick(_broker(admin, u, broker_at(u, count), versions)), u) for u in urls or ()
         ]
         counters = [f.result() for f in metric_futures]
         # A real broker answers 500 to the all-coordinators stats while one coordinator is not
         # loaded (docs/real-broker-findings.md): then ask each coordinator on its own.
         all_stats = stats if isinstance(stats, dict) and not stats_error else None
         tc_futures = [
-            pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, counter, now_ms)), i) for i in range(tc_count)
+            pool.submit(lambda i: tick(_coordinator(admin, i, all_stats, now_ms)), i) for i in range(tc_count)
         ]
-        sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d, counter)), d) for d in found]
+        sub_futures = [pool.submit(lambda d: tick(_subscription(admin, d)), d) for d in found]
         brokers = tuple(f.result() for f in broker_futures)
         coordinators = [f.result() for f in tc_futures]
         subscriptions = [f.result() for f in sub_futures]
@@ -144,10 +120,10 @@ def _release_checked(writer: WriterCounters, broker: BrokerObservation) -> Write
     return replace(writer, cannot_batch=True) if lacks_batched_logs(broker.version) else writer
 
 
-def _writer_counters(admin, url: str, at: str | None, counter: Counter) -> WriterCounters:
+def _writer_counters(admin, url: str, at: str | None) -> WriterCounters:
     """One broker's buffered-writer counters, asked at AT: per writer, when its counters started (their
     `_created` samples, the broker's start) and the batches it wrote since (PIP-160's bufferedwriter metrics)."""
-    text, error = _attempt(counter, admin.metrics_text, at)
+    text, error = attempt(admin.metrics_text, at)
     if error or not isinstance(text, str):
         return WriterCounters(url, error=error or "the metrics are not text")
     created: dict[str, int] = {}
@@ -185,24 +161,14 @@ def _unbatched_since(writers: tuple[WriterCounters, ...] | None) -> int | None:
     return max(starts) if starts else None
 
 
-def _attempt(counter: Counter, fn, *args):
-    """(value, None) or (None, error sentence)."""
-    counter.add()
-    try:
-        return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - every failure is an observation; the verdict fails closed
-        return None, describe_error(exc)
-
-
-def _discover(admin, concurrency: int, counter: Counter) -> tuple[list[dict], list[str]]:
+def _discover(admin, concurrency: int) -> tuple[list[dict], list[str]]:
     """Every transactional subscription (steps 2-4), from the admin layer's discovery."""
     from pulsar_txn_cli.admin.discovery import transactional_subscriptions
 
-    counting = _CountingAdmin(admin, counter)
     try:
-        found = transactional_subscriptions(counting, concurrency=concurrency)
+        found = transactional_subscriptions(admin, concurrency=concurrency)
     except Exception as exc:  # noqa: BLE001
-        return [], [f"could not discover the transactional subscriptions: {describe_error(exc)}"]
+        return [], [f"could not discover the transactional subscriptions: {describe(exc)}"]
     problems, usable = [], []
     for entry in found:
         if entry.get("status") == "orphan":
@@ -218,54 +184,33 @@ def _discover(admin, concurrency: int, counter: Counter) -> tuple[list[dict], li
     return usable, problems
 
 
-class _CountingAdmin:
-    """Forwards to the admin client, counting calls (for the benchmark's call count)."""
-
-    def __init__(self, admin, counter: Counter):
-        self._admin, self._counter = admin, counter
-
-    def __getattr__(self, name):
-        attr = getattr(self._admin, name)
-        if not callable(attr):
-            return attr
-
-        def counted(*args, **kwargs):
-            self._counter.add()
-            return attr(*args, **kwargs)
-
-        return counted
-
-
-def _broker(admin, url: str, at: str | None, versions: bool, counter: Counter) -> BrokerObservation:
+def _broker(admin, url: str, at: str | None, versions: bool) -> BrokerObservation:
     """One broker, asked at AT (admin/client.broker_at: None is through the admin URL)."""
-    runtime, error = _attempt(counter, admin.runtime_config, at)
+    runtime, error = attempt(admin.runtime_config, at)
     version = None
     if versions:
-        path = (at.rstrip("/") if at else "") + f"{BROKERS}/version"
-        text, version_error = _attempt(counter, lambda: admin.call("GET", path, text=True))
-        version = text.strip().strip('"') if isinstance(text, str) and text.strip() else None
+        text, version_error = attempt(admin.version, at)
+        version = text or None
         error = error or version_error
     if runtime is not None and not isinstance(runtime, dict):
         runtime, error = None, "the runtime configuration is not a JSON object"
     return BrokerObservation(url, runtime, version, error)
 
 
-def _coordinator(
-    admin, tc_id: int, all_stats: dict | None, counter: Counter, now_ms: int
-) -> tuple[LogObservation, dict]:
+def _coordinator(admin, tc_id: int, all_stats: dict | None, now_ms: int) -> tuple[LogObservation, dict]:
     """The TC log and the coordinator's stats (state, open time, open transactions)."""
-    data, error = _attempt(counter, admin.coordinator_internal_stats, tc_id)
+    data, error = attempt(admin.coordinator_internal_stats, tc_id)
     log = _log(COORDINATOR, data, error, "transactionLogStats", TC_CURSOR, coordinator_id=tc_id)
     if all_stats is not None:
         stats = all_stats.get(str(tc_id)) or all_stats.get(tc_id) or {}
     else:
-        stats, stats_error = _attempt(counter, admin.coordinator_stats, tc_id)
+        stats, stats_error = attempt(admin.coordinator_stats, tc_id)
         if stats_error and not log.error:
             log = replace(log, error=f"coordinator stats: {stats_error}")
     stats = stats if isinstance(stats, dict) else {}
     ongoing = stats.get("ongoingTxnSize")
     if isinstance(ongoing, int) and ongoing > 0 and not log.error:
-        oldest, overdue = _open_transactions(admin, tc_id, counter, now_ms)
+        oldest, overdue = _open_transactions(admin, tc_id, now_ms)
         log = replace(log, oldest_open_ms=oldest, overdue_txns=overdue)
     return log, stats
 
@@ -276,11 +221,11 @@ def _coordinator(
 OVERDUE_MARGIN_MS = 120_000
 
 
-def _open_transactions(admin, tc_id: int, counter: Counter, now_ms: int) -> tuple[int | None, tuple[str, ...]]:
+def _open_transactions(admin, tc_id: int, now_ms: int) -> tuple[int | None, tuple[str, ...]]:
     """The openTimestamp of the coordinator's oldest open transaction (its slow transactions over EVERY_OPEN),
     and the ids of those long past their own timeout; (None, ()) when it cannot be told: the verdict then does
     not rest on them."""
-    data, error = _attempt(counter, admin.slow_transactions, EVERY_OPEN, tc_id)
+    data, error = attempt(admin.slow_transactions, EVERY_OPEN, tc_id)
     if error or not isinstance(data, dict):
         return None, ()
     metas = [m for m in data.values() if isinstance(m, dict) and age_ms(m, now_ms) is not None]
@@ -288,12 +233,12 @@ def _open_transactions(admin, tc_id: int, counter: Counter, now_ms: int) -> tupl
     return (min(m["openTimestamp"] for m in metas) if metas else None), overdue
 
 
-def _subscription(admin, entry: dict, counter: Counter) -> tuple[LogObservation, dict]:
+def _subscription(admin, entry: dict) -> tuple[LogObservation, dict]:
     """The pending-ack log and the store's stats (state, open time, open transactions)."""
     topic, sub = entry["topic"], entry["subscription"]
-    data, error = _attempt(counter, admin.pending_ack_internal_stats, topic, sub)
+    data, error = attempt(admin.pending_ack_internal_stats, topic, sub)
     log = _log(SUBSCRIPTION, data, error, "pendingAckLogStats", PENDING_ACK_CURSOR, topic=topic, subscription=sub)
-    stats, stats_error = _attempt(counter, admin.pending_ack_stats, topic, sub)
+    stats, stats_error = attempt(admin.pending_ack_stats, topic, sub)
     if stats_error and not log.error:
         log = replace(log, error=f"pending-ack stats: {stats_error}")
     return log, stats if isinstance(stats, dict) else {}

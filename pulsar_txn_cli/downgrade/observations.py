@@ -15,7 +15,7 @@ SUBSCRIPTION = "subscription"
 
 @dataclass(frozen=True)
 class BrokerObservation:
-    """One broker: its runtime configuration (GET /admin/v2/brokers/configuration/runtime)."""
+    """One broker: its runtime configuration (PulsarAdmin.runtime_config)."""
 
     broker: str
     runtime: Mapping[str, str] | None = None
@@ -64,7 +64,7 @@ class LogObservation:
     @property
     def opening(self) -> bool:
         """Loaded but not Ready yet: the store replays its log (after a restart or an unload)."""
-        from pulsar_txn_cli.admin.batchlog.stores import OPENING_STATES
+        from pulsar_txn_cli.batchlog.stores import OPENING_STATES
 
         return self.store_state in OPENING_STATES
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulsar_txn_cli.admin.counting import counted, requests_sent
 from pulsar_txn_cli.downgrade import checkpoint as cp_store
 from pulsar_txn_cli.downgrade import gather, verdict as v
 from pulsar_txn_cli.downgrade.entry_scan import apply_entry_scan
@@ -18,7 +19,7 @@ class CheckResult:
     observations: object
     checkpoint_path: Path
     saved: bool
-    calls: int
+    requests: int  # sent to the target by this check (admin/counting.py)
     confirmation: object = None  # confirm.Reading when a SAFE was confirmed by reading the ledgers
 
 
@@ -43,8 +44,8 @@ def check(
         before, error = cp_store.load(path), None
     except cp_store.CheckpointError as exc:
         before, error = None, f"{exc}; {exc.hint}" if exc.hint else str(exc)  # the verdict says how to fix it
-    counter = gather.Counter()
-    observations = gather.gather(admin, concurrency=concurrency, progress=progress, counter=counter)
+    admin = counted(admin)
+    observations = gather.gather(admin, concurrency=concurrency, progress=progress)
     result = v.downgrade_verdict(observations, before, checkpoint_error=error)
     if verify:
         from pulsar_txn_cli.downgrade.verify import scan
@@ -61,7 +62,7 @@ def check(
     if after is not None and after != before and (before is not None or after.size):
         cp_store.save(path, after)
         saved = True
-    return CheckResult(result, observations, path, saved, counter.calls, reading)
+    return CheckResult(result, observations, path, saved, requests_sent(admin), reading)
 
 
 def wait(

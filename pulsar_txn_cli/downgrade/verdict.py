@@ -255,7 +255,7 @@ def _stalls(states: list[LogState], findings: Findings, versions: list[str], *, 
 
 def _switch_would_stall(obs: Observations, findings: Findings, batch_index: bool | None, *, engine: bool) -> None:
     """The fixes turn batching off: with transactions open and batch-index deletion off, that would pin
-    the TC log once they end, and the switch refuses it (admin/batchlog/risk.py), so the fixes turn
+    the TC log once they end, and the switch refuses it (batchlog/risk.py), so the fixes turn
     batch-index deletion on first."""
     turning_off = any(
         ("--disable" in f and "batch-log" in f) or any(k in f for k in BATCH_KEYS) for f in findings.fixes

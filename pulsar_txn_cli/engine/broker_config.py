@@ -176,7 +176,7 @@ class Config:
         return dict(self.store.db.execute("SELECT key, value FROM config").fetchall())
 
     def overrides(self) -> dict[str, str]:
-        """What GET /admin/v2/brokers/configuration/values returns."""
+        """What GET of the dynamic configuration's values (protocol.BROKER_CONFIG/values) returns."""
         return dict(self.store.db.execute("SELECT key, value FROM dynamic_config ORDER BY key").fetchall())
 
     def values(self) -> dict[str, object]:
@@ -206,7 +206,7 @@ class Config:
         return self.values().get(name, default)
 
     def runtime(self) -> dict[str, str]:
-        """What GET /admin/v2/brokers/configuration/runtime returns (all keys, as strings)."""
+        """What GET of the runtime configuration (protocol.BROKER_RUNTIME) returns (all keys, as strings)."""
         return {name: to_text(value) for name, value in sorted(self.values().items())}
 
     def source(self, name: str) -> str:
@@ -248,7 +248,7 @@ class Config:
         return layer
 
     def store_override(self, name: str, text: str) -> None:
-        """What POST /admin/v2/brokers/configuration does: store the override as given."""
+        """What POST of a dynamic setting (protocol.BROKER_CONFIG/NAME/VALUE) does: store the override as given."""
         try:
             with self.store.tx():
                 self.store.db.execute(

@@ -391,7 +391,7 @@ class Coordinator:
 
 
 def transaction_metadata(engine, meta: TxnMeta) -> dict:
-    """TransactionMetadata, as GET /admin/v3/transactions/transactionMetadata returns it."""
+    """TransactionMetadata, as the transactionMetadata call (calls.TRANSACTION_METADATA) returns it."""
     acked: dict = {}
     for topic, sub in meta.subscriptions:
         store = engine.pending_ack_if_exists(topic, sub)

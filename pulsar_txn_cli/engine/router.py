@@ -34,8 +34,10 @@ from pulsar_txn_cli.protocol import (
     LOOKUP,
     METRICS,
     NAMESPACES,
+    INTERNAL_STATS,
+    PARTITIONS,
     PENDING_ACK_SUFFIX,
-    PERSISTENT,
+    SUBSCRIPTIONS,
     REMOTE_OPTIONS,
     SYSTEM_NAMESPACE,
     TC_ASSIGN_LOCAL,
@@ -43,11 +45,14 @@ from pulsar_txn_cli.protocol import (
     TC_LOG_MARKER,
     TENANTS,
     TXN,
+    UNLOAD,
     camel,
+    topic_path,
 )
 
 VERSION = "4.0.0"  # the Pulsar behaviour the engine models
 NOT_ENABLED = f"This Broker is not configured with {COORDINATOR_ENABLED_KEY}=true."
+_TOPIC = "{tenant}/{ns}/{topic}"  # a topic route's segments, matched by route()
 ASSIGN_PARTITION = re.compile(rf"^{TC_ASSIGN_LOCAL}-partition-(\d+)$")
 
 _ROUTES: list[tuple[str, re.Pattern, object, bool]] = []
@@ -158,7 +163,7 @@ def _pending_ack(engine, tenant, ns, topic, sub, *, missing_sub_status: int = 40
     return store
 
 
-# ---------------------------------------------------------------- /admin/v3/transactions
+# ---------------------------------------------------------------- transactions (protocol.TXN)
 
 
 @route("GET", TXN + "/coordinators", txn=True)
@@ -363,12 +368,12 @@ def namespace_topics(engine, query, body, tenant, ns):
     return 200, [t for t in topics if include_system or not _is_system(t)]
 
 
-@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/partitions")
+@route("GET", topic_path(_TOPIC, PARTITIONS))
 def partitioned_metadata(engine, query, body, tenant, ns, topic):
     return 200, {"partitions": engine.partition_count(_topic(tenant, ns, topic)), "deleted": False}
 
 
-@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/internalStats")
+@route("GET", topic_path(_TOPIC, INTERNAL_STATS))
 def topic_internal_stats(engine, query, body, tenant, ns, topic):
     """PersistentTopicInternalStats: the topic's managed-ledger stats plus schema and compaction."""
     ml = ManagedLedger.get(engine.store, engine.clock, managed_ledger_name(_topic(tenant, ns, topic)))
@@ -380,7 +385,7 @@ def topic_internal_stats(engine, query, body, tenant, ns, topic):
     return 200, stats
 
 
-@route("DELETE", PERSISTENT + "/{tenant}/{ns}/{topic}")
+@route("DELETE", topic_path(_TOPIC))
 def delete_topic(engine, query, body, tenant, ns, topic):
     """Only a pending-ack log can be deleted on the engine (what `clean-pending-ack` does)."""
     full = _topic(tenant, ns, topic)
@@ -393,7 +398,7 @@ def delete_topic(engine, query, body, tenant, ns, topic):
     return 204, None
 
 
-@route("GET", PERSISTENT + "/{tenant}/{ns}/{topic}/subscriptions")
+@route("GET", topic_path(_TOPIC, SUBSCRIPTIONS))
 def subscriptions(engine, query, body, tenant, ns, topic):
     full = _topic(tenant, ns, topic)
     subs = sorted({s for name in engine.topic_and_partitions(full) for _, s in engine.subscriptions(name)})
@@ -402,7 +407,7 @@ def subscriptions(engine, query, body, tenant, ns, topic):
     return 200, subs
 
 
-@route("PUT", PERSISTENT + "/{tenant}/{ns}/{topic}/unload")
+@route("PUT", topic_path(_TOPIC, UNLOAD))
 def unload(engine, query, body, tenant, ns, topic):
     """Reopen the topic's stores: a TC for a transaction_coordinator_assign partition, else the
     pending-ack stores of the topic's subscriptions."""

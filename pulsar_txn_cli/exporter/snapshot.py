@@ -34,7 +34,7 @@ def take(
 ) -> Snapshot:
     """Observe once. Any failure makes the whole snapshot failed: a partial one could show a
     verdict without the logs behind it."""
-    from pulsar_txn_cli.admin.redact import redact
+    from pulsar_txn_cli.transport.redact import redact
     from pulsar_txn_cli.doctor import run as doctor_run
     from pulsar_txn_cli.doctor.read import Scope
     from pulsar_txn_cli.downgrade import runner

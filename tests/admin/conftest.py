@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from pulsar_txn_cli.admin.client import PulsarAdmin
-from pulsar_txn_cli.admin.target_settings import Target
-from pulsar_txn_cli.admin.http_client import RestTransport
+from pulsar_txn_cli.target.settings import Target
+from pulsar_txn_cli.transport.http_client import RestTransport
 
 TOKEN = "s3cr3t-T0KEN.abcdef"
 

@@ -1,7 +1,7 @@
 """Every admin command against the engine through both backends, requiring identical JSON.
 
 In process (--engine-dir: the engine's router called directly) and over HTTP (--admin-url to
-admin/server.py serving the same engine directory on 127.0.0.1, port 0).
+engine/server.py serving the same engine directory on 127.0.0.1, port 0).
 """
 
 import re
@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from pulsar_txn_cli.admin import server  # noqa: E402
+from pulsar_txn_cli.engine import server  # noqa: E402
 from tests.conftest import simulate_into
 
-# A value of each declared option (admin/calls.py) in this engine's world: every declared GET call is
+# A value of each declared option (calls.py) in this engine's world: every declared GET call is
 # read with them (declared_reads), so a new pulsar-admin command is compared with no edit here.
 EXAMPLES = {
     "topic": "sim-topic-0",
@@ -29,7 +29,7 @@ NOT_READ = {"transaction-metadata": "no transaction of this world stays open: FA
 
 def declared_reads() -> list[list[str]]:
     """Every declared GET call with EXAMPLES' values for its options (its first flag each)."""
-    from pulsar_txn_cli.admin.calls import COMMANDS, REQUIRED
+    from pulsar_txn_cli.calls import COMMANDS, REQUIRED
 
     reads = []
     for call in COMMANDS:

@@ -4,7 +4,7 @@ one (tests/integration/test_versions.py), with neither batch-log setting; plus J
 import pytest
 
 from pulsar_txn_cli.admin import features
-from pulsar_txn_cli.admin.http_errors import http_failure
+from pulsar_txn_cli.transport.http_errors import http_failure
 from tests.admin.conftest import TOKEN
 from tests.admin.fakebroker import FakeBroker
 

@@ -1,4 +1,4 @@
-"""admin/calls.py: each pulsar-admin command declared once, and everything that follows from it.
+"""calls.py: each pulsar-admin command declared once, and everything that follows from it.
 
 A declared call is a CLI command with exactly its options and help, has its section in
 docs/reference.md, is answered by the engine's router, and builds Pulsar's own request.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.main import get_command
 
-from pulsar_txn_cli.admin.calls import BY_NAME, COMMANDS, REQUIRED
+from pulsar_txn_cli.calls import BY_NAME, COMMANDS, REQUIRED
 from pulsar_txn_cli.cli import transactions
 from pulsar_txn_cli.cli.app import app
 from pulsar_txn_cli.engine import router
@@ -33,7 +33,7 @@ def test_names_are_unique():
 @pytest.mark.parametrize("name", NAMES)
 def test_a_declared_call_is_a_command_with_its_options_and_help(root, name):
     call, command = BY_NAME[name], root.commands.get(name)
-    assert command is not None, f"{name} is declared in admin/calls.py but is no command of pulsar-txn"
+    assert command is not None, f"{name} is declared in calls.py but is no command of pulsar-txn"
     assert command.help == call.help
     own = [p for p in command.params if p.name in {q.name for q in call.params}]
     assert [p.name for p in own] == [p.name for p in call.params]  # in the declared order, first

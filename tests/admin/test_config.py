@@ -2,8 +2,8 @@
 
 import pytest
 
-from pulsar_txn_cli.admin.target_settings import parse_properties, resolve
-from pulsar_txn_cli.admin.target_settings import TargetFlags
+from pulsar_txn_cli.target.settings import parse_properties, resolve
+from pulsar_txn_cli.target.settings import TargetFlags
 from pulsar_txn_cli.errors import UsageError
 
 PULSARCTL = """\

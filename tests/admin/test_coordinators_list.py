@@ -80,7 +80,7 @@ def test_a_broker_without_it_is_asked_coordinator_by_coordinator(cli):
 
 
 def test_the_engine_answers_the_endpoint(cli, tmp_path):
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
     from pulsar_txn_cli.engine.broker import Engine
 
     Engine.init(tmp_path / "engine", coordinators=3).close()

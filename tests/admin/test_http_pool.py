@@ -1,4 +1,4 @@
-"""The admin transport (admin/http_pool.py, libcurl) against real local socket servers that answer with raw bytes:
+"""The admin transport (transport/http_pool.py, libcurl) against real local socket servers that answer with raw bytes:
 each framing an answer may use, each way an answer can be broken or hostile (ambiguous framing, endless or
 trickling answers, other protocols), and what the tool promises about them: one sentence, exit 4, a connection
 never reused after a refused answer, a deadline for the whole exchange, bounded memory."""
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pulsar_txn_cli.admin import http_pool
+from pulsar_txn_cli.transport import http_pool
 from pulsar_txn_cli.errors import ConnectionFailed
 from tests.admin.conftest import Sleeps, rest_admin
 

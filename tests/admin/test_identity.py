@@ -1,6 +1,6 @@
 """What the tool remembers is keyed by who the target says it is, not by the URL.
 
-Real parts: the embedded engine served over real HTTP (admin/server.py) and reached through two
+Real parts: the embedded engine served over real HTTP (engine/server.py) and reached through two
 spellings of its address, and the stand-in broker (fakebroker.py) for a multi-cluster store.
 The real multi-broker cluster test is tests/cluster/test_cluster.py (a second broker's URL).
 """
@@ -16,7 +16,7 @@ from pulsar_txn_cli.engine.broker import Engine
 
 @pytest.fixture
 def served(tmp_path):
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     engine = Engine.init(tmp_path / "engine", coordinators=2)
     srv = server.start(engine=engine)

@@ -116,7 +116,7 @@ def test_oauth2_secret_and_tokens_stay_secret(cli, tmp_path, command):
 
 
 def test_redact_masks_oauth2_fields_whatever_their_value():
-    from pulsar_txn_cli.admin.redact import redact
+    from pulsar_txn_cli.transport.redact import redact
 
     text = redact(
         "grant_type=client_credentials&client_id=ops&client_secret=unregistered-1 "

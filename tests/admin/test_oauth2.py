@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from pulsar_txn_cli.admin.target_settings import resolve
-from pulsar_txn_cli.admin.oauth2 import OAuth2Params, TokenSource
-from pulsar_txn_cli.admin.http_client import RestTransport
-from pulsar_txn_cli.admin.target_settings import TargetFlags
+from pulsar_txn_cli.target.settings import resolve
+from pulsar_txn_cli.transport.oauth2 import OAuth2Params, TokenSource
+from pulsar_txn_cli.transport.http_client import RestTransport
+from pulsar_txn_cli.target.settings import TargetFlags
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from tests.admin.fakebroker import FakeBroker
 from tests.admin.oauth2standin import OAuth2StandIn

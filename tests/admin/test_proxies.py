@@ -113,7 +113,7 @@ def test_the_environment_is_read_as_pythons_urllib_and_so_httpx_read_it(monkeypa
     spare every command urllib.request's import), by urllib's rules."""
     import urllib.request
 
-    from pulsar_txn_cli.admin.http_pool import proxies_from
+    from pulsar_txn_cli.transport.http_pool import proxies_from
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)

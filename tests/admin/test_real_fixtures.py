@@ -129,7 +129,7 @@ def test_batch_log_stat_on_the_real_shapes(cli, broker):
 
 @pytest.mark.parametrize("name", sorted(n for n in ANSWERS if n.startswith("error_")))
 def test_real_error_answers_become_one_sentence(name):
-    from pulsar_txn_cli.admin.http_errors import http_failure
+    from pulsar_txn_cli.transport.http_errors import http_failure
 
     doc = ANSWERS[name]
     error = http_failure(

@@ -80,13 +80,13 @@ def test_basic_credentials_from_the_url_follow_the_same_rule():
     with ScriptedServer(always(json_answer(TENANTS)), host="127.0.0.2") as elsewhere:
         where["url"] = elsewhere.url
         with ScriptedServer(redirecting_to(where)) as first:
-            from pulsar_txn_cli.admin.target_settings import TargetFlags, resolve
+            from pulsar_txn_cli.target.settings import TargetFlags, resolve
 
             url = first.url.replace("http://", "http://ops:pa55%40word@")
             target = resolve(TargetFlags(admin_url=url), environ={})
             assert target.url == first.url and target.basic == ("ops", "pa55@word")
             from pulsar_txn_cli.admin.client import PulsarAdmin
-            from pulsar_txn_cli.admin.http_client import RestTransport
+            from pulsar_txn_cli.transport.http_client import RestTransport
 
             admin = PulsarAdmin(RestTransport(target, retries=0), target)
             with pytest.raises(ConnectionFailed, match="refusing to send the credentials there"):

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from pulsar_txn_cli.admin import remembered
+from pulsar_txn_cli.target import remembered
 from tests.conftest import isolate
 
 IDENTITY = "cluster c (http://127.0.0.1:8080)"
@@ -26,7 +26,7 @@ def test_a_save_from_a_stale_load_keeps_the_other_runs_record(monkeypatch, tmp_p
 
 WRITER = """
 import sys
-from pulsar_txn_cli.admin import remembered
+from pulsar_txn_cli.target import remembered
 for n in range(60):
     doc = remembered.load_changes(sys.argv[1])
     doc["changes"][f"{sys.argv[2]}-{n}"] = {"value": True, "at": n}

@@ -246,7 +246,7 @@ def test_a_broker_500_keeps_the_message_not_the_stack_trace():
 
 def test_pending_ack_not_initialised_is_explained():
     """The real broker's 503 for a subscription whose pending-ack store is not open yet."""
-    from pulsar_txn_cli.admin.http_errors import http_failure
+    from pulsar_txn_cli.transport.http_errors import http_failure
 
     error = http_failure(
         503,
@@ -280,7 +280,7 @@ def test_basic_authentication_is_sent_and_never_shown(cli):
     assert "pa55-word" not in result.stdout + result.stderr and credential not in result.stdout + result.stderr
 
 
-# --- the connection pool (admin/http_pool.py, libcurl) ------------------------------------------------
+# --- the connection pool (transport/http_pool.py, libcurl) ------------------------------------------------
 
 
 def test_requests_share_one_kept_alive_connection():

@@ -1,4 +1,4 @@
-"""A target is never guessed (admin/target_settings.py): an empty or malformed --admin-url, --engine-dir or their
+"""A target is never guessed (target/settings.py): an empty or malformed --admin-url, --engine-dir or their
 environment variables is a usage error naming the flag or variable, never a fall through to client.conf, a
 pulsarctl context or the default engine; and a command that changes state names its target even under -q."""
 

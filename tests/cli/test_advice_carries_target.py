@@ -2,7 +2,7 @@
 
 import shlex
 
-from pulsar_txn_cli.admin import server
+from pulsar_txn_cli.engine import server
 from tests.conftest import assert_no_crash
 
 

@@ -264,7 +264,7 @@ def test_reload_waits_for_a_replaying_pending_ack_store(run, broker):
 
 
 def test_reload_leaves_a_store_that_never_gets_ready_alone(run, broker, monkeypatch):
-    from pulsar_txn_cli.admin.batchlog import changes
+    from pulsar_txn_cli.batchlog import changes
 
     monkeypatch.setattr(changes, "SETTLE_SECONDS", 1.0)
     _replaying(broker, ["Initializing"] * 1000)

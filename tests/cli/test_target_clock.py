@@ -28,7 +28,7 @@ def engine_target(request, held):  # noqa: F811
     if request.param == "engine":
         yield ["--engine-dir", str(directory)]
         return
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     with server.start(str(directory)) as served:
         yield ["--admin-url", served.url]

@@ -1,5 +1,5 @@
 """The fast suite's cluster for `collect`: the embedded engine served over real HTTP
-(admin/server.py) after a batched workload, and a STAND-IN BookKeeper shell
+(engine/server.py) after a batched workload, and a STAND-IN BookKeeper shell
 (standin_bookkeeper.py: real bookies cannot run in the fast suite) that answers from its dump."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.conftest import run_cli, simulate_into
 @pytest.fixture
 def fleet(tmp_path, monkeypatch):
     """A served engine after a batched workload, its JSONL dump for the stand-in, and the stand-in script."""
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
     from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.engine import dump
 

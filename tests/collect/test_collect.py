@@ -1,4 +1,4 @@
-"""`collect` end to end over real HTTP (the embedded engine served by admin/server.py) with a
+"""`collect` end to end over real HTTP (the embedded engine served by engine/server.py) with a
 STAND-IN BookKeeper shell (standin_bookkeeper.py: real bookies cannot run in the fast suite; the
 real shell against a real broker is tests/integration/test_collect_real_broker.py). Covers the
 plan from internal stats, the dumps `analyze` reads, resumption, Ctrl-C, and the error paths."""

@@ -19,8 +19,8 @@ from pulsar_txn_cli.codec import is_batched
 
 def url_admin(url: str):
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.http_client import RestTransport
-    from pulsar_txn_cli.admin.target_settings import Target
+    from pulsar_txn_cli.transport.http_client import RestTransport
+    from pulsar_txn_cli.target.settings import Target
 
     target = Target(kind="cluster", url=url)
     return PulsarAdmin(RestTransport(target), target)
@@ -65,7 +65,7 @@ def test_a_ledger_the_shell_cannot_read_and_still_listed_is_reported_not_dropped
 def safe_cluster(tmp_path, monkeypatch):
     """A served engine that never batched (SAFE at once), with one batched entry written straight into
     coordinator 0's current ledger (bytes no ledger id accounts for), its dump, and the stand-in shell."""
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
     from pulsar_txn_cli.codec.framing import encode_batch_serialized
     from pulsar_txn_cli.engine import dump
     from pulsar_txn_cli.engine.broker import Engine

@@ -43,7 +43,7 @@ def test_batching_back_on_between_two_checks_is_never_safe(cli, monkeypatch, tmp
 def test_the_same_walk_against_a_served_engine_by_url(cli, monkeypatch, tmp_path):
     """Every step through `--admin-url`, as against a cluster: the switches reload through unloads, the traffic
     through the served engine's workload endpoint, the checks keep their checkpoint by the target's identity."""
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     isolate(monkeypatch, tmp_path)
     directory = tmp_path / "engine"

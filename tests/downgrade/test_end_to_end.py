@@ -1,5 +1,5 @@
 """`downgrade check` and `upgrade check` end to end on the embedded engine, through both backends:
-in process (--engine-dir) and over HTTP (admin/server.py, --admin-url)."""
+in process (--engine-dir) and over HTTP (engine/server.py, --admin-url)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class Backend:
         engine.close()
         self.engine = self.server = None
         if kind == "http":
-            from pulsar_txn_cli.admin import server
+            from pulsar_txn_cli.engine import server
 
             self.engine = Engine.open(self.dir)
             self.server = server.start(engine=self.engine)
@@ -580,7 +580,7 @@ def test_wait_gives_up_at_the_timeout_with_wait(cli, tmp_path):
 def test_wait_polls_until_safe(cli, tmp_path):
     """runner.wait with a real engine: between polls (instead of sleeping) the workload goes on."""
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
     from pulsar_txn_cli.downgrade import runner
 
     b = Backend("engine", tmp_path)

@@ -57,7 +57,7 @@ def test_ledgers_roll_at_the_max_rollover_time_and_the_consumed_ones_are_trimmed
 
 
 def test_a_served_engine_advances_over_http(cli, tmp_path):
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     directory = tmp_path / "served"
     Engine.init(directory, coordinators=1).close()

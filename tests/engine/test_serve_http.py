@@ -203,7 +203,7 @@ def test_a_port_in_use_is_one_sentence(tmp_path, cli):
 def test_64_concurrent_clients_get_every_answer(tmp_path):
     """Bounded: 64 keep-alive connections, 40 requests each, 120 s at most; no error, every answer whole."""
     from bench.bench_serve import load
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     directory = _engine(tmp_path, coordinators=4)
     with server.start(str(directory)) as served:
@@ -216,7 +216,7 @@ def test_64_concurrent_clients_get_every_answer(tmp_path):
 @pytest.mark.timeout(60)
 def test_a_body_over_the_limit_is_413_and_the_server_goes_on(tmp_path, monkeypatch):
     from bench.bench_serve import load
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     monkeypatch.setattr(server, "MAX_BODY", 64)
     directory = _engine(tmp_path)

@@ -29,7 +29,7 @@ def isolated(monkeypatch, tmp_path):
 
 
 def test_a_served_engine_runs_the_same_workload_as_in_process(cli, tmp_path):
-    from pulsar_txn_cli.admin import server
+    from pulsar_txn_cli.engine import server
 
     local = tmp_path / "local"
     with Engine.init(local, coordinators=2) as engine:

@@ -50,8 +50,8 @@ def broker():
 
 def url_admin(url: str):
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.http_client import RestTransport
-    from pulsar_txn_cli.admin.target_settings import Target
+    from pulsar_txn_cli.transport.http_client import RestTransport
+    from pulsar_txn_cli.target.settings import Target
 
     target = Target(kind="cluster", url=url)
     return PulsarAdmin(RestTransport(target), target)
@@ -59,8 +59,8 @@ def url_admin(url: str):
 
 def engine_admin(directory):
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.engine_transport import EngineTransport
-    from pulsar_txn_cli.admin.target_settings import Target
+    from pulsar_txn_cli.engine.transport import EngineTransport
+    from pulsar_txn_cli.target.settings import Target
 
     target = Target(kind="engine", engine_dir=str(directory), source="flags")
     return PulsarAdmin(EngineTransport(target), target)

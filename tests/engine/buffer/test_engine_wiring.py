@@ -33,7 +33,7 @@ def test_abort_transaction_through_the_admin_layer_releases_readers(cli, tmp_pat
     engine.close()
     assert cli(["stuck-readers", "-t", TOPIC, "--engine-dir", directory, "-o", "json"]).json()["held"] == 1
     from pulsar_txn_cli.admin import connect
-    from pulsar_txn_cli.admin.target_settings import TargetFlags
+    from pulsar_txn_cli.target.settings import TargetFlags
 
     admin = connect(TargetFlags(engine_dir=str(directory)))
     try:

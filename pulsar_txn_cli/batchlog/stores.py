@@ -3,7 +3,7 @@ transactional subscription's pending-ack store, found with a bounded thread pool
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin.batchlog.logs import TC, Log
+from pulsar_txn_cli.batchlog.logs import TC, Log
 from pulsar_txn_cli.errors import ConnectionFailed
 
 

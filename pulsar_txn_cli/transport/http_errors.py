@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from pulsar_txn_cli.admin.redact import redact
+from pulsar_txn_cli.transport.redact import redact
 from pulsar_txn_cli.errors import ConnectionFailed
 
 
@@ -130,7 +130,8 @@ def no_answer_hint(path: str) -> str:
 
 
 def endpoint_of(path: str) -> str:
-    """/admin/v3/transactions/transactionBufferInternalStats from the whole path of a call."""
+    """The endpoint of a call (an admin path's first four segments: the API, its version, the resource and the
+    call's name) from its whole path."""
     parts = path.split("?", 1)[0].strip("/").split("/")
     return "/" + "/".join(parts[:4] if parts[:1] == ["admin"] else parts)
 

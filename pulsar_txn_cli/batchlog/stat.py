@@ -3,12 +3,12 @@ the recorded change."""
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin import remembered
-from pulsar_txn_cli.admin.batchlog.config import cannot_batch, configured_for, configured_setting
-from pulsar_txn_cli.admin.batchlog.judgement import effective
-from pulsar_txn_cli.admin.batchlog.logs import Log, store_key
-from pulsar_txn_cli.admin.batchlog.metrics import add_metrics
-from pulsar_txn_cli.admin.batchlog.stores import stores_of
+from pulsar_txn_cli.target import remembered
+from pulsar_txn_cli.batchlog.config import cannot_batch, configured_for, configured_setting
+from pulsar_txn_cli.batchlog.judgement import effective
+from pulsar_txn_cli.batchlog.logs import Log, store_key
+from pulsar_txn_cli.batchlog.metrics import add_metrics
+from pulsar_txn_cli.batchlog.stores import stores_of
 
 
 def batch_log_stat(admin, log: Log, *, concurrency: int = 8, with_metrics: bool = True) -> dict:

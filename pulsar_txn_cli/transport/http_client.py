@@ -20,10 +20,10 @@ import random
 import time
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
-from pulsar_txn_cli.admin import http_pool
-from pulsar_txn_cli.admin.http_errors import no_answer_hint
-from pulsar_txn_cli.admin.http_pool import IDEMPOTENT, Response
-from pulsar_txn_cli.admin.redact import redact, redact_headers
+from pulsar_txn_cli.transport import http_pool
+from pulsar_txn_cli.transport.http_errors import no_answer_hint
+from pulsar_txn_cli.transport.http_pool import IDEMPOTENT, Response
+from pulsar_txn_cli.transport.redact import redact, redact_headers
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -57,7 +57,7 @@ class RestTransport:
         elif target.basic:
             import base64
 
-            from pulsar_txn_cli.admin.redact import register
+            from pulsar_txn_cli.transport.redact import register
 
             credential = base64.b64encode(":".join(target.basic).encode()).decode()
             register(credential)
@@ -65,7 +65,7 @@ class RestTransport:
         tls = _tls(target)
         self.oauth = None
         if target.oauth2:
-            from pulsar_txn_cli.admin.oauth2 import TokenSource
+            from pulsar_txn_cli.transport.oauth2 import TokenSource
 
             # The issuer: the system's CAs plus --tls-trust-cert-path; --tls-allow-insecure applies to it too.
             self.oauth = TokenSource(
@@ -333,7 +333,7 @@ def _register_url_password(url: str | None) -> None:
     """A password in a URL (a proxy's) is redacted from everything printed."""
     from urllib.parse import unquote
 
-    from pulsar_txn_cli.admin.redact import register
+    from pulsar_txn_cli.transport.redact import register
 
     password = urlsplit(url).password if url else None
     if password:

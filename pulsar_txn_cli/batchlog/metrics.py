@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin.batchlog.logs import Log
+from pulsar_txn_cli.batchlog.logs import Log
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.errors import ConnectionFailed
 

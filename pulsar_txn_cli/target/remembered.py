@@ -2,7 +2,7 @@
 
 Three kinds of record live in the user state directory, one file per identity (admin/identity.py):
 - `targets/<hash>.json`: the batch-log changes this tool made or an operator declared
-  (admin/batchlog.py), with the moment and the stores' open times;
+  (batchlog.py), with the moment and the stores' open times;
 - `downgrade/<slug>-<hash>.json`: the downgrade checkpoint (downgrade/checkpoint.py);
 - `aborts/<slug>-<hash>.jsonl`: the audit of `abort-hanging`, one JSON line per transaction it
   aborted or tried to (when, by whom, why, the result), only ever appended to.

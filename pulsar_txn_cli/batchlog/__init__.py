@@ -3,7 +3,7 @@
 Pulsar has no API that says whether a coordinator or a pending-ack store batches (PIP-160's stat
 commands never shipped: Pulsar's admin/v3/Transactions.java has no such endpoint): a store reads the dynamic setting only when it is opened. So the judgement combines
 - the configured value: the dynamic override, else each broker's runtime configuration;
-- the moment of the change, recorded when this tool sets it (admin/remembered.py, keyed by the
+- the moment of the change, recorded when this tool sets it (target/remembered.py, keyed by the
   cluster's identity, not by the URL), with every store's recoverStartTime at that moment
   (clock-independent: a store whose recover time moved was reopened after the change; otherwise
   its time is compared with the change's), or declared by an operator for a change made elsewhere;
@@ -16,7 +16,7 @@ PIP-160's store key), `config.py` (what is configured), `stores.py` (the stores 
 brokers' buffered-writer evidence) and `stat.py` (the PIP's answer, of all of them).
 """
 
-from pulsar_txn_cli.admin.batchlog.changes import (
+from pulsar_txn_cli.batchlog.changes import (
     SETTLE_SECONDS,
     declare_change,
     reload_stores,
@@ -25,12 +25,12 @@ from pulsar_txn_cli.admin.batchlog.changes import (
     settle,
     still_opening,
 )
-from pulsar_txn_cli.admin.batchlog.config import cannot_batch, configured_setting, without_batched_logs
-from pulsar_txn_cli.admin.batchlog.judgement import judge
-from pulsar_txn_cli.admin.batchlog.logs import PENDING_ACK, TC, Log, store_key
-from pulsar_txn_cli.admin.batchlog.risk import SHOWN_TRANSACTIONS, switch_off_risk
-from pulsar_txn_cli.admin.batchlog.stat import batch_log_stat
-from pulsar_txn_cli.admin.batchlog.stores import (
+from pulsar_txn_cli.batchlog.config import cannot_batch, configured_setting, without_batched_logs
+from pulsar_txn_cli.batchlog.judgement import judge
+from pulsar_txn_cli.batchlog.logs import PENDING_ACK, TC, Log, store_key
+from pulsar_txn_cli.batchlog.risk import SHOWN_TRANSACTIONS, switch_off_risk
+from pulsar_txn_cli.batchlog.stat import batch_log_stat
+from pulsar_txn_cli.batchlog.stores import (
     OPENING_STATES,
     coordinator_stores,
     opening,

@@ -3,11 +3,12 @@ change made elsewhere, unload the stores' topics so they reopen, and wait for th
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin import features, remembered
-from pulsar_txn_cli.admin.batchlog.config import cannot_batch, configured_for, configured_setting
-from pulsar_txn_cli.admin.batchlog.judgement import judge
-from pulsar_txn_cli.admin.batchlog.logs import TC, Log, store_key
-from pulsar_txn_cli.admin.batchlog.stores import opening, stores_of
+from pulsar_txn_cli.admin import features
+from pulsar_txn_cli.target import remembered
+from pulsar_txn_cli.batchlog.config import cannot_batch, configured_for, configured_setting
+from pulsar_txn_cli.batchlog.judgement import judge
+from pulsar_txn_cli.batchlog.logs import TC, Log, store_key
+from pulsar_txn_cli.batchlog.stores import opening, stores_of
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.output.units import iso_millis
 from pulsar_txn_cli.protocol import tc_assign_partition

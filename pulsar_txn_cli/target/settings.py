@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pulsar_txn_cli.admin import oauth2, redact
+from pulsar_txn_cli.transport import oauth2, redact
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.names import parse_bool
 

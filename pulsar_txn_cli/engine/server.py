@@ -22,7 +22,7 @@ import threading
 
 import orjson
 
-from pulsar_txn_cli.admin.engine_transport import encode_answer, split_path
+from pulsar_txn_cli.engine.transport import encode_answer, split_path
 from pulsar_txn_cli.errors import UsageError
 
 SERVER_NAME = b"pulsar-txn-engine"
@@ -251,7 +251,7 @@ def start(
     """Serve on a background thread (tests, benchmarks, the demo); close() the handle to stop."""
     owned = None
     if engine is None:
-        from pulsar_txn_cli.admin.engine_transport import open_engine
+        from pulsar_txn_cli.engine.transport import open_engine
 
         engine = owned = open_engine(engine_dir)
     sock = _listen(host, port)
@@ -288,7 +288,7 @@ def serve(
     """Serve in the foreground until Ctrl-C or SIGTERM; on_ready(url) is called once listening (else
     log gets it). After SIGTERM returns (url, requests answered); after Ctrl-C raises InterruptedWork,
     which says what was kept."""
-    from pulsar_txn_cli.admin.engine_transport import open_engine
+    from pulsar_txn_cli.engine.transport import open_engine
     from pulsar_txn_cli.errors import InterruptedWork
 
     engine = open_engine(engine_dir)

@@ -4,7 +4,7 @@ value of them (configured_value, the one place it is written; downgrade/effectiv
 from __future__ import annotations
 
 from pulsar_txn_cli.admin import features
-from pulsar_txn_cli.admin.batchlog.logs import Log
+from pulsar_txn_cli.batchlog.logs import Log
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.errors import ConnectionFailed
 from pulsar_txn_cli.names import parse_bool

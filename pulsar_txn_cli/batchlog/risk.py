@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pulsar_txn_cli.admin import remembered
-from pulsar_txn_cli.admin.batchlog.config import _short, cannot_batch, configured_for
-from pulsar_txn_cli.admin.batchlog.judgement import judge
-from pulsar_txn_cli.admin.batchlog.logs import PENDING_ACK, Log, store_key
+from pulsar_txn_cli.target import remembered
+from pulsar_txn_cli.batchlog.config import _short, cannot_batch, configured_for
+from pulsar_txn_cli.batchlog.judgement import judge
+from pulsar_txn_cli.batchlog.logs import PENDING_ACK, Log, store_key
 from pulsar_txn_cli.admin.client import broker_at
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed

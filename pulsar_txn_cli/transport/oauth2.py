@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from pulsar_txn_cli.admin import redact
+from pulsar_txn_cli.transport import redact
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 
 PLUGINS = ("org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", "AuthenticationOAuth2", "oauth2")
