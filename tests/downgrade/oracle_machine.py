@@ -526,7 +526,7 @@ class VerdictOracleServed(VerdictOracleSound):
     def check(self, directory=None, checkpoint=None):
         if directory is not None:
             return super().check(directory, checkpoint)  # a copy, judged by time alone
-        from pulsar_txn_cli.admin import server
+        from pulsar_txn_cli.engine import server
 
         served = server.start(str(self.dir), port=self.port)
         try:
