@@ -12,6 +12,7 @@ maxReadPosition too, so the open transaction also holds replication to that clus
 
 from __future__ import annotations
 
+from pulsar_txn_cli.admin.features import release
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 from pulsar_txn_cli.names import Position, TopicName, expand_partitions
@@ -65,6 +66,16 @@ def replicators(internal: dict, max_read_position, prefix: str = DEFAULT_REPLICA
             }
         )
     return out
+
+
+# Pulsar 3.0's replicators read only up to maxReadPosition (apache/pulsar#18896); 2.10.5's and 2.11.0's read past
+# it and sent uncommitted messages instead (seen in their released jars), so nothing holds them.
+REPLICATOR_HELD_SINCE = (3, 0)
+
+
+def replicators_wait_for_transactions(versions) -> bool:
+    """False when some broker is known to predate REPLICATOR_HELD_SINCE."""
+    return not any((release(v) or (99,))[:2] < REPLICATOR_HELD_SINCE for v in versions if v)
 
 
 def replicator_prefix(runtime: dict | None) -> str:
@@ -129,7 +140,8 @@ def partition_report(
     strict: bool = False,
     prefix=lambda: DEFAULT_REPLICATOR_PREFIX,
 ) -> dict:
-    """prefix: called only when the partition is held and has cursors (it may cost a request)."""
+    """prefix: called only when the partition is held and has cursors (it may cost requests); None: the
+    broker's replicators are not held by transactions."""
     report = {"topic": partition, "held": False}
     try:
         stats = admin.transaction_buffer_stats(partition)
@@ -165,7 +177,7 @@ def partition_report(
     if not report["held"]:
         return report
     report["cause"] = CAUSE_OPEN_TXN  # the same id as downgrade check's cause
-    if internal.get("cursors"):
+    if internal.get("cursors") and prefix() is not None:
         found = replicators(internal, report["maxReadPosition"], prefix())
         report["replicators"] = [r for r in found if r["entriesHeld"] > 0]
 
@@ -210,7 +222,7 @@ def find_stuck_readers(
     holders = holders_by_partition(listing.transactions)
     # One named topic that cannot be read is an error; in a namespace, one bad topic is a warning.
     strict = topic is not None and len(partitions) == 1
-    prefix = _once(lambda: replicator_prefix(_runtime(admin)))
+    prefix = _once(lambda: _held_replicators_prefix(admin))
     reports = [partition_report(admin, p, holders.get(p, []), now_ms, strict, prefix) for p in partitions]
     held = [r for r in reports if r.get("held")]
     errors = [r for r in reports if "error" in r]
@@ -230,6 +242,17 @@ def find_stuck_readers(
         "partitions": shown,
         "unlistedCoordinators": listing.unlisted_rows(),
     }
+
+
+def _held_replicators_prefix(admin) -> str | None:
+    """The replicators' cursor prefix, or None where the broker's replicators do not wait for transactions."""
+    try:
+        version = admin.version()
+    except PulsarTxnError:
+        version = None
+    if not replicators_wait_for_transactions([version]):
+        return None
+    return replicator_prefix(_runtime(admin))
 
 
 def _runtime(admin) -> dict:

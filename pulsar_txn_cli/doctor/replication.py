@@ -26,7 +26,25 @@ from pulsar_txn_cli.doctor.transactions import (
     rest,
     timeout_ms,
 )
-from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition, replicator_prefix, replicators
+from pulsar_txn_cli.stuck_readers import (
+    READY_STATES,
+    holders_by_partition,
+    replicator_prefix,
+    replicators,
+    replicators_wait_for_transactions,
+)
+
+BEFORE_3_0 = (
+    "these brokers ({}) predate Pulsar 3.0, whose replicators are the first to read only up to maxReadPosition "
+    "(apache/pulsar#18896): an open transaction does not hold them"
+)
+
+
+def not_held_here(reading) -> str | None:
+    """Why the check does not apply to these brokers, or None."""
+    if replicators_wait_for_transactions(reading.versions):
+        return None
+    return BEFORE_3_0.format(", ".join(reading.versions))
 
 
 def prefix_of(reading) -> str:

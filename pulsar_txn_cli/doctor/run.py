@@ -86,7 +86,10 @@ def run(
         else:
             found += transactions.hanging(reading, older_than_ms)
             found += transactions.held_readers(reading, older_than_ms)
-            found += replication.held_replicators(reading, older_than_ms)
+            if why := replication.not_held_here(reading):
+                skip(("held-replicators",), why, failed=False)
+            else:
+                found += replication.held_replicators(reading, older_than_ms)
             if reading.unlisted:  # a partition held by an unlisted coordinator's transaction is no phantom
                 first = min(reading.unlisted)
                 skip(("phantom-fence",), f"coordinator {first} could not be listed: {reading.unlisted[first]}")

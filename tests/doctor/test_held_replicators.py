@@ -95,6 +95,14 @@ def test_the_brokers_replicator_prefix_names_the_cursors():
     assert [r["cluster"] for r in finding.evidence[1]["values"]["replicators"]] == ["west"]
 
 
+def test_before_3_0_replicators_are_not_held_and_the_check_says_why():
+    """2.10.5's and 2.11.0's replicators read past maxReadPosition (their jars have no such bound)."""
+    old = _reading({"pulsar.repl.west": _cursor("3:7")}, version="2.11.0")
+    assert "predate Pulsar 3.0" in replication.not_held_here(old) and "2.11.0" in replication.not_held_here(old)
+    assert replication.not_held_here(_reading({}, version="3.0.0")) is None
+    assert replication.not_held_here(_reading({}, version="5.0.0-M1")) is None
+
+
 def test_before_3_2_the_fix_is_the_coordinators_reload():
     [finding] = replication.held_replicators(_reading({"pulsar.repl.west": _cursor("3:7")}, version="3.0.5"), None)
     assert finding.fix == ["pulsar-txn unload --coordinator 1 --yes"] and "predate Pulsar 3.2" in finding.advice
@@ -147,3 +155,44 @@ def _internal_stats(directory, topic: str) -> dict:
         return admin.get(f"/admin/v2/persistent/{topic.split('://', 1)[1]}/internalStats")
     finally:
         engine.close()
+
+
+def test_stuck_readers_asks_the_prefix_once_and_falls_back_to_pulsars_default(cli, tmp_path, isolated):
+    """The runtime configuration needs a superuser: where it is refused, the cursors are named by `pulsar.repl`."""
+    from pulsar_txn_cli.admin.client import PulsarAdmin
+    from pulsar_txn_cli.admin.engine_transport import EngineTransport
+    from pulsar_txn_cli.engine.broker import Engine
+    from pulsar_txn_cli.errors import ConnectionFailed
+    from pulsar_txn_cli.stuck_readers import find_stuck_readers
+
+    directory = tmp_path / "engine"
+    sick_engine(cli, directory, "replication-held", "--txn-timeout-ms", "3600000")
+    asked = []
+
+    class Refusing(PulsarAdmin):
+        def runtime_config(self, broker_url=None):
+            asked.append(broker_url)
+            raise ConnectionFailed("HTTP 401: Unauthorized", status=401)
+
+    engine = Engine.open(str(directory))
+    try:
+        admin = Refusing(EngineTransport(target=None, engine=engine), None)
+        report = find_stuck_readers(admin, namespace="public/default", now_ms=admin.clock()[0])
+    finally:
+        engine.close()
+    [partition] = report["partitions"]
+    assert partition["topic"] == TOPIC0 and [r["cursor"] for r in partition["replicators"]] == ["pulsar.repl.remote"]
+    assert asked == [None]  # once, for the one held partition with cursors
+
+    class Old(Refusing):
+        def version(self, broker_url=None):
+            return "2.11.0"
+
+    engine = Engine.open(str(directory))
+    try:
+        admin = Old(EngineTransport(target=None, engine=engine), None)
+        report = find_stuck_readers(admin, namespace="public/default", now_ms=admin.clock()[0])
+    finally:
+        engine.close()
+    [partition] = report["partitions"]
+    assert "replicators" not in partition and asked == [None]  # a 2.11.0 replicator is not held: nothing asked
