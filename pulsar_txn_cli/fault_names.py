@@ -13,4 +13,6 @@ FAULTS = {
     "leaked-pending-ack": "the first subscription is deleted; its pending-ack log stays",
     "phantom-fence": "the first topic's maxReadPosition stays behind its last message with no transaction open "
     "(apache/pulsar#14889) until the topic is unloaded",
+    "replication-held": "the first topic is geo-replicated to cluster 'remote'; a client's transaction there is "
+    "left open, so replication stops at maxReadPosition while plain messages are written after it",
 }

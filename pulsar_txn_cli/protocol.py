@@ -47,6 +47,7 @@ PENDING_ACK_BATCH_KEY = "transactionPendingAckBatchedWriteEnabled"  # PIP-160, d
 BATCH_KEYS = (TC_BATCH_KEY, PENDING_ACK_BATCH_KEY)
 BATCH_INDEX_KEY = "acknowledgmentAtBatchIndexLevelEnabled"
 COORDINATOR_ENABLED_KEY = "transactionCoordinatorEnabled"
+REPLICATOR_PREFIX_KEY = "replicatorPrefix"  # names the geo-replicators' cursors and producers
 
 # ---------------------------------------------------------------- system topics, managed ledgers, cursors
 # TopicName.TRANSACTION_COORDINATOR_ASSIGN, MLTransactionLogImpl (the TC log and its cursor) and
@@ -61,6 +62,14 @@ TC_LOG_PREFIX = f"{SYSTEM_NAMESPACE}/persistent/{TC_LOG_MARKER}"  # its managed-
 PENDING_ACK_SUFFIX = "__transaction_pending_ack"  # <topic>-<subscription>__transaction_pending_ack
 TC_CURSOR = "transaction.subscription"
 PENDING_ACK_CURSOR = "__pending_ack_state"
+# A geo-replicated topic keeps one durable cursor per remote cluster, `<replicatorPrefix>.<cluster>`
+# (PersistentReplicator); it reads only up to the transaction buffer's maxReadPosition.
+DEFAULT_REPLICATOR_PREFIX = "pulsar.repl"
+
+
+def replicator_cursor(cluster: str, prefix: str = DEFAULT_REPLICATOR_PREFIX) -> str:
+    """The cursor through which a topic replicates to `cluster`."""
+    return f"{prefix}.{cluster}"
 
 
 def tc_assign_partition(coordinator_id: int) -> str:

@@ -5,15 +5,18 @@ Works through PulsarAdmin only (the same REST paths on a cluster and on the engi
   transactionBufferStats        maxReadPosition and the number of ongoing transactions
   slowTransactions/-1           every open transaction with its produced partitions
 A partition is held when maxReadPosition is behind the last written position: readers stop
-just before the first message of the oldest open transaction there (its "head" holder).
+just before the first message of the oldest open transaction there (its "head" holder). A geo-replicator
+is such a reader: its cursor (`<replicatorPrefix>.<cluster>` in the internal stats) reads only up to
+maxReadPosition too, so the open transaction also holds replication to that cluster.
 """
 
 from __future__ import annotations
 
+from pulsar_txn_cli.admin.features import release
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import PulsarTxnError
 from pulsar_txn_cli.names import Position
-from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.protocol import DEFAULT_REPLICATOR_PREFIX, PENDING_ACK_SUFFIX, REPLICATOR_PREFIX_KEY
 
 SYSTEM_PREFIX = "__"
 # Cause ids, kebab-case as every command's (downgrade check's `open-transaction` is the same cause).
@@ -37,6 +40,48 @@ def entries_between(after: tuple[int, int], last: tuple[int, int], ledgers: list
         elif ledger_id == after[0]:
             total += max(count - after[1] - 1, 0)
     return total
+
+
+def replicators(internal: dict, max_read_position, prefix: str = DEFAULT_REPLICATOR_PREFIX) -> list[dict]:
+    """The partition's geo-replicators (its `<prefix>.<cluster>` cursors), each with its backlog and the
+    entries it may not read yet: those after both its mark-delete and maxReadPosition."""
+    last = Position.find(internal.get("lastConfirmedEntry"))
+    fence = Position.find(max_read_position)
+    ledgers = internal.get("ledgers") or []
+    out = []
+    for name, cursor in sorted((internal.get("cursors") or {}).items()):
+        if not name.startswith(prefix + ".") or not isinstance(cursor, dict):
+            continue
+        done = Position.find(cursor.get("markDeletePosition"))
+        backlog = entries_between(done, last, ledgers) if done and last else None
+        held = entries_between(max(done, fence), last, ledgers) if done and fence and last else 0
+        out.append(
+            {
+                "cluster": name[len(prefix) + 1 :],
+                "cursor": name,
+                "markDeletePosition": cursor.get("markDeletePosition"),
+                "readPosition": cursor.get("readPosition"),
+                "replicationBacklog": backlog,
+                "entriesHeld": held,
+            }
+        )
+    return out
+
+
+# Pulsar 3.0's replicators read only up to maxReadPosition (apache/pulsar#18896); 2.10.5's and 2.11.0's read past
+# it and sent uncommitted messages instead (seen in their released jars), so nothing holds them.
+REPLICATOR_HELD_SINCE = (3, 0)
+
+
+def replicators_wait_for_transactions(versions) -> bool:
+    """False when some broker is known to predate REPLICATOR_HELD_SINCE."""
+    return not any((release(v) or (99,))[:2] < REPLICATOR_HELD_SINCE for v in versions if v)
+
+
+def replicator_prefix(runtime: dict | None) -> str:
+    """The brokers' replicatorPrefix (runtime configuration), else Pulsar's default."""
+    value = (runtime or {}).get(REPLICATOR_PREFIX_KEY)
+    return value if isinstance(value, str) and value else DEFAULT_REPLICATOR_PREFIX
 
 
 def partitions_of(admin, topic: str | None, namespace: str | None) -> list[str]:
@@ -81,7 +126,16 @@ def fix_commands(txn_id: str) -> list[str]:
 READY_STATES = ("Ready", "NoSnapshot", "FirstSnapshotting")
 
 
-def partition_report(admin, partition: str, holders: list[dict], now_ms: int, strict: bool = False) -> dict:
+def partition_report(
+    admin,
+    partition: str,
+    holders: list[dict],
+    now_ms: int,
+    strict: bool = False,
+    prefix=lambda: DEFAULT_REPLICATOR_PREFIX,
+) -> dict:
+    """prefix: called only when the partition is held and has cursors (it may cost requests); None: the
+    broker's replicators are not held by transactions."""
     report = {"topic": partition, "held": False}
     try:
         internal, stats = admin.partition_stats(partition)
@@ -116,6 +170,9 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     if not report["held"]:
         return report
     report["cause"] = CAUSE_OPEN_TXN  # the same id as downgrade check's cause
+    if internal.get("cursors") and prefix() is not None:
+        found = replicators(internal, report["maxReadPosition"], prefix())
+        report["replicators"] = [r for r in found if r["entriesHeld"] > 0]
 
     def order(holder):  # start position when the coordinator knows it, else open time
         start = Position.find(holder["startPosition"])
@@ -158,7 +215,8 @@ def find_stuck_readers(
     holders = holders_by_partition(listing.transactions)
     # One named topic that cannot be read is an error; in a namespace, one bad topic is a warning.
     strict = topic is not None and len(partitions) == 1
-    reports = [partition_report(admin, p, holders.get(p, []), now_ms, strict) for p in partitions]
+    prefix = _once(lambda: _held_replicators_prefix(admin))
+    reports = [partition_report(admin, p, holders.get(p, []), now_ms, strict, prefix) for p in partitions]
     held = [r for r in reports if r.get("held")]
     errors = [r for r in reports if "error" in r]
     if listing.unlisted:
@@ -177,3 +235,34 @@ def find_stuck_readers(
         "partitions": shown,
         "unlistedCoordinators": listing.unlisted_rows(),
     }
+
+
+def _held_replicators_prefix(admin) -> str | None:
+    """The replicators' cursor prefix, or None where the broker's replicators do not wait for transactions."""
+    try:
+        version = admin.version()
+    except PulsarTxnError:
+        version = None
+    if not replicators_wait_for_transactions([version]):
+        return None
+    return replicator_prefix(_runtime(admin))
+
+
+def _runtime(admin) -> dict:
+    """The brokers' runtime configuration, or {} where it cannot be read (it needs a superuser)."""
+    try:
+        return admin.runtime_config() or {}
+    except PulsarTxnError:
+        return {}
+
+
+def _once(fn):
+    """fn's answer, asked for on first use only."""
+    kept: list = []
+
+    def get():
+        if not kept:
+            kept.append(fn())
+        return kept[0]
+
+    return get

@@ -31,6 +31,7 @@ SETS = [
     "faults",
     "scale",
     "java_admin",
+    "replication",
     "tools",
 ]
 

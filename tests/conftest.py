@@ -85,6 +85,7 @@ REAL_SET_TIMEOUTS = {
     "faults": 1200,
     "scale": 1800,
     "java_admin": 900,
+    "replication": 600,
 }
 
 

@@ -67,7 +67,7 @@ def doctor(
         typer.Option("--timeout", min=0.0, metavar="S", show_default=False, help="Give up waiting after S seconds."),
     ] = None,
 ) -> None:
-    """Find what blocks transactions: coordinators, hanging transactions, held readers, buffers, pending-ack stores, configuration.
+    """Find what blocks transactions: coordinators, hanging transactions, held readers and geo-replicators, buffers, pending-ack stores, configuration.
 
     Every check runs at once over what is read through the admin API; findings come worst first, each
     with its evidence (the numbers read and their endpoint) and the commands that fix it. A check that

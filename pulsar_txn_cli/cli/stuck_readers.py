@@ -29,7 +29,7 @@ def stuck_readers(
 ) -> None:
     """Which partitions hold readers back behind open transactions, by whom, since when, how far.
 
-    Readers stop at a partition's maxReadPosition, just before the first message of the oldest open transaction written there. Each holder comes with its transaction metadata and the commands that abort it.
+    Readers stop at a partition's maxReadPosition, just before the first message of the oldest open transaction written there. Each holder comes with its transaction metadata and the commands that abort it. A geo-replicator reads only up to maxReadPosition too: a held partition names each replicator held with it and the entries it cannot replicate.
     """
     from pulsar_txn_cli.output import Result, Table, emit
     from pulsar_txn_cli.stuck_readers import find_stuck_readers
@@ -57,6 +57,12 @@ def stuck_readers(
     for partition in report["partitions"]:
         for holder in partition.get("holders", []):
             lines.append(f"  {holder['txnId']} on {partition['topic']}: " + "  |  ".join(holder["fix"]))
+        for replicator in partition.get("replicators", []):
+            lines.append(
+                f"  replication of {partition['topic']} to {replicator['cluster']} is held too: "
+                f"{replicator['entriesHeld']} entries not replicated (cursor {replicator['cursor']} at "
+                f"{replicator['markDeletePosition']}, backlog {replicator['replicationBacklog']})"
+            )
         if partition.get("note"):
             lines.append(carry_target(f"  {partition['topic']}: {partition['note']}", env))
         if partition.get("error"):

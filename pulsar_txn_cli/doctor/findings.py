@@ -16,6 +16,7 @@ CHECKS = (
     "coordinator-not-ready",
     "hanging-transaction",
     "held-readers",
+    "held-replicators",
     "phantom-fence",
     "buffer-not-ready",
     "pending-ack-not-ready",

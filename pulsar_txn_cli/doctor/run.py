@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from pulsar_txn_cli.admin.counting import counted, requests_sent
 from pulsar_txn_cli.doctor import config as config_check
-from pulsar_txn_cli.doctor import coordinators, stores, transactions
+from pulsar_txn_cli.doctor import coordinators, replication, stores, transactions
 from pulsar_txn_cli.doctor.findings import CHECKS, ERROR, CheckRun, Finding, exit_severity, worst_first
 from pulsar_txn_cli.doctor.read import DEFAULT_CONCURRENCY, Scope, read
 
@@ -79,14 +79,18 @@ def run(
 
     disabled = next((e for e in reading.tc_errors.values() if NOT_ENABLED in e), None)
     if disabled:
-        skip(CHECKS[:7], f"transactions are disabled on this target: {disabled}", failed=False)
+        skip(CHECKS[: CHECKS.index("config")], f"transactions are disabled on this target: {disabled}", failed=False)
     else:
         found += coordinators.coordinator_not_ready(reading)
         if reading.open_error:
-            skip(("hanging-transaction", "held-readers", "phantom-fence"), reading.open_error)
+            skip(("hanging-transaction", "held-readers", "held-replicators", "phantom-fence"), reading.open_error)
         else:
             found += transactions.hanging(reading, older_than_ms)
             found += transactions.held_readers(reading, older_than_ms)
+            if why := replication.not_held_here(reading):
+                skip(("held-replicators",), why, failed=False)
+            else:
+                found += replication.held_replicators(reading, older_than_ms)
             if reading.unlisted:  # a partition held by an unlisted coordinator's transaction is no phantom
                 first = min(reading.unlisted)
                 skip(("phantom-fence",), f"coordinator {first} could not be listed: {reading.unlisted[first]}")
@@ -123,7 +127,7 @@ def run(
 
 
 def _partition_checks(reading, skip) -> list[Finding]:
-    names = ("held-readers", "phantom-fence", "buffer-not-ready")
+    names = ("held-readers", "held-replicators", "phantom-fence", "buffer-not-ready")
     listing = [p for p in reading.problems if "topics" in p]
     if listing:
         skip(names, listing[0])

@@ -106,6 +106,8 @@ def inject(engine, name: str, topic: str, subscription: tuple[str, str], txn_tim
         t, s = subscription
         _set(engine.store, "pendingAck", f"{t} {s}", {"since": now})
         return {"fault": name, "topic": t, "subscription": s}
+    if name == "replication-held":
+        return {"fault": name, "topic": topic, **_replicated_and_held(engine, topic, txn_timeout_ms)}
     if name == "leaked-pending-ack":
         t, s = subscription
         engine.pending_ack(t, s)  # the log exists (the workload acknowledged there)
@@ -122,6 +124,24 @@ def inject(engine, name: str, topic: str, subscription: tuple[str, str], txn_tim
     _set(engine.store, "buffer", topic, {"kind": "phantom", "maxReadPosition": stale})
     engine.buffers.buffers.pop(topic, None)
     return {"fault": name, "topic": topic, "maxReadPosition": stale}
+
+
+REMOTE_CLUSTER = "remote"
+
+
+def _replicated_and_held(engine, topic: str, timeout_ms: int) -> dict:
+    """The topic gets a replicator to REMOTE_CLUSTER (its cursor, caught up: the engine's replicator sends at
+    once what it may read, engine/buffer/buffer.py), then a transaction left open and plain messages after it."""
+    from pulsar_txn_cli.protocol import replicator_cursor
+
+    buffer = engine.buffers.buffer(topic, create=True)
+    cursor = buffer.log.ml.open_cursor(replicator_cursor(REMOTE_CLUSTER), batch_index_deletion=False)
+    cursor.mark_delete_to(buffer.max_read_position)
+    txn = _open_transaction(engine, topic, None, timeout_ms)
+    for n in range(3):
+        engine.buffers.publish(topic, f"after the open transaction {n}".encode())
+    engine.checkpoint()
+    return {"cluster": REMOTE_CLUSTER, "cursor": cursor.name, "txnId": txn}
 
 
 def _open_transaction(engine, topic: str, subscription, timeout_ms: int, produce_fails: bool = False) -> str:

@@ -24,6 +24,7 @@ CASES = [
     ("pending-ack-not-ready", "pending-ack-not-ready", "error", f"{TOPIC0} / sim-sub-0"),
     ("leaked-pending-ack", "leaked-pending-ack", "error", f"{TOPIC0}-sim-sub-0__transaction_pending_ack"),
     ("phantom-fence", "phantom-fence", "error", TOPIC0),
+    ("replication-held", "held-replicators", "error", TOPIC0),
 ]
 
 
@@ -84,6 +85,7 @@ def test_healthy_engine_exit_0_and_every_check_listed(cli, tmp_path):
         "coordinator-not-ready",
         "hanging-transaction",
         "held-readers",
+        "held-replicators",
         "phantom-fence",
         "buffer-not-ready",
         "pending-ack-not-ready",

@@ -548,7 +548,7 @@ class PulsarBroker:
             try:
                 if stage == "admin REST":
                     status, body = self.rest("GET", "/admin/v2/clusters", timeout=5)
-                    if status == 200 and "standalone" in body:
+                    if status == 200 and self.broker_conf()["clusterName"] in body:
                         stage = "tc assign topic"
                 if stage == "tc assign topic":
                     status, body = self.rest(

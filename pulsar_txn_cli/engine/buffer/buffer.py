@@ -19,6 +19,7 @@ from pulsar_txn_cli.engine.buffer.settings import BufferConfig
 from pulsar_txn_cli.names import EARLIEST, Position, TxnID
 from pulsar_txn_cli.engine.buffer.snapshots import SystemTopicStore
 from pulsar_txn_cli.errors import EngineError
+from pulsar_txn_cli.protocol import DEFAULT_REPLICATOR_PREFIX
 
 # TopicTransactionBufferState.State values the engine goes through
 INITIALIZING, READY, NO_SNAPSHOT = "Initializing", "Ready", "NoSnapshot"
@@ -204,6 +205,19 @@ class TransactionBuffer:
             self.max_read_position = position
             if forward and self.state == READY:  # updateMaxReadPosition counts forward moves only
                 self.changes += 1
+            if forward:
+                self._replicate(position)
+
+    def _replicate(self, position: Position) -> None:
+        """The engine's geo-replicators (engine/faults.py's replication-held): a replicator reads only up to
+        maxReadPosition, and the engine's sends at once what it may read and its remote cluster acknowledges
+        it, so each `<prefix>.<cluster>` cursor of the topic follows maxReadPosition forward."""
+        ml = getattr(self.log, "ml", None)
+        if ml is None or not self.writable:
+            return
+        for name, cursor in list(ml.cursors.items()):
+            if name.startswith(DEFAULT_REPLICATOR_PREFIX + "."):
+                cursor.mark_delete_to(position)
 
     # -- reads --------------------------------------------------------------------------------
 

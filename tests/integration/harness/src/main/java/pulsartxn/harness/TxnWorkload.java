@@ -28,7 +28,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
 /**
  * Transactional workload for the pulsar-txn integration tests.
  *
- * <p>Creates (if needed) three topics in public/default:
+ * <p>Creates (if needed) three topics in public/default (--namespace another one):
  * {prefix}-orders (non-partitioned, name with '-'), {prefix}plain (non-partitioned)
  * and {prefix}-part (partitioned, 2 partitions); subscribes "sub-a" (Exclusive) and
  * "subb" (Shared) on every topic; pre-produces plain messages; then runs N
@@ -117,7 +117,7 @@ public final class TxnWorkload {
             System.exit(0);
         }
 
-        String ns = "persistent://public/default/";
+        String ns = "persistent://" + arg(a, "namespace", "public/default") + "/";
         String[] topics = {ns + prefix + "-orders", ns + prefix + "plain", ns + prefix + "-part"};
 
         if (a.containsKey("dump")) {
