@@ -146,7 +146,7 @@ def test_engine_fault_found_named_by_stuck_readers_and_fixed_as_printed(cli, tmp
 def _internal_stats(directory, topic: str) -> dict:
     """The topic's internal stats through PulsarAdmin on the engine's own transport (the REST path a broker has)."""
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.engine_transport import EngineTransport
+    from pulsar_txn_cli.engine.transport import EngineTransport
     from pulsar_txn_cli.engine.broker import Engine
 
     engine = Engine.open(str(directory))
@@ -160,7 +160,7 @@ def _internal_stats(directory, topic: str) -> dict:
 def test_stuck_readers_asks_the_prefix_once_and_falls_back_to_pulsars_default(cli, tmp_path, isolated):
     """The runtime configuration needs a superuser: where it is refused, the cursors are named by `pulsar.repl`."""
     from pulsar_txn_cli.admin.client import PulsarAdmin
-    from pulsar_txn_cli.admin.engine_transport import EngineTransport
+    from pulsar_txn_cli.engine.transport import EngineTransport
     from pulsar_txn_cli.engine.broker import Engine
     from pulsar_txn_cli.errors import ConnectionFailed
     from pulsar_txn_cli.stuck_readers import find_stuck_readers
