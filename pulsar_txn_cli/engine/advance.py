@@ -103,12 +103,7 @@ def _next_due(now_ms: int, tcs, logs: list[ManagedLedger]) -> int:
         if tc._timeouts:
             due = min(due, max(now_ms + 1, tc._timeouts[0][0]))
     for ml in logs:
-        ledger = ml._current()
-        if ledger is None or ledger.entries == 0:
-            continue
-        s = ml.settings
-        max_ms = s.get("maxRolloverMinutes", 240) * 60_000
-        min_ms = s.get("minRolloverMinutes", 10) * 60_000
-        at = ledger.created_ms + max(max_ms, min_ms + 1)
-        due = min(due, max(now_ms + 1, at))
+        at = ml.rollover_due_ms()
+        if at is not None:
+            due = min(due, max(now_ms + 1, at))
     return due
