@@ -35,7 +35,7 @@ StateOpt = Annotated[
 
 COLUMNS = [
     ("txnId", "TXN ID"),
-    ("status", "STATE"),
+    ("status", "STATUS"),
     ("ownerBroker", "OWNER"),
     ("age", "AGE"),
     ("timeout", "TIMEOUT"),
