@@ -11,7 +11,7 @@ transaction buffer takes its timed snapshot (transactionBufferSnapshotMinTimeInM
 
 from __future__ import annotations
 
-from pulsar_txn_cli.engine.ledger import ManagedLedger, timestamp_text
+from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
 
@@ -61,8 +61,6 @@ def advance(engine, duration_ms: int) -> dict:
     return {
         "fromMs": start_ms,
         "toMs": clock.now_ms,
-        "from": timestamp_text(start_ms),
-        "to": timestamp_text(clock.now_ms),
         "advancedMs": clock.now_ms - start_ms,
         "transactionsTimedOut": timed_out,
         "ledgersRolled": rolled,
