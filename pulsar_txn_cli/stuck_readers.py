@@ -153,7 +153,7 @@ def partition_report(
             "lastConfirmedEntry": internal.get("lastConfirmedEntry"),
             "entriesBehind": behind,
             "ongoingTxnSize": stats.get("ongoingTxnSize", 0),
-            "bufferState": state,
+            "state": state,
             "held": behind > 0 or state not in READY_STATES,
             "cause": None,
         }
@@ -190,8 +190,8 @@ def partition_report(
                 "status": meta.get("status"),
                 "startPosition": holder["startPosition"],
                 "openTimestamp": opened,
-                "openForMs": max(now_ms - opened, 0) if isinstance(opened, int) else None,
-                "timeoutAt": meta.get("timeoutAt"),
+                "ageMs": max(now_ms - opened, 0) if isinstance(opened, int) else None,
+                "timeoutMs": meta.get("timeoutAt"),  # Pulsar's timeoutAt is the timeout, a duration
                 "metadata": meta,
                 "fix": fix_commands(holder["txnId"]),
             }

@@ -35,9 +35,7 @@ def configured_setting(admin, log: Log) -> dict:
         at = broker_at(url, len(urls))
         config = admin.runtime_config(at)
         version = _version(admin, at)
-        brokers.append(
-            {"broker": _short(url), "version": version, "runtime": features.batch_flag(config, log.key, version)}
-        )
+        brokers.append({"broker": url, "version": version, "runtime": features.batch_flag(config, log.key, version)})
     return {
         "dynamic": dynamic,
         "brokers": brokers,
@@ -66,11 +64,12 @@ def cannot_batch(setting: dict) -> str | None:
 def configured_for(store: dict, setting: dict) -> bool | None:
     """The value this store's broker runs with: without a dynamic override, brokers may differ
     (each reads its own broker.conf), and a coordinator runs with its owner's."""
-    if setting["dynamic"] is not None or not setting["mixed"] or not store.get("webServiceUrl"):
+    if setting["dynamic"] is not None or not setting["mixed"] or not store.get("broker"):
         return setting["configured"]
-    owner = _short(str(store["webServiceUrl"]).rstrip("/"))
-    return next((b["runtime"] for b in setting["brokers"] if b["broker"] == owner), None)
+    owner = _address(store["broker"])
+    return next((b["runtime"] for b in setting["brokers"] if _address(b["broker"]) == owner), None)
 
 
-def _short(url: str) -> str:
-    return url.split("://", 1)[-1]
+def _address(url: str) -> str:
+    """host:port of a broker's web URL (a lookup may name it with the other scheme, or a trailing slash)."""
+    return str(url).split("://", 1)[-1].rstrip("/")

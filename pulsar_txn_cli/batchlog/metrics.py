@@ -11,7 +11,7 @@ def add_metrics(admin, log: Log, brokers: list[dict]) -> None:
     from pulsar_txn_cli.admin.writer_metrics import summarize
 
     for broker in brokers:
-        url = broker_at(_long(admin, broker["broker"]), len(brokers))
+        url = broker_at(broker["broker"], len(brokers))
         try:
             summary = summarize(admin.metrics_text(url))
         except ConnectionFailed:
@@ -19,8 +19,3 @@ def add_metrics(admin, log: Log, brokers: list[dict]) -> None:
             continue
         part = next((s for s in summary if s["log"] == log.kind), None)
         broker["batches"] = part["batches"] if part else 0
-
-
-def _long(admin, address: str) -> str:
-    scheme = "https" if str(admin.target.url or "").startswith("https") else "http"
-    return f"{scheme}://{address}"

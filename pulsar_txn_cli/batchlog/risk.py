@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pulsar_txn_cli.target import remembered
-from pulsar_txn_cli.batchlog.config import _short, cannot_batch, configured_for
+from pulsar_txn_cli.batchlog.config import cannot_batch, configured_for
 from pulsar_txn_cli.batchlog.judgement import judge
 from pulsar_txn_cli.batchlog.logs import PENDING_ACK, Log, store_key
 from pulsar_txn_cli.admin.client import broker_at
@@ -77,7 +77,7 @@ def _batch_index_flags(admin) -> list[dict]:
             value = parse_bool((admin.runtime_config(broker_at(url, len(urls))) or {}).get(BATCH_INDEX_KEY))
         except ConnectionFailed:
             value = None  # unknown: as risky as off
-        rows.append({"broker": _short(url), "batchIndexDeletion": value})
+        rows.append({"broker": url, "batchIndexDeletion": value})
     return rows
 
 

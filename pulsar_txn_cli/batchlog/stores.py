@@ -17,8 +17,7 @@ def coordinator_stores(admin) -> list[dict]:
         stores.append(
             {
                 "coordinatorId": tc_id,
-                "broker": owner.get("brokerServiceUrl"),
-                "webServiceUrl": owner.get("webServiceUrl"),
+                "broker": owner.get("webServiceUrl"),  # a broker is its web URL (docs/output.md)
                 "state": s.get("state"),
                 "recoverStartTime": s.get("recoverStartTime"),
                 "recoverEndTime": s.get("recoverEndTime"),

@@ -55,7 +55,7 @@ OUTPUT_OPTIONS = [
 ]
 
 
-def _target_options() -> list:
+def _declared_target_options() -> list:
     """The target options, made of TargetFlags (target/settings.py), where they are declared."""
     hints = typing.get_type_hints(TargetFlags)
     return [
@@ -68,7 +68,7 @@ def _target_options() -> list:
     ]
 
 
-TARGET_OPTIONS = _target_options()
+TARGET_OPTIONS = _declared_target_options()
 
 OUTPUT_NAMES = [name for name, _, _ in OUTPUT_OPTIONS]
 TARGET_NAMES = [name for name, _, _ in TARGET_OPTIONS]
@@ -99,7 +99,8 @@ def _parameters(options):
     ]
 
 
-def _target_options(target: bool | tuple[str, ...]) -> list:
+def _chosen_target_options(target: bool | tuple[str, ...]) -> list:
+    """The target options a command takes: all of them (True), or those named."""
     if target is True:
         return TARGET_OPTIONS
     return [option for option in TARGET_OPTIONS if option[0] in (target or ())]
@@ -146,7 +147,7 @@ def with_global_options(fn, *, target: bool | tuple[str, ...], changes_state: bo
     """Wrap fn so it also accepts the global options, which are applied to the Env first.
     target: True for every target option, or the names of the ones the command takes; changes_state: the
     command changes its target, which it then names even under --quiet."""
-    return _WithGlobalOptions(fn, OUTPUT_OPTIONS + _target_options(target), changes_state)
+    return _WithGlobalOptions(fn, OUTPUT_OPTIONS + _chosen_target_options(target), changes_state)
 
 
 # The commands that change their target's state: each prints its target even under -q, so that an operator

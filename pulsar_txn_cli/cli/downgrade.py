@@ -333,6 +333,7 @@ def status(checkpoint: CheckpointOpt = None) -> None:
     """Show the downgrade checkpoint of the target: the recorded last batched ledgers."""
     from pulsar_txn_cli.downgrade import checkpoint as store
     from pulsar_txn_cli.output import Result, Table, emit
+    from pulsar_txn_cli.output.units import iso_seconds
 
     env = current()
     path, identity = _checkpoint_location(env, checkpoint)
@@ -349,19 +350,39 @@ def status(checkpoint: CheckpointOpt = None) -> None:
         )
         return
     clock = env.admin().clock()[1]  # checks record times on the target's clock (downgrade/gather.py)
-    data = {**store.to_json(saved), "checkpoint": str(path), "exists": True, "clock": clock}
-    rows = [{"log": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]] + [
-        {"log": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]
+    data = {**_in_vocabulary(store.to_json(saved)), "checkpoint": str(path), "exists": True, "clock": clock}
+    rows = [{"store": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]] + [
+        {"store": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]
     ]
     lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at} ({clock}), {saved.size} record(s)"]
     if saved.target != identity:
         lines.append(f"warning: it belongs to {saved.target!r}, not to the selected target {identity!r}")
     table = Table(
-        [("log", "log"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", f"recorded at ({clock})")],
-        rows,
+        [("store", "store"), ("lastBatchedLedgerId", "last batched ledger"), ("recordedAt", f"recorded at ({clock})")],
+        [{**r, "recordedAt": iso_seconds(r["recordedAt"]) if r["recordedAt"] is not None else "-"} for r in rows],
         "Recorded last batched ledgers",
     )
     emit(Result(data=data, records=rows, tables=[table], lines=lines), env)
+
+
+# The checkpoint file keeps its moments as ISO text and names the pending-ack log `pendingAck`; the JSON
+# shows every moment in epoch ms and every log kind as `tc` or `pending-ack` (docs/output.md).
+_MOMENTS = ("createdAt", "recordedAt", "markSince", "writerCountersAt")
+_LOGS = {"pendingAck": "pending-ack"}
+
+
+def _in_vocabulary(value):
+    """The checkpoint's document in the JSON vocabulary."""
+    from pulsar_txn_cli.output.units import iso_ms
+
+    if isinstance(value, dict):
+        return {
+            k: iso_ms(v) if k in _MOMENTS else _LOGS.get(v, v) if k == "log" else _in_vocabulary(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_in_vocabulary(v) for v in value]
+    return value
 
 
 def reset(checkpoint: CheckpointOpt = None) -> None:

@@ -428,11 +428,11 @@ def advance(
 
 
 def _advance_rows(result: dict) -> dict:
-    from pulsar_txn_cli.output.units import duration
+    from pulsar_txn_cli.output.units import duration, iso_millis
 
     return {
-        "from": result["from"],
-        "to": result["to"],
+        "from": iso_millis(result["fromMs"]),
+        "to": iso_millis(result["toMs"]),
         "advanced": duration(result["advancedMs"]),
         "transactions timed out": result["transactionsTimedOut"],
         "ledgers rolled": result["ledgersRolled"],

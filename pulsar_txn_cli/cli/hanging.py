@@ -35,7 +35,7 @@ StateOpt = Annotated[
 
 COLUMNS = [
     ("txnId", "TXN ID"),
-    ("status", "STATE"),
+    ("status", "STATUS"),
     ("ownerBroker", "OWNER"),
     ("age", "AGE"),
     ("timeout", "TIMEOUT"),
@@ -183,10 +183,11 @@ def abort_hanging(
 
 def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> list[dict]:
     """Abort, printing and auditing each result as it comes (a Ctrl-C keeps the lines already written)."""
-    import datetime as dt
     import getpass
     import socket
+    import time
 
+    from pulsar_txn_cli.output.units import iso_seconds
     from pulsar_txn_cli.target import remembered
 
     identity = admin.identity()
@@ -199,7 +200,7 @@ def _abort(env, admin, txns, found, older_than, reason, concurrency, abort) -> l
         txn = meta[result["txnId"]]
         record = {
             **result,
-            "at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "at": iso_seconds(int(time.time() * 1000)),  # when, on this machine's clock (the audit's)
             "by": by,
             "why": why,
             "ageMs": txn["ageMs"],

@@ -45,7 +45,15 @@ def list_records() -> None:
     env = current()
     rows = [remembered.public(r) for r in remembered.listing()]
     lines = [] if rows else [f"nothing remembered in {remembered.state_dir()}"]
-    emit(Result(data=rows, records=rows, tables=[Table(COLUMNS, rows, "Remembered")] if rows else [], lines=lines), env)
+    table = [Table(COLUMNS, _shown(rows), "Remembered")] if rows else []
+    emit(Result(data=rows, records=rows, tables=table, lines=lines), env)
+
+
+def _shown(rows: list[dict]) -> list[dict]:
+    """Table rows: the moments as text (JSON keeps epoch ms)."""
+    from pulsar_txn_cli.output.units import iso_seconds
+
+    return [{**r, "updatedAt": iso_seconds(r["updatedAt"])} for r in rows]
 
 
 def prune(
@@ -97,7 +105,7 @@ def prune(
         for r in remembered.prune(chosen, None if older_than is None else older_than * 86400, everything)
     ]
     env.info(f"forgot {len(gone)} record(s)")
-    emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, gone, "Forgotten")] if gone else []), env)
+    emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, _shown(gone), "Forgotten")] if gone else []), env)
 
 
 def _known(unknown: list[str], known: set[str]) -> str:

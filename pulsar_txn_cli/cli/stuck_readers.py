@@ -71,7 +71,7 @@ def stuck_readers(
         env.warn(f"coordinator {unlisted['coordinatorId']} could not be listed: {unlisted['error']}")
     columns = [
         ("topic", "TOPIC"),
-        ("bufferState", "BUFFER"),
+        ("state", "STATE"),
         ("maxReadPosition", "MAX READ"),
         ("lastConfirmedEntry", "LAST WRITTEN"),
         ("entriesBehind", "BEHIND"),
@@ -86,7 +86,7 @@ def _row(partition: dict) -> dict:
 
     holders = partition.get("holders", [])
     since = partition.get("heldSince")
-    age = holders[0]["openForMs"] if holders else None
+    age = holders[0]["ageMs"] if holders else None
     return {
         **partition,
         "heldSince": f"{spaced_seconds(since)} ({duration(age)} ago)"

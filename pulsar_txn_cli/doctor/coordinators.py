@@ -69,7 +69,7 @@ def coordinator_not_ready(reading) -> list[Finding]:
                         recoverEndTime=(stats or {}).get("recoverEndTime"),
                         ongoingTxnSize=(stats or {}).get("ongoingTxnSize"),
                     ),
-                    evidence(LOOKUP.format(tc_id), brokerUrl=owner),
+                    evidence(LOOKUP.format(tc_id), httpUrl=owner),
                 ],
                 [unload],
                 advice,

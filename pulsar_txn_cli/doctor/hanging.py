@@ -49,8 +49,7 @@ def find(
         for most in sorted({TxnID.parse(i)[0] for i, _ in picked}):
             owners[most] = pool.submit(attempt, admin.lookup, tc_assign_partition(most))
     owner_url = {
-        m: ((f.result()[0] or {}).get("brokerUrl") or (f.result()[0] or {}).get("brokerUrlTls"))
-        for m, f in owners.items()
+        m: ((f.result()[0] or {}).get("httpUrl") or (f.result()[0] or {}).get("httpUrlTls")) for m, f in owners.items()
     }
     out = []
     for txn_id, meta in picked:

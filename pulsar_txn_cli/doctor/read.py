@@ -41,7 +41,7 @@ class Reading:
     tc_count: int = 0
     tc_stats: dict = field(default_factory=dict)  # "id" -> stats
     tc_errors: dict = field(default_factory=dict)  # "id" -> sentence
-    owners: dict = field(default_factory=dict)  # "id" -> broker service URL, or None
+    owners: dict = field(default_factory=dict)  # "id" -> its owner's web URL (the lookup's httpUrl), or None
     open_txns: dict = field(default_factory=dict)  # txnId -> TransactionMetadata (slowTransactions/-1)
     open_error: str | None = None  # no coordinator could be listed
     unlisted: dict = field(default_factory=dict)  # coordinator id -> why it could not be listed (the rest were)
@@ -98,7 +98,7 @@ def read(admin, scope: Scope, *, concurrency: int = DEFAULT_CONCURRENCY) -> Read
             reading.tc_stats, reading.tc_errors = each
         for i, future in enumerate(owners):
             data, _ = future.result()
-            reading.owners[str(i)] = (data or {}).get("brokerUrl") or (data or {}).get("brokerUrlTls")
+            reading.owners[str(i)] = (data or {}).get("httpUrl") or (data or {}).get("httpUrlTls")
         listing, reading.open_error = txns.result()
         if listing is not None:
             reading.open_txns, reading.unlisted = listing.transactions, listing.unlisted

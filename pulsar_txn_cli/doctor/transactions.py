@@ -103,7 +103,7 @@ def hanging(reading, older_than_ms: int | None) -> list[Finding]:
                         status=meta.get("status"),
                         openTimestamp=meta.get("openTimestamp"),
                         ageMs=age,
-                        timeoutAt=timeout,
+                        timeoutMs=timeout,
                         boundMs=bound_ms(meta, older_than_ms),
                         producedPartitions=produced,
                         ackedSubscriptions=subs,

@@ -11,7 +11,7 @@ transaction buffer takes its timed snapshot (transactionBufferSnapshotMinTimeInM
 
 from __future__ import annotations
 
-from pulsar_txn_cli.engine.ledger import ManagedLedger, timestamp_text
+from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.errors import UsageError
 from pulsar_txn_cli.names import PENDING_ACK_SUFFIX
 
@@ -61,8 +61,6 @@ def advance(engine, duration_ms: int) -> dict:
     return {
         "fromMs": start_ms,
         "toMs": clock.now_ms,
-        "from": timestamp_text(start_ms),
-        "to": timestamp_text(clock.now_ms),
         "advancedMs": clock.now_ms - start_ms,
         "transactionsTimedOut": timed_out,
         "ledgersRolled": rolled,
@@ -103,12 +101,7 @@ def _next_due(now_ms: int, tcs, logs: list[ManagedLedger]) -> int:
         if tc._timeouts:
             due = min(due, max(now_ms + 1, tc._timeouts[0][0]))
     for ml in logs:
-        ledger = ml._current()
-        if ledger is None or ledger.entries == 0:
-            continue
-        s = ml.settings
-        max_ms = s.get("maxRolloverMinutes", 240) * 60_000
-        min_ms = s.get("minRolloverMinutes", 10) * 60_000
-        at = ledger.created_ms + max(max_ms, min_ms + 1)
-        due = min(due, max(now_ms + 1, at))
+        at = ml.rollover_due_ms()
+        if at is not None:
+            due = min(due, max(now_ms + 1, at))
     return due

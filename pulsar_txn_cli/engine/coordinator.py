@@ -14,7 +14,7 @@ import heapq
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import PulsarTransactionMetadata_pb2 as tc_pb2
 from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
-from pulsar_txn_cli.engine.writer import BufferedWriter
+from pulsar_txn_cli.engine.writer import BufferedWriter, open_log
 from pulsar_txn_cli.errors import EngineError
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, TC_BATCH_KEY, TC_CURSOR, TC_LOG_PREFIX
 
@@ -79,6 +79,20 @@ class TxnMeta:
         return self.start + self.timeout_ms
 
 
+def _recorded(cfg: dict) -> dict:
+    """What a TC load reads from the configuration once and keeps while the broker runs."""
+    batch = bool(cfg[TC_BATCH_KEY])
+    return dict(
+        batchEnabled=batch,
+        maxRecords=cfg["transactionLogBatchedWriteMaxRecords"],
+        maxSize=cfg["transactionLogBatchedWriteMaxSize"],
+        maxDelayMs=cfg["transactionLogBatchedWriteMaxDelayInMillis"],
+        # MLTransactionLogImpl forces batch-index deletion on while batching (MLTransactionLogImpl's constructor).
+        batchIndexDeletion=batch or bool(cfg[BATCH_INDEX_KEY]),
+        endedUndeletable=[],  # a reopened TC replays them as open again (the batch-index deletion stall)
+    )
+
+
 def decode_tc_entry(data: bytes) -> list:
     """MLTransactionLogImpl.deserializeEntry: a batch (0x0E01 prefix) or one record."""
     return codec.decode_entry(data, codec.TC_LOG).records
@@ -104,38 +118,7 @@ class Coordinator:
 
     def open(self, reopen: bool) -> None:
         """reopen=True is a TC load on a broker (new ledger, config read); False attaches."""
-        engine = self.engine
-        if reopen or not self.ml.exists or not self.ml.owner:
-            cfg = engine.config.values()
-            batch = bool(cfg[TC_BATCH_KEY])
-            with engine.store.tx():
-                self.ml.open_new_ledger(engine.ledger_settings(cfg))
-                self.ml.set_owner_state(
-                    batchEnabled=batch,
-                    maxRecords=cfg["transactionLogBatchedWriteMaxRecords"],
-                    maxSize=cfg["transactionLogBatchedWriteMaxSize"],
-                    maxDelayMs=cfg["transactionLogBatchedWriteMaxDelayInMillis"],
-                    # MLTransactionLogImpl forces batch-index deletion on while batching (MLTransactionLogImpl's constructor).
-                    batchIndexDeletion=batch or bool(cfg[BATCH_INDEX_KEY]),
-                    recoverStartTime=engine.clock.now_ms,
-                    endedUndeletable=[],  # a reopened TC replays them as open again (the batch-index deletion stall)
-                )
-                self._open_cursor()
-                self._replay()
-                self.ml.set_owner_state(recoverEndTime=engine.clock.now_ms)
-        else:
-            self._open_cursor()
-            self._replay()
-        o = self.ml.owner
-        self.writer = BufferedWriter(
-            self.ml,
-            engine.clock,
-            engine.metrics.tc,
-            max_records=o["maxRecords"],
-            max_size=o["maxSize"],
-            max_delay_ms=o["maxDelayMs"],
-            batch_enabled=o["batchEnabled"],
-        )
+        self.writer = open_log(self, reopen, _recorded, self.engine.metrics.tc)
         self.state = "Ready"
 
     def _open_cursor(self) -> None:

@@ -226,15 +226,29 @@ class ManagedLedger:
         self._dirty()
         return out
 
+    def _rollover_ages(self) -> tuple[int, int]:
+        """(min, max) age of a ledger in ms: it rolls at the max age, or when full, but never before the min."""
+        s = self.settings
+        return s.get("minRolloverMinutes", 10) * 60_000, s.get("maxRolloverMinutes", 240) * 60_000
+
     def _full(self, ledger: Ledger) -> bool:
         """ManagedLedgerImpl.currentLedgerIsFull with the settings the ledger was opened with."""
         s = self.settings
         quota = ledger.entries >= s.get("maxEntries", 50000) or ledger.size >= s.get("maxSizeMb", 2048) * MB
+        min_ms, max_ms = self._rollover_ages()
         age_ms = self.clock.now_ms - ledger.created_ms
-        if quota or age_ms >= s.get("maxRolloverMinutes", 240) * 60_000:
-            min_ms = s.get("minRolloverMinutes", 10) * 60_000
+        if quota or age_ms >= max_ms:
             return age_ms > min_ms if min_ms > 0 else True
         return False
+
+    def rollover_due_ms(self) -> int | None:
+        """When roll_if_aged() first rolls the current ledger (the first instant _full() holds by age
+        alone), or None while there is no current ledger or it is empty (an empty ledger never rolls)."""
+        ledger = self._current()
+        if ledger is None or ledger.entries == 0:
+            return None
+        min_ms, max_ms = self._rollover_ages()
+        return ledger.created_ms + (max(max_ms, min_ms + 1) if min_ms > 0 else max_ms)
 
     def roll_if_aged(self) -> bool:
         """The broker's periodic check: roll a non-empty current ledger that reached the max age."""

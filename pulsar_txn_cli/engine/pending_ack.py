@@ -20,7 +20,7 @@ import orjson
 from pulsar_txn_cli import codec
 from pulsar_txn_cli.codec.gen import TransactionPendingAck_pb2 as pa_pb2
 from pulsar_txn_cli.engine.ledger import BatchedPosition, ManagedLedger
-from pulsar_txn_cli.engine.writer import BufferedWriter
+from pulsar_txn_cli.engine.writer import BufferedWriter, open_log
 from pulsar_txn_cli.names import pending_ack_managed_ledger
 from pulsar_txn_cli.protocol import BATCH_INDEX_KEY, PENDING_ACK_BATCH_KEY, PENDING_ACK_CURSOR
 
@@ -28,6 +28,19 @@ ACK, COMMIT, ABORT = 1, 2, 3
 INDIVIDUAL, CUMULATIVE = 0, 1
 
 _Record = pa_pb2.PendingAckMetadataEntry
+
+
+def _recorded(cfg: dict) -> dict:
+    """What a pending-ack store's load reads from the configuration once and keeps while the broker runs."""
+    return dict(
+        batchEnabled=bool(cfg[PENDING_ACK_BATCH_KEY]),
+        maxRecords=cfg["transactionPendingAckBatchedWriteMaxRecords"],
+        maxSize=cfg["transactionPendingAckBatchedWriteMaxSize"],
+        maxDelayMs=cfg["transactionPendingAckBatchedWriteMaxDelayInMillis"],
+        indexMinLag=cfg["transactionPendingAckLogIndexMinLag"],
+        # The provider never enables batch-index deletion for this ledger (MLPendingAckStoreProvider).
+        batchIndexDeletion=bool(cfg[BATCH_INDEX_KEY]),
+    )
 
 
 def decode_pa_entry(data: bytes) -> list:
@@ -120,35 +133,7 @@ class PendingAckStore:
             if self.subscription.ledger_id is None:
                 self.subscription.ledger_id = engine.topic_ledger(self.topic)
                 engine.store.dirty(self.subscription)
-            if reopen or not self.ml.exists or not self.ml.owner:
-                cfg = engine.config.values()
-                self.ml.open_new_ledger(engine.ledger_settings(cfg))
-                self.ml.set_owner_state(
-                    batchEnabled=bool(cfg[PENDING_ACK_BATCH_KEY]),
-                    maxRecords=cfg["transactionPendingAckBatchedWriteMaxRecords"],
-                    maxSize=cfg["transactionPendingAckBatchedWriteMaxSize"],
-                    maxDelayMs=cfg["transactionPendingAckBatchedWriteMaxDelayInMillis"],
-                    indexMinLag=cfg["transactionPendingAckLogIndexMinLag"],
-                    # The provider never enables batch-index deletion for this ledger (MLPendingAckStoreProvider).
-                    batchIndexDeletion=bool(cfg[BATCH_INDEX_KEY]),
-                    recoverStartTime=engine.clock.now_ms,
-                )
-                self._open_cursor()
-                self._replay()
-                self.ml.set_owner_state(recoverEndTime=engine.clock.now_ms)
-            else:
-                self._open_cursor()
-                self._replay()
-        o = self.ml.owner
-        self.writer = BufferedWriter(
-            self.ml,
-            engine.clock,
-            engine.metrics.pending_ack,
-            max_records=o["maxRecords"],
-            max_size=o["maxSize"],
-            max_delay_ms=o["maxDelayMs"],
-            batch_enabled=o["batchEnabled"],
-        )
+            self.writer = open_log(self, reopen, _recorded, engine.metrics.pending_ack)
         self.state = "Ready"
 
     def _open_cursor(self) -> None:

@@ -13,6 +13,8 @@ org.apache.pulsar.transaction.coordinator.impl), on the engine's store and clock
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pulsar_txn_cli.codec import encode_batch_serialized
 from pulsar_txn_cli.engine.ledger import AddFailed, BatchedPosition
 from pulsar_txn_cli.errors import EngineError
@@ -188,3 +190,35 @@ def _rolled_back() -> EngineError:
 def _fail(failed, exc) -> None:
     if failed is not None:
         failed(exc)
+
+
+def open_log(store, reopen: bool, recorded: Callable[[dict], dict], metrics) -> BufferedWriter:
+    """Open the transaction log of a store (a coordinator or a pending-ack store) and its writer.
+
+    A load on a broker (reopen, or a log never opened) starts a new ledger, records the settings it
+    opens with (recorded(config): batching, the writer's bounds, ...) so that later invocations of the
+    same running broker keep them, then replays, timing the recovery; attaching to an open store only
+    replays into memory. The writer is built from the recorded settings, not today's configuration.
+    """
+    engine, ml = store.engine, store.ml
+    if reopen or not ml.exists or not ml.owner:
+        cfg = engine.config.values()
+        with engine.store.tx():
+            ml.open_new_ledger(engine.ledger_settings(cfg))
+            ml.set_owner_state(**recorded(cfg), recoverStartTime=engine.clock.now_ms)
+            store._open_cursor()
+            store._replay()
+            ml.set_owner_state(recoverEndTime=engine.clock.now_ms)
+    else:
+        store._open_cursor()
+        store._replay()
+    o = ml.owner
+    return BufferedWriter(
+        ml,
+        engine.clock,
+        metrics,
+        max_records=o["maxRecords"],
+        max_size=o["maxSize"],
+        max_delay_ms=o["maxDelayMs"],
+        batch_enabled=o["batchEnabled"],
+    )

@@ -128,8 +128,8 @@ def held_readers(reports: dict[str, dict]) -> list:
                 behind.add_metric([topic], partition["entriesBehind"])
             owners = partition.get("holders", [])
             holders.add_metric([topic], len(owners))
-            if owners and owners[0].get("openForMs") is not None:
-                age.add_metric([topic], owners[0]["openForMs"] / 1000)
+            if owners and owners[0].get("ageMs") is not None:
+                age.add_metric([topic], owners[0]["ageMs"] / 1000)
     return [checked, behind, age, holders]
 
 

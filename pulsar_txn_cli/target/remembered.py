@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from pulsar_txn_cli.atomic_write import write_atomically
-from pulsar_txn_cli.output.units import iso_seconds
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
@@ -139,7 +138,7 @@ def listing() -> list[dict]:
                     "kind": kind,
                     "detail": _detail(kind, doc),
                     "seenAs": doc.get("seenAs") or [],
-                    "updatedAt": iso_seconds(int(mtime) * 1000),
+                    "updatedAt": int(mtime) * 1000,  # epoch ms, as every moment in JSON
                     "file": str(path),
                     "_mtime": mtime,
                 }

@@ -154,7 +154,7 @@ def test_every_command_renders_the_same_answer_in_all_formats(run, broker):
     ]
     assert all(line["target"] == doc.json()["target"] for line in lines.jsonl())
     assert [row[:5] for row in _rows(table.stdout, "coordinators")] == [
-        [str(i), "pulsar://127.0.0.1:6650", "Ready", "no", "no"] for i in (0, 1)
+        [str(i), broker.url, "Ready", "no", "no"] for i in (0, 1)
     ]
     assert "effective in 0 of 2 coordinator(s), off in 2" in table.stdout
 

@@ -56,6 +56,29 @@ def test_ledgers_roll_at_the_max_rollover_time_and_the_consumed_ones_are_trimmed
         assert [l.ledger_id for l in engine.tc(0).ml.ledgers] == [engine.tc(0).ml.current] != [first]
 
 
+@pytest.mark.parametrize("max_minutes, min_minutes", [(60, 10), (5, 10), (60, 0)])
+def test_the_next_rollover_is_the_first_instant_the_ledger_counts_as_full(tmp_path, max_minutes, min_minutes):
+    """One rule: when engine advance expects a rollover is when the ledger's own check first rolls it
+    (the max age, never before the min)."""
+    directory = tmp_path / "engine"
+    with Engine.init(directory, coordinators=1) as engine:
+        engine.config.set("managedLedgerMaxLedgerRolloverTimeMinutes", str(max_minutes))
+        engine.config.set("managedLedgerMinLedgerRolloverTimeMinutes", str(min_minutes))
+        engine.reload()
+        ml = engine.tc(0).ml
+        assert ml.rollover_due_ms() is None  # an empty ledger never rolls
+        engine.tc(0).new_transaction(3_600_000, lambda _: None)
+        engine.checkpoint()
+        due = ml.rollover_due_ms()
+        expected = max(max_minutes * 60_000, min_minutes * 60_000 + 1) if min_minutes else max_minutes * 60_000
+        assert due == ml._current().created_ms + expected
+        engine.clock.advance_ms(due - 1 - engine.clock.now_ms)
+        first = ml.current
+        assert ml.roll_if_aged() is False and ml.current == first
+        engine.clock.advance_ms(1)
+        assert ml.roll_if_aged() is True and ml.current != first
+
+
 def test_a_served_engine_advances_over_http(cli, tmp_path):
     from pulsar_txn_cli.engine import server
 

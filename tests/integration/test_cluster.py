@@ -106,7 +106,9 @@ def test_the_cluster_is_one_identity_through_either_broker(pulsar_cluster, state
     second = tool(c, 1, state).json("get-txn-tc-batch-log-stat")
     assert first["identity"] == second["identity"] == f"cluster {c.name} ({c.broker(0).admin_url})"
     # the runtime configuration of every broker, each named
-    assert sorted(b["broker"] for b in first["brokers"]) == sorted(b.address for b in c.brokers)
+    assert sorted(urllib.parse.urlsplit(b["broker"]).netloc for b in first["brokers"]) == sorted(
+        b.address for b in c.brokers
+    )
 
 
 # --------------------------------------------------------------------------- the other broker's stores
@@ -177,7 +179,7 @@ def test_per_broker_runtime_configuration_and_coordinators_moving_on_a_restart(p
     listed = tool(c, 1, state).records("coordinators-list")
     assert {r["id"]: urllib.parse.urlsplit(r["webServiceUrl"]).netloc for r in listed} == after_stop
     stat = tool(c, 1, state).json("get-txn-tc-batch-log-stat")
-    runtime = {b["broker"]: b["runtime"] for b in stat["brokers"]}
+    runtime = {urllib.parse.urlsplit(b["broker"]).netloc: b["runtime"] for b in stat["brokers"]}
     assert runtime == {c.broker(0).address: False, c.broker(1).address: True}, stat["brokers"]
     assert stat["dynamic"] is None and stat["txnTcBatchLogEnabled"] is None  # the brokers disagree
     # every coordinator now lives on broker-0, whose broker.conf says false
@@ -227,7 +229,9 @@ def test_reload_reaches_every_coordinator_and_store_on_both_brokers(pulsar_clust
     assert set(owners.values()) == {b.address for b in c.brokers}, owners
     stat = tool(c, 0, state).json("get-txn-tc-batch-log-stat")
     assert stat["coodinatorArray"] == [{str(i): True} for i in range(4)], stat["coordinators"]
-    assert {b["broker"]: b["runtime"] for b in stat["brokers"]} == {b.address: True for b in c.brokers}
+    assert {urllib.parse.urlsplit(b["broker"]).netloc: b["runtime"] for b in stat["brokers"]} == {
+        b.address: True for b in c.brokers
+    }
 
     # Every pending-ack store Ready before the unload: on 4.0.7 an unload that lands while a store
     # replays its log can leave the reopened store replaying for good (docs/real-broker-findings.md).

@@ -58,7 +58,7 @@ def test_real_broker_held_partitions_and_release(cli, broker):
             assert partition["entriesBehind"] > 0
             head = partition["holders"][0]
             assert head["head"] and head["startPosition"] is not None
-            assert 0 <= head["openForMs"] < 600_000  # opened moments ago, on the broker's (wall) clock
+            assert 0 <= head["ageMs"] < 600_000  # opened moments ago, on the broker's (wall) clock
             assert f"abort-transaction -m {head['txnId'][1:-1].split(',')[0]}" in head["fix"][1]
     finally:
         harness.finish_held(broker, run)

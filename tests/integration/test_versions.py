@@ -226,7 +226,7 @@ def test_find_hanging_lists_the_held_transaction(broker, tmp_path_factory):
     found = {t["txnId"]: t for t in result.json()["transactions"]}
     assert held in found, sorted(found)
     assert found[held]["status"] == "OPEN" and found[held]["ageMs"] > 1000, found[held]
-    assert found[held]["producedPartitions"] and found[held]["ownerBroker"].startswith("pulsar://"), found[held]
+    assert found[held]["producedPartitions"] and found[held]["ownerBroker"].startswith("http://"), found[held]
     assert not result.json()["unlistedCoordinators"], result.json()["unlistedCoordinators"]
 
 

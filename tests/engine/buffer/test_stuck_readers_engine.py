@@ -53,7 +53,7 @@ def test_engine_topic_held_by_open_transactions(cli, held):
     assert holders[0]["txnId"] == "({},{})".format(*head) and holders[0]["head"]
     assert "({},{})".format(*other) in [h["txnId"] for h in holders]
     assert holders[0]["metadata"]["status"] == "OPEN"
-    assert holders[0]["openForMs"] == 90_000 and partition["heldSince"] == holders[0]["openTimestamp"]
+    assert holders[0]["ageMs"] == 90_000 and partition["heldSince"] == holders[0]["openTimestamp"]
     assert f"pulsar-txn abort-transaction -m {head[0]} -l {head[1]} --engine-dir {directory}" in holders[0]["fix"]
 
 

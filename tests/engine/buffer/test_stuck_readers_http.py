@@ -171,7 +171,7 @@ def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
     assert result.exit_code == 0, result.stderr
     report = result.json()
     assert (report["checked"], report["held"], report["recovering"]) == (2, 2, 1)
-    causes = {p["topic"].rsplit("-", 1)[-1]: (p["cause"], p["bufferState"]) for p in report["partitions"]}
+    causes = {p["topic"].rsplit("-", 1)[-1]: (p["cause"], p["state"]) for p in report["partitions"]}
     assert causes == {"0": ("recovering", "Initializing"), "1": ("open-transaction", "Ready")}
     assert (
         "1 of 2 partition(s) held back by open transactions, 1 by a transaction buffer that has not finished recovering"
