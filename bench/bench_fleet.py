@@ -439,14 +439,15 @@ def measure_size(
             "pycurlSeconds": trial.pycurl_seconds,
             "pycurlProcessSeconds": trial.pycurl_process_seconds,
             "pycurlDiffers": trial.pycurl_differs,
-            "wallOfPycurl": trial.wall_of_pycurl(),
+            # the median of the repetitions' own ratios (each command back to back with its floor)
+            "wallOfPycurl": statistics.median(t.wall_of_pycurl() for t in trials),
             "wallOfPycurlRuns": sorted(t.wall_of_pycurl() for t in trials),
         }
         if trial.baseline is not None:
             row["baselineSeconds"] = trial.baseline.seconds
             row["baselineExit"] = trial.baseline.exit_code
             row["baselineRequests"] = len(trial.baseline.requests)
-            row["wallOfBaseline"] = run.seconds / trial.baseline.seconds
+            row["wallOfBaseline"] = statistics.median(t.run.seconds / t.baseline.seconds for t in trials)
             row["wallOfBaselineRuns"] = sorted(t.run.seconds / t.baseline.seconds for t in trials)
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["ofFloorProcess"] = row["rps"] / row["floorProcessRps"]
@@ -469,14 +470,14 @@ def measure_size(
         out(
             f"      bare pycurl (c={command.concurrency}): {trial.pycurl_seconds:5.2f} s in process, "
             f"{trial.pycurl_process_seconds:5.2f} s as a process -> the command's wall is {row['wallOfPycurl']:.2f}x "
-            f"the bare pycurl process's{_range(row['wallOfPycurlRuns'])} (bound {PYCURL_WALL_BOUND:g}x)"
+            f"the bare pycurl process's (the median{_range(row['wallOfPycurlRuns'])}; bound {PYCURL_WALL_BOUND:g}x)"
             + (f"; {trial.pycurl_differs} answer(s) differed" if trial.pycurl_differs else "")
         )
         if trial.baseline is not None:
             out(
                 f"      the same command from {BASELINE['rev']}: {trial.baseline.seconds:5.2f} s, "
                 f"{row['baselineRequests']} requests, exit {trial.baseline.exit_code} -> this tree's wall is "
-                f"{row['wallOfBaseline']:.2f}x its{_range(row['wallOfBaselineRuns'])}"
+                f"{row['wallOfBaseline']:.2f}x its (the median{_range(row['wallOfBaselineRuns'])})"
             )
         if broker_pid is not None:
             out(
@@ -578,6 +579,10 @@ def measure_once(url: str, command: Command, log: AccessLog, home: Path, broker_
     )
 
 
+def _runs(ratios: list[float]) -> str:
+    return ", ".join(f"{r:.2f}" for r in ratios)
+
+
 def _range(ratios: list[float]) -> str:
     return f" (over {len(ratios)} runs: {ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
 
@@ -632,9 +637,14 @@ def run(broker, sizes, scratch: Path, out=print, repeat: int = 1) -> dict:
     for row in rows:
         verdict = "within" if row["wallOfPycurl"] <= PYCURL_WALL_BOUND else "over"
         out(
-            f"wall against bare pycurl, {row['size']} subs, {row['command']}: {row['seconds']:.2f} s / "
-            f"{row['pycurlProcessSeconds']:.2f} s = {row['wallOfPycurl']:.2f}x ({verdict} {PYCURL_WALL_BOUND:g}x)"
-            + (f"; against {BASELINE['rev']}: {row['wallOfBaseline']:.2f}x" if "wallOfBaseline" in row else "")
+            f"wall against bare pycurl, {row['size']} subs, {row['command']}: {row['wallOfPycurl']:.2f}x, the median "
+            f"of {_runs(row['wallOfPycurlRuns'])} ({verdict} {PYCURL_WALL_BOUND:g}x)"
+            + (
+                f"; against {BASELINE['rev']}: {row['wallOfBaseline']:.2f}x, the median of "
+                f"{_runs(row['wallOfBaselineRuns'])}"
+                if "wallOfBaseline" in row
+                else ""
+            )
         )
     return {"rows": rows, "builds": builds, "anchorCall": anchor_call, "summary": summary, "transport": costs}
 
