@@ -470,14 +470,14 @@ def measure_size(
         out(
             f"      bare pycurl (c={command.concurrency}): {trial.pycurl_seconds:5.2f} s in process, "
             f"{trial.pycurl_process_seconds:5.2f} s as a process -> the command's wall is {row['wallOfPycurl']:.2f}x "
-            f"the bare pycurl process's (the median{_range(row['wallOfPycurlRuns'])}; bound {PYCURL_WALL_BOUND:g}x)"
+            f"the bare pycurl process's (the median of {_runs(row['wallOfPycurlRuns'])}; bound {PYCURL_WALL_BOUND:g}x)"
             + (f"; {trial.pycurl_differs} answer(s) differed" if trial.pycurl_differs else "")
         )
         if trial.baseline is not None:
             out(
                 f"      the same command from {BASELINE['rev']}: {trial.baseline.seconds:5.2f} s, "
                 f"{row['baselineRequests']} requests, exit {trial.baseline.exit_code} -> this tree's wall is "
-                f"{row['wallOfBaseline']:.2f}x its (the median{_range(row['wallOfBaselineRuns'])})"
+                f"{row['wallOfBaseline']:.2f}x its (the median of {_runs(row['wallOfBaselineRuns'])})"
             )
         if broker_pid is not None:
             out(
@@ -581,10 +581,6 @@ def measure_once(url: str, command: Command, log: AccessLog, home: Path, broker_
 
 def _runs(ratios: list[float]) -> str:
     return ", ".join(f"{r:.2f}" for r in ratios)
-
-
-def _range(ratios: list[float]) -> str:
-    return f" (over {len(ratios)} runs: {ratios[0]:.2f}-{ratios[-1]:.2f})" if len(ratios) > 1 else ""
 
 
 def _spread(row: dict) -> str:
