@@ -14,6 +14,7 @@ from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed, PulsarTxnError
 from pulsar_txn_cli.names import Position, TopicName, expand_partitions
 from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX
+from pulsar_txn_cli.output.units import counted
 
 SYSTEM_PREFIX = "__"
 # Cause ids, kebab-case as every command's (downgrade check's `open-transaction` is the same cause).
@@ -150,7 +151,7 @@ def partition_report(admin, partition: str, holders: list[dict], now_ms: int, st
     report["heldSince"] = out[0]["openTimestamp"] if out else None
     if not out:
         report["note"] = (
-            f"{report['ongoingTxnSize']} ongoing transaction(s) but no coordinator lists one for this partition: "
+            f"{counted(report['ongoingTxnSize'], 'ongoing transaction')} but no coordinator lists one for this partition: "
             "the buffer missed their end; the next commit or abort on this partition applies the "
             "coordinator's low-water mark, which aborts them"
         )
