@@ -12,10 +12,16 @@ itself (Jetty's request log in broker.log, User-Agent pulsar-txn). Then:
   command's efficiency. Three times: in this process (the requests alone), and as its own Python process timed as the
   command is (start-up included, as any client program pays it); and a third time in process decoding each answer's
   JSON, as a client that uses the answers must (the floor proper reads the bytes only): how much of the gap that is;
+- the bare pycurl floor: the same GETs through bare libcurl handles at the command's concurrency
+  (bench/pycurl_floor.py), in process and as its own process; the command's wall over the latter, both start-up
+  included, is what the admin layer above libcurl costs a fleet command (bound: PYCURL_WALL_BOUND, 1.25x);
 - the anchor: the same number of calls made as `pulsar-admin` (PulsarAdminTool, one JVM per call, as operators
   script it): one call timed, multiplied by the count.
 
-    python -m bench fleet [--sizes=100,300,1000] [--repeat=N] [--profile=DIR]
+    python -m bench fleet [--sizes=100,300,1000] [--repeat=N] [--profile=DIR] [--baseline=REV]
+
+--baseline=REV also runs each command from revision REV's tree (git archive), back to back with this tree's: the
+same fleet, the same broker, its wall time against ours (e.g. the transport before libcurl).
 
 --repeat=N runs each command and its floors N times, back to back, and shows the run whose ratio to its own floor is
 the median, with the range of the N ratios: on a shared 2-core machine one run's ratio moves by 2x.
@@ -43,6 +49,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.floor_client import floor
+from bench.pycurl_floor import bare_pycurl, pycurl_floor
 from bench.machine import installed_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +73,9 @@ BROKER_CONF = {
 }
 
 
+# A fleet command's wall time may be at most this many times a bare pycurl client's making the same GETs at the
+# same concurrency, both as processes (start-up included): what the admin layer above libcurl may cost.
+PYCURL_WALL_BOUND = 1.25
 SLOW_MS = 1000  # a request the broker took this long on is printed with the command's figures
 CORES = os.cpu_count() or 1  # the broker and the client share them: what a client may spend at 0.8 of the floor
 
@@ -187,27 +197,29 @@ class Run:
     cpu_seconds: float = 0.0  # user + system, the whole process (start-up included)
 
 
-def cli_env(home: Path) -> dict:
-    """The tool's environment: this tree first, state and config in a scratch directory, no target but the flag."""
+def cli_env(home: Path, tree: Path = ROOT) -> dict:
+    """The tool's environment: its tree first (this one, or --baseline's), state and config in a scratch directory,
+    no target but the flag."""
     env = {k: v for k, v in installed_env().items() if not k.startswith(("PULSAR_TXN_", "PULSAR_CLIENT_CONF"))}
-    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", HOME=str(home))
+    env.update(PYTHONPATH=str(tree), NO_COLOR="1", HOME=str(home))
     for kind in ("STATE", "DATA", "CONFIG", "CACHE"):
         env[f"XDG_{kind}_HOME"] = str(home / kind.lower())
     return env
 
 
 PROFILE: dict = {}  # {"dir": Path, "size": int} with --profile
+BASELINE: dict = {}  # {"rev": str, "tree": Path} with --baseline: the same commands from that revision's tree
 
 
-def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout: float = 600) -> Run:
+def run_command(url: str, command: Command, log: AccessLog, home: Path, timeout: float = 600, tree: Path = ROOT) -> Run:
     argv = [sys.executable, "-m", "pulsar_txn_cli", *command.args, "--admin-url", url, "-o", "json", "-q"]
-    if PROFILE:
+    if PROFILE and tree == ROOT:
         out = PROFILE["dir"] / f"{PROFILE['size']}-{command.name.split()[0]}.prof"
         argv[1:3] = ["-m", "bench.profiled", str(out)]
     offset = log.mark()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(home), cwd=ROOT)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(home, tree), cwd=tree)
         try:
             _, status, usage = _wait4(proc, timeout)
         finally:
@@ -250,13 +262,16 @@ def _wait4(proc: subprocess.Popen, timeout: float):
 # --------------------------------------------------------------------------- the floor, as a process
 
 
-def floor_process(url: str, requests: list[tuple], concurrency: int, scratch: Path) -> tuple[float, int, float]:
-    """The floor's client run as its own Python process, timed as a command is (from the spawn to its exit): the
-    fixed cost any client program pays, interpreter and imports, that the in-process floor does not. Returns
-    (seconds, answers whose status differs from the command's, its CPU seconds)."""
+def floor_process(
+    url: str, requests: list[tuple], concurrency: int, scratch: Path, script: str = "floor_client.py"
+) -> tuple[float, int, float]:
+    """A floor's client (bench/floor_client.py, or pycurl_floor.py) run as its own Python process, timed as a
+    command is (from the spawn to its exit): the fixed cost any client program pays, interpreter and imports, that
+    the in-process floor does not. Returns (seconds, answers whose status differs from the command's, its CPU
+    seconds)."""
     paths = scratch / "floor-requests.json"
     paths.write_text(json.dumps([[r[1], r[2]] for r in requests if r[0] == "GET"]))
-    argv = [sys.executable, str(ROOT / "bench" / "floor_client.py"), url, str(paths), str(concurrency)]
+    argv = [sys.executable, str(ROOT / "bench" / script), url, str(paths), str(concurrency)]
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=installed_env(), cwd=scratch)
     try:
@@ -339,8 +354,6 @@ def transport_cost(url: str, n: int = 500, rounds: int = 5) -> dict:
     def plain() -> None:
         stdlib.request("GET", path, headers={"Accept": "application/json"})
         json.loads(stdlib.getresponse().read())
-
-    from bench.bench_transport import bare_pycurl
 
     bare = bare_pycurl(url + path)
     ways = {
@@ -442,7 +455,20 @@ def measure_size(
             "brokerCpuMsPerRequest": 1000 * trial.broker_cpu_command / count,
             "brokerCpuMsPerRequestFloor": 1000 * trial.broker_cpu_floor / gets if gets else 0.0,
             "floorCpuMsPerRequest": 1000 * trial.floor_cpu / gets if gets else 0.0,
+            # the bare pycurl floor at the command's concurrency: in process, and as a process (start-up included)
+            "pycurlSeconds": trial.pycurl_seconds,
+            "pycurlProcessSeconds": trial.pycurl_process_seconds,
+            "pycurlDiffers": trial.pycurl_differs,
+            # the median of the repetitions' own ratios (each command back to back with its floor)
+            "wallOfPycurl": statistics.median(t.wall_of_pycurl() for t in trials),
+            "wallOfPycurlRuns": sorted(t.wall_of_pycurl() for t in trials),
         }
+        if trial.baseline is not None:
+            row["baselineSeconds"] = trial.baseline.seconds
+            row["baselineExit"] = trial.baseline.exit_code
+            row["baselineRequests"] = len(trial.baseline.requests)
+            row["wallOfBaseline"] = statistics.median(t.run.seconds / t.baseline.seconds for t in trials)
+            row["wallOfBaselineRuns"] = sorted(t.run.seconds / t.baseline.seconds for t in trials)
         row["ofFloor"] = row["rps"] / row["floorRps"] if row["floorRps"] else 0.0
         row["ofFloorProcess"] = row["rps"] / row["floorProcessRps"]
         row["ofFloorParsed"] = row["rps"] / row["floorParsedRps"] if row["floorParsedRps"] else 0.0
@@ -462,6 +488,18 @@ def measure_size(
             f"      CPU a request (the process, start-up included): {row['cpuMsPerRequest']:.3f} ms; "
             f"the floor as a process {row['floorProcessCpuMsPerRequest']:.3f} ms"
         )
+        out(
+            f"      bare pycurl (c={command.concurrency}): {trial.pycurl_seconds:5.2f} s in process, "
+            f"{trial.pycurl_process_seconds:5.2f} s as a process -> the command's wall is {row['wallOfPycurl']:.2f}x "
+            f"the bare pycurl process's (the median of {_runs(row['wallOfPycurlRuns'])}; bound {PYCURL_WALL_BOUND:g}x)"
+            + (f"; {trial.pycurl_differs} answer(s) differed" if trial.pycurl_differs else "")
+        )
+        if trial.baseline is not None:
+            out(
+                f"      the same command from {BASELINE['rev']}: {trial.baseline.seconds:5.2f} s, "
+                f"{row['baselineRequests']} requests, exit {trial.baseline.exit_code} -> this tree's wall is "
+                f"{row['wallOfBaseline']:.2f}x its (the median of {_runs(row['wallOfBaselineRuns'])})"
+            )
         if broker_pid is not None:
             out(
                 f"      the broker's CPU a request: {row['brokerCpuMsPerRequest']:.3f} ms under the command, "
@@ -508,6 +546,14 @@ class Trial:
     broker_cpu_command: float = 0.0  # the broker JVM's CPU seconds while the command ran
     broker_cpu_floor: float = 0.0  # ... while the floor replayed its GETs in process
     floor_cpu: float = 0.0  # this process's CPU seconds for that floor
+    pycurl_seconds: float = 0.0  # the bare pycurl floor (bench/pycurl_floor.py) in process
+    pycurl_process_seconds: float = 0.0  # ... as its own process, start-up included
+    pycurl_differs: int = 0
+    baseline: Run | None = None  # the command run from --baseline's tree
+
+    def wall_of_pycurl(self) -> float:
+        """The command's wall time over the bare pycurl floor's, both as processes (start-up included)."""
+        return self.run.seconds / self.pycurl_process_seconds if self.pycurl_process_seconds else 0.0
 
     @property
     def gets(self) -> int:
@@ -532,9 +578,30 @@ def measure_once(url: str, command: Command, log: AccessLog, home: Path, broker_
     floor_cpu, after = time.process_time() - own, process_cpu(broker_pid)
     process = floor_process(url, run.requests, command.concurrency, home)
     parsed_seconds, _ = floor(url, run.requests, command.concurrency, parse=True)
+    pycurl_seconds, _ = pycurl_floor(url, run.requests, command.concurrency)
+    pycurl_process, pycurl_differs, _ = floor_process(url, run.requests, command.concurrency, home, "pycurl_floor.py")
+    baseline = None
+    if BASELINE:
+        (home / "checkpoint.json").unlink(missing_ok=True)
+        baseline = run_command(url, command, log, home, tree=BASELINE["tree"])
     return Trial(
-        run, floor_seconds, floor_differs, *process, parsed_seconds, between - before, after - between, floor_cpu
+        run,
+        floor_seconds,
+        floor_differs,
+        *process,
+        parsed_seconds,
+        between - before,
+        after - between,
+        floor_cpu,
+        pycurl_seconds,
+        pycurl_process,
+        pycurl_differs,
+        baseline,
     )
+
+
+def _runs(ratios: list[float]) -> str:
+    return ", ".join(f"{r:.2f}" for r in ratios)
 
 
 def _spread(row: dict) -> str:
@@ -587,6 +654,18 @@ def run(broker, sizes, scratch: Path, out=print, repeat: int = 1) -> dict:
             f"({s['ofFloorProcessMin']:.2f}-{s['ofFloorProcessMax']:.2f} of the floor run as a process); "
             f"pulsar-admin {s['anchorRatioMin']:.0f}-{s['anchorRatioMax']:.0f}x slower"
         )
+    for row in rows:
+        verdict = "within" if row["wallOfPycurl"] <= PYCURL_WALL_BOUND else "over"
+        out(
+            f"wall against bare pycurl, {row['size']} subs, {row['command']}: {row['wallOfPycurl']:.2f}x, the median "
+            f"of {_runs(row['wallOfPycurlRuns'])} ({verdict} {PYCURL_WALL_BOUND:g}x)"
+            + (
+                f"; against {BASELINE['rev']}: {row['wallOfBaseline']:.2f}x, the median of "
+                f"{_runs(row['wallOfBaselineRuns'])}"
+                if "wallOfBaseline" in row
+                else ""
+            )
+        )
     return {"rows": rows, "builds": builds, "anchorCall": anchor_call, "summary": summary, "transport": costs}
 
 
@@ -614,6 +693,17 @@ def summarise(rows: list[dict], sizes) -> dict:
     return summary
 
 
+def baseline_tree(rev: str, scratch: Path) -> Path:
+    """The package of revision `rev` (git archive of pulsar_txn_cli/), extracted under scratch."""
+    tree = scratch / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "pulsar_txn_cli"], capture_output=True, check=True, timeout=120
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True, timeout=120)
+    return tree
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench fleet")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="fleet sizes, smallest first")
@@ -621,16 +711,23 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="run each command and its floor N times; the median trial is shown"
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="a git revision: run each command from that revision's tree too, back to back (its wall against ours)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.profile:
         PROFILE["dir"] = Path(args.profile).resolve()
         PROFILE["dir"].mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    broker = start_broker()
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
+        if args.baseline:
+            BASELINE.update(rev=args.baseline, tree=baseline_tree(args.baseline, Path(tmp)))
+        broker = start_broker()
+        try:
             run(broker, sizes, Path(tmp), repeat=args.repeat)
-    finally:
-        broker.cleanup()
+        finally:
+            broker.cleanup()
     print(f"bench fleet: {time.perf_counter() - t0:.0f} s in all, broker start included", flush=True)

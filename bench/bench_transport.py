@@ -26,25 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.bench_serve import PATH, ServedEngine, build
-
-
-def bare_pycurl(full_url: str):
-    """The floor: one reused pycurl handle GETting full_url and decoding its JSON, nothing else."""
-    import pycurl
-
-    curl = pycurl.Curl()
-    curl.setopt(pycurl.URL, full_url)
-    curl.setopt(pycurl.HTTPHEADER, ["Accept: application/json"])
-    parts: list[bytes] = []
-    curl.setopt(pycurl.WRITEFUNCTION, parts.append)
-
-    def bare() -> None:
-        parts.clear()
-        curl.perform()
-        json.loads(b"".join(parts))
-
-    bare.close = curl.close  # the handle's connection, closed by its caller
-    return bare
+from bench.pycurl_floor import bare_pycurl
 
 
 def ways(url: str):

@@ -114,6 +114,11 @@ class Refused(PulsarTxnError):
     exit_code = ExitCode.BLOCKED
 
 
+class Declined(Refused):
+    """A question before a change answered no: nothing changed, by the operator's choice, which is neither a
+    usage error nor a failure; the same code as a guard's refusal (the change waits for an operator)."""
+
+
 class Verdict(PulsarTxnError):
     """Raised by the CLI after printing a WAIT/INCOMPLETE or BLOCKED verdict, to set the exit code."""
 

@@ -55,6 +55,9 @@ REPLICATOR_PREFIX_KEY = "replicatorPrefix"  # names the geo-replicators' cursors
 
 SYSTEM_NAMESPACE = "pulsar/system"
 TC_ASSIGN_LOCAL = "transaction_coordinator_assign"
+# pulsar-txn's bound on transaction coordinators (engine init, scale-transactionCoordinators): Pulsar only checks that
+# the number grows, but it never shrinks again, and each is a partition with its own log that every check reads.
+MAX_COORDINATORS = 1024
 TC_ASSIGN = f"persistent://{SYSTEM_NAMESPACE}/{TC_ASSIGN_LOCAL}"
 TC_ASSIGN_PARTITIONS = f"{PERSISTENT}/{SYSTEM_NAMESPACE}/{TC_ASSIGN_LOCAL}/partitions"
 TC_LOG_MARKER = "__transaction_log_"  # the local name of coordinator N's log: __transaction_log_N

@@ -16,6 +16,7 @@ from pulsar_txn_cli.admin.features import release
 from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import PulsarTxnError
 from pulsar_txn_cli.names import Position
+from pulsar_txn_cli.output.units import counted
 from pulsar_txn_cli.protocol import DEFAULT_REPLICATOR_PREFIX, PENDING_ACK_SUFFIX, REPLICATOR_PREFIX_KEY
 
 SYSTEM_PREFIX = "__"
@@ -200,7 +201,7 @@ def partition_report(
     report["heldSince"] = out[0]["openTimestamp"] if out else None
     if not out:
         report["note"] = (
-            f"{report['ongoingTxnSize']} ongoing transaction(s) but no coordinator lists one for this partition: "
+            f"{counted(report['ongoingTxnSize'], 'ongoing transaction')} but no coordinator lists one for this partition: "
             "the buffer missed their end; the next commit or abort on this partition applies the "
             "coordinator's low-water mark, which aborts them"
         )

@@ -17,6 +17,7 @@ or the finding it was listed under must be gone (or be only a warning where it w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -352,7 +353,18 @@ class Place:
         shutil.copytree(self.dir, to / "engine")
         if self.state.exists():
             shutil.copytree(self.state, to / "state")
+        _same_engine_at(to / "engine")
         return Place(to / "engine", to / "state", served=self.served, port=self.port)
+
+
+def _same_engine_at(directory) -> None:
+    """The copy forks the whole world, the engine with its own state directory: it stays the same engine (an
+    ordinary copy gets an identity of its own, docs/identity.md), so its copied records still apply to it."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(directory / "engine.db")) as db:
+        db.execute("UPDATE meta SET value=? WHERE key='home'", (str(directory.resolve()),))
+        db.commit()
 
 
 def _downgrade_view(doc: dict) -> tuple[int, set, set]:

@@ -65,7 +65,7 @@ def test_switch_off_with_open_transactions_is_refused_under_yes(cli, tmp_path, l
     opened = _batched_with_open(cli, d)
     result = cli([COMMANDS[log], "--disable", *(["--reload"] if reload else []), "--yes", "--engine-dir", d])
     assert result.exit_code == 6, result.stderr
-    assert "3 transaction(s) are open and acknowledgmentAtBatchIndexLevelEnabled is false" in result.stderr
+    assert "3 transactions are open and acknowledgmentAtBatchIndexLevelEnabled is false" in result.stderr
     assert "nothing was changed" in result.stderr and "--force" in result.stderr
     assert result.stdout == ""
     commands = _printed_commands(result.stderr)
@@ -161,7 +161,7 @@ def test_a_coordinator_not_ready_is_named_and_the_reload_reopens_it(cli, tmp_pat
     _coordinator_not_ready(cli, d)
     result = cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--engine-dir", d, "-o", "json"])
     assert result.exit_code == 0, result.stderr
-    assert "the open transactions of coordinator(s) 0 could not be counted" in result.stderr
+    assert "the open transactions of coordinator 0 could not be counted" in result.stderr
     assert f"`pulsar-txn coordinator-stats --engine-dir {d}` shows them Ready" in result.stderr
     data = result.json()
     assert data["stallRisk"]["uncountedCoordinators"] == [0] and data["stallRisk"]["openTransactions"] == 0
@@ -181,6 +181,6 @@ def test_open_transactions_elsewhere_still_refuse_with_a_coordinator_not_ready(c
     _coordinator_not_ready(cli, d)
     result = cli(["set-txn-tc-batch-log", "--disable", "--reload", "--yes", "--engine-dir", d])
     assert result.exit_code == 6, result.stderr
-    assert "coordinator(s) 0 could not be counted" in result.stderr
-    assert "1 transaction(s) are open" in result.stderr and "nothing was changed" in result.stderr
+    assert "coordinator 0 could not be counted" in result.stderr
+    assert "1 transaction is open" in result.stderr and "nothing was changed" in result.stderr
     assert _tc_batching(cli, d) == "true"

@@ -13,6 +13,7 @@ from pulsar_txn_cli.cli.common import spark_conf as parse_spark_conf
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError
 from pulsar_txn_cli.pipeline import remote
+from pulsar_txn_cli.output.units import counted
 
 BAR_WIDTH = 30
 
@@ -114,7 +115,7 @@ def analyze(
         spark_job.require_spark()
         master = spark_master or spark_job.DEFAULT_MASTER
         conf = _connector(env, urls, conf)
-        env.info(f"engine: spark ({master}), {len(files) + len(urls)} input(s)")
+        env.info(f"engine: spark ({master}), {counted(len(files) + len(urls), 'input')}")
         with env.progress(None, "analyze on Spark: tasks", unit="tasks") as progress:
             report = spark_job.analyze(
                 files,
@@ -137,7 +138,7 @@ def analyze(
             if facts.NATIVE is not None
             else "pure-Python decoding: the native scanner is not built, see docs/analyze.md"
         )
-        env.info(f"engine: local ({decoding}), {len(files)} input file(s)")
+        env.info(f"engine: local ({decoding}), {counted(len(files), 'input file')}")
         with env.progress(None, "analyze", unit="bytes") as progress:
             report = local.run(files, managed_ledger=managed_ledger, forced_log=log, progress=progress)
     inputs_module.require_entries(report)
@@ -182,7 +183,7 @@ def _dump_parquet(env, files, managed_ledger, out: str, spark_master, conf) -> N
                 spark_master or spark_job.DEFAULT_MASTER, _connector(env, [out], conf), ship=False
             ) as spark:
                 remote.upload(spark, local, out)
-    env.info(f"wrote {count} entries from {len(files)} input file(s) to {out}")
+    env.info(f"wrote {counted(count, 'entry', 'entries')} from {counted(len(files), 'input file')} to {out}")
 
 
 def _connector(env, urls, conf: dict) -> dict:

@@ -16,7 +16,7 @@ from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, UsageError
 from pulsar_txn_cli.names import parse_bool
-from pulsar_txn_cli.output.units import iso_millis, parse_time_ms
+from pulsar_txn_cli.output.units import counted, iso_millis, parse_time_ms
 
 
 def register(app: typer.Typer) -> None:
@@ -186,7 +186,8 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         # PIP-160's upgrade order: a broker that cannot read batched entries must not meet them.
         names = ", ".join(f"{b['broker']} ({b['version']})" for b in old)
         env.warn(
-            f"{len(old)} of {len(before['brokers'])} broker(s) of {target} predate PIP-160 and cannot read "
+            f"{len(old)} of {counted(len(before['brokers']), 'broker')} of {target} "
+            f"{'predates' if len(old) == 1 else 'predate'} PIP-160 and cannot read "
             f"batched logs: {names}; finish the rolling upgrade first (pulsar-txn upgrade check)"
         )
         if not yes:
@@ -201,7 +202,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         _guard_switch_off(env, log, risk, yes=yes, force=force)
     topics = batchlog.reload_targets(log, stores) if reload else []
     if reload and topics and not yes:
-        confirm(f"Unload {len(topics)} topic(s) on {target} so that every {log.store} store reopens?")
+        confirm(f"Unload {counted(len(topics), 'topic')} on {target} so that every {log.store} store reopens?")
     result = batchlog.set_batch_log(admin, log, enabled, concurrency=concurrency, stores=stores, before=before)
     word = "enabled" if enabled else "disabled"
     env.info(f"{log.key} is now {str(enabled).lower()} on {target} (was {_shown(result['previous'])}).")
@@ -212,7 +213,7 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
             stores = batchlog.settle(admin, log, stores)
         except ConnectionFailed as exc:  # the setting changed; no store was reopened: say both, in one sentence
             raise ConnectionFailed(
-                f"{now}, but the reload stopped before it unloaded anything (0 of {len(topics)} topic(s) unloaded, "
+                f"{now}, but the reload stopped before it unloaded anything (0 of {counted(len(topics), 'topic')} unloaded, "
                 f"every {log.store} store still runs with its previous value): {exc}; rerun the same command "
                 "once the broker answers",
                 status=exc.status,
@@ -220,7 +221,8 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         opening = batchlog.still_opening(log, stores)
         if opening:
             env.warn(
-                f"{len(opening)} topic(s) still have a pending-ack store that is not Ready after "
+                f"{counted(len(opening), 'topic')} still {'has' if len(opening) == 1 else 'have'} a pending-ack store "
+                f"that is not Ready after "
                 f"{batchlog.SETTLE_SECONDS:g} s; they are not "
                 "unloaded (an unload during its replay can leave it stuck); rerun with --reload later"
             )
@@ -230,12 +232,12 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
         ]
         ok = sum(1 for r in reloaded if r["unloaded"])
         env.info(
-            f"reloaded {ok} of {len(reloaded)} topic(s); batching is {word} for every {log.store} whose store reopened."
+            f"reloaded {ok} of {counted(len(reloaded), 'topic')}; batching is {word} for every {log.store} whose store reopened."
         )
     elif result["staleStores"]:
         env.info(
             f"It takes effect for each {log.store} only when its store is reopened: {result['staleStores']} of the "
-            f"{result['openStores']} open {log.store} store(s) do not run with it yet. Rerun with --reload to reopen "
+            f"{counted(result['openStores'], f'open {log.store} store')} do not run with it yet. Rerun with --reload to reopen "
             f"them now, then check with get-txn-{'tc' if log.kind == 'tc' else 'pending-ack'}-batch-log-stat."
         )
     else:
@@ -252,8 +254,8 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
     failed = [r for r in reloaded or [] if not r["unloaded"]]
     if failed:
         raise ConnectionFailed(
-            f"{log.key} is now {str(enabled).lower()} on {target}; {len(reloaded) - len(failed)} of {len(reloaded)} "
-            f"topic(s) were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
+            f"{log.key} is now {str(enabled).lower()} on {target}; {len(reloaded) - len(failed)} of "
+            f"{counted(len(reloaded), 'topic')} were unloaded and {len(failed)} could not be (their {log.store} stores still run with the "
             f"previous value until reopened; the first: {failed[0]['error']}); rerun the same command to reload them"
         )
 
@@ -293,8 +295,8 @@ def _guard_switch_off(env, log, risk: dict, *, yes: bool, force: bool) -> None:
     n = risk["openTransactions"]
     flag = _batch_index_flag(risk)
     env.warn(
-        f"turning {log.key} off on {target} now would pin its {log.store} logs for good: {n} transaction(s) "
-        f"are open and acknowledgmentAtBatchIndexLevelEnabled is {flag}, so once the stores reopen "
+        f"turning {log.key} off on {target} now would pin its {log.store} logs for good: {counted(n, 'transaction')} "
+        f"{'is' if n == 1 else 'are'} open and acknowledgmentAtBatchIndexLevelEnabled is {flag}, so once the stores reopen "
         "unbatched, the records of these transactions inside batched entries can never be deleted and "
         "`downgrade check` can never say SAFE (the batch-index deletion stall, seen on a real Pulsar 4.0.7 "
         "broker: docs/real-broker-findings.md)"
@@ -338,7 +340,7 @@ def _warn_uncounted(env, log, risk: dict) -> None:
     ids = risk["uncountedCoordinators"]
     flag = _batch_index_flag(risk)
     env.warn(
-        f"the open transactions of coordinator(s) {', '.join(map(str, ids))} could not be counted (not loaded or "
+        f"the open transactions of {'coordinator' if len(ids) == 1 else 'coordinators'} {', '.join(map(str, ids))} could not be counted (not loaded or "
         "not Ready; a broker loads a coordinator when a transactional client connects to it): if their logs hold "
         f"open transactions, turning {log.key} off now pins its {log.store} logs for good once they end, as "
         f"acknowledgmentAtBatchIndexLevelEnabled is {flag}; to be sure, run this command again once "
@@ -396,7 +398,7 @@ def _stat(log, *, concurrency: int) -> None:
     verdict = (
         f"{log.key} on {data['target']}: configured {_shown(data[log.pip_flag])}"
         f"{' (dynamic override)' if data['dynamic'] is not None else ''}; effective in "
-        f"{effective.count(True)} of {len(detail)} {log.store}(s), off in {effective.count(False)}, unknown in {effective.count(None)}."
+        f"{effective.count(True)} of {counted(len(detail), log.store)}, off in {effective.count(False)}, unknown in {effective.count(None)}."
     )
     if data["withoutBatchedLogs"]:
         verdict += f" Every broker runs {data['withoutBatchedLogs']}, which predates PIP-160: no store can batch."

@@ -10,6 +10,7 @@ from pulsar_txn_cli.cli.common import SparkConfOption, command
 from pulsar_txn_cli.cli.common import spark_conf as parse_spark_conf
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode
+from pulsar_txn_cli.output.units import counted
 
 
 # BookKeeper's shell and metadata service, as `collect` and `downgrade check --confirm-from-bookies` take them.
@@ -111,7 +112,7 @@ def collect(
     missing = len(summary["failed"]) + len(summary["problems"])
     if missing:
         env.info(
-            f"{len(summary['failed'])} ledger(s) and {len(summary['problems'])} log(s) could not be read; "
+            f"{counted(len(summary['failed']), 'ledger')} and {counted(len(summary['problems']), 'log')} could not be read; "
             "run the same command again to retry them"
         )
         raise typer.Exit(int(ExitCode.DATA))

@@ -214,16 +214,57 @@ def root_callback(app: typer.Typer, fn):
     return fn
 
 
+def group_callback(group: typer.Typer, target: tuple[str, ...]) -> None:
+    """A command group's own callback: its target options (and the output options) also work between the group
+    and its subcommand, as users type them (`engine config --engine-dir D list`)."""
+
+    def options() -> None:
+        """Options given here apply to the subcommand."""
+
+    group.callback()(with_global_options(options, target=target))
+
+
+MIN_INTERVAL = 1.0  # seconds between checks: 0 would check in a busy loop, each check asking every store
+
+
+def interval_for(
+    interval: float | None,
+    default: float,
+    *,
+    applies: bool = True,
+    only: str = "with --wait: without it there is one check",
+) -> float:
+    """--interval as every command takes it: only where it applies (with --wait; not with the exporter's --once),
+    never under MIN_INTERVAL, each refusal in the same sentence; `default` when it is not given."""
+    from pulsar_txn_cli.errors import UsageError
+
+    if interval is None:
+        return default
+    if not applies:
+        raise UsageError(f"--interval only applies {only}")
+    if interval < MIN_INTERVAL:
+        raise UsageError(
+            f"--interval {interval:g} is too short: checks are at least {MIN_INTERVAL:g} s apart "
+            "(each asks every coordinator and subscription)"
+        )
+    return interval
+
+
+def gave_up(timeout: float | None, still: str) -> str:
+    """The last line of a --wait whose --timeout ran out before the answer it waited for."""
+    return f"gave up waiting: --timeout {timeout:g} s ran out, and the answer is still {still}"
+
+
 def confirm(question: str) -> None:
     """Ask before a change (the caller skips this with --yes); never prompt when stdin is not a terminal."""
     import sys
 
-    from pulsar_txn_cli.errors import UsageError
+    from pulsar_txn_cli.errors import Declined, UsageError
 
     if not sys.stdin.isatty():
         raise UsageError(f"{question.rstrip('?')}: stdin is not a terminal, so confirm with --yes")
     if not typer.confirm(question, default=False, err=True):
-        raise UsageError("nothing was changed (not confirmed)")
+        raise Declined("nothing was changed (not confirmed)")
 
 
 SparkConfOption = Annotated[

@@ -10,9 +10,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command, confirm
+from pulsar_txn_cli.cli.common import command, confirm, gave_up, interval_for
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
+from pulsar_txn_cli.output.units import counted
 
 TopicOpt = Annotated[
     Optional[str],
@@ -60,8 +61,9 @@ def doctor(
         bool, typer.Option("--wait", help="Check again every --interval seconds until nothing is found (or an error).")
     ] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=1.0, metavar="S", help="Seconds between checks with --wait.")
-    ] = 30.0,
+        Optional[float],
+        typer.Option("--interval", metavar="S", show_default="30", help="Seconds between checks with --wait."),
+    ] = None,
     timeout: Annotated[
         Optional[float],
         typer.Option("--timeout", min=0.0, metavar="S", show_default=False, help="Give up waiting after S seconds."),
@@ -80,6 +82,7 @@ def doctor(
     check_scope(topic, namespace)
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
+    interval = interval_for(interval, 30.0, applies=wait)
     bound = parse_older_than(older_than)
     env = current()
     admin = env.admin()
@@ -97,7 +100,8 @@ def doctor(
     else:
         with env.progress(None, "reading coordinators, transactions, buffers and subscriptions"):
             report = doctor_run.run(admin, scope, **options)
-    _emit(env, report)
+    waited_out = wait and report.severity != "error" and (report.severity is not None or report.incomplete)
+    _emit(env, report, gave_up(timeout, _summary(report)) if waited_out else None)
 
 
 def _on_check(env, report, n: int, failure, interval: float) -> None:
@@ -112,11 +116,11 @@ def _summary(report) -> str:
     warnings = len(report.findings) - errors
     if not report.findings:
         missed = len(report.incomplete)
-        return f"nothing found, but {missed} check(s) could not run" if missed else "nothing found"
-    return f"{errors} error(s), {warnings} warning(s)"
+        return f"nothing found, but {counted(missed, 'check')} could not run" if missed else "nothing found"
+    return f"{counted(errors, 'error')}, {counted(warnings, 'warning')}"
 
 
-def _emit(env, report) -> None:
+def _emit(env, report, last: str | None = None) -> None:
     from pulsar_txn_cli.cli.advice import carry_target, command as with_target
     from pulsar_txn_cli.output import Result, Table, emit
 
@@ -129,9 +133,9 @@ def _emit(env, report) -> None:
     data["fixes"] = list(dict.fromkeys(c for f in data["findings"] for c in f["fix"]))
     counts = report.counts
     checked = (
-        f"{counts['coordinators']} coordinator(s), {counts['openTransactions']} open transaction(s), "
-        f"{counts['partitions']} partition(s), {counts['subscriptions']} transactional subscription(s), "
-        f"{counts['brokers']} broker(s)"
+        f"{counted(counts['coordinators'], 'coordinator')}, {counted(counts['openTransactions'], 'open transaction')}, "
+        f"{counted(counts['partitions'], 'partition')}, "
+        f"{counted(counts['subscriptions'], 'transactional subscription')}, {counted(counts['brokers'], 'broker')}"
     )
     lines = [""]
     for finding in data["findings"]:
@@ -142,8 +146,9 @@ def _emit(env, report) -> None:
     lines += [f"not run: {c['check']}: {c['why']}" for c in data["checks"] if not c["ran"]]
     lines.append(
         f"{_summary(report)} on {report.target} ({report.scope.describe()}); checked {checked}; "
-        f"{report.requests} requests in {report.seconds:.2f} s"
+        f"{counted(report.requests, 'request')} in {report.seconds:.2f} s"
     )
+    lines += [last] if last else []
     columns = [("severity", "SEVERITY"), ("check", "CHECK"), ("subject", "SUBJECT")]
     tables = [Table(columns, data["findings"], "Findings (worst first)")] if data["findings"] else []
     emit(Result(data=data, records=data["findings"], tables=tables, lines=lines), env)

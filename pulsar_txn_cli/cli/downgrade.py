@@ -17,9 +17,10 @@ from pulsar_txn_cli.cli.collect import (
     LedgerTimeoutOpt,
     MetadataServiceUriOpt,
 )
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.common import command, gave_up, interval_for
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ExitCode, UsageError, Verdict
+from pulsar_txn_cli.output.units import counted
 
 CheckpointOpt = Annotated[
     Optional[str],
@@ -32,7 +33,7 @@ CheckpointOpt = Annotated[
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=256, help="Admin calls in flight at once.")]
 
-MIN_INTERVAL = 1.0  # seconds between checks with --wait, as the exporter's --interval
+DEFAULT_INTERVAL = 30.0  # seconds between checks with --wait
 
 EXIT = {
     "SAFE": ExitCode.OK,
@@ -66,11 +67,14 @@ def check(
         bool, typer.Option("--wait", help="Check again every --interval seconds until SAFE (or BLOCKED).")
     ] = False,
     interval: Annotated[
-        float,
+        Optional[float],
         typer.Option(
-            "--interval", metavar="S", help="Seconds between checks with --wait (at least 1, as the exporter's)."
+            "--interval",
+            metavar="S",
+            show_default="30",
+            help="Seconds between checks with --wait (at least 1, as the exporter's).",
         ),
-    ] = 30.0,
+    ] = None,
     timeout: Annotated[
         Optional[float],
         typer.Option(
@@ -116,7 +120,7 @@ def check(
     try:  # from the first line: a Ctrl-C while the modules load says what was kept too
         from pulsar_txn_cli.downgrade import runner
 
-        _check_options(wait, interval, timeout, verify_entries)
+        interval = _check_options(wait, interval, timeout, verify_entries)
         bookies = dict(
             script=bookkeeper_shell, classpath=bookkeeper_classpath, uri=metadata_service_uri, timeout=ledger_timeout
         )
@@ -126,27 +130,27 @@ def check(
         path = runner.checkpoint_path(admin, checkpoint)
         options = dict(concurrency=concurrency, verify=verify_entries or None, confirm=confirm)
         result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
-        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None)
+        still = result.verdict.verdict
+        last = gave_up(timeout, still) if wait and still not in ("SAFE", "BLOCKED") else None
+        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None, last=last)
     except KeyboardInterrupt:
         from pulsar_txn_cli.errors import InterruptedWork
 
         raise InterruptedWork(_interrupted_check(path)) from None
 
 
-def _check_options(wait: bool, interval: float, timeout, verify_entries) -> None:
+def _check_options(wait: bool, interval: float | None, timeout, verify_entries) -> float:
+    """Refuse what cannot apply before any check; the interval to wait between checks."""
     if timeout is not None and not wait:
         raise UsageError("--timeout only applies with --wait")
-    if interval < MIN_INTERVAL:  # 0 would check in a busy loop, each check asking every store
-        raise UsageError(
-            f"--interval {interval:g} is too short: checks are at least {MIN_INTERVAL:g} s apart "
-            "(each asks every coordinator and subscription)"
-        )
+    interval = interval_for(interval, DEFAULT_INTERVAL, applies=wait)
     if verify_entries:
         from pulsar_txn_cli.pipeline.inputs import expand
 
         # Before any check: a missing, empty or unreadable dump is an error now, not a WAIT that
         # --wait would poll forever.
         expand(verify_entries, format_option=None)
+    return interval
 
 
 def _confirmation(admin, wanted: bool, bookies: dict, concurrency: int):
@@ -242,11 +246,12 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
     held = sum(not i.clear for i in items)
     return (
         f"check {n}: WAIT, {len(items) - held} of {len(items)} logs clear"
-        f"{f', {len(verdict.problems)} problem(s)' if verdict.problems else ''}; next check in {interval:g}s"
+        + (f", {counted(len(verdict.problems), 'problem')}" if verdict.problems else "")
+        + f"; next check in {interval:g}s"
     )
 
 
-def _emit_downgrade(env, result, named_checkpoint: bool = False) -> None:
+def _emit_downgrade(env, result, named_checkpoint: bool = False, last: str | None = None) -> None:
     from pulsar_txn_cli.cli.advice import carry_target, command, with_checkpoint
     from pulsar_txn_cli.output import Result, emit
 
@@ -265,7 +270,7 @@ def _emit_downgrade(env, result, named_checkpoint: bool = False) -> None:
         if item.get("advice"):
             item["advice"] = pasteable(item["advice"])  # the JSON's advice is pasted too
     data["problems"] = [pasteable(p) for p in data.get("problems", [])]
-    lines = [pasteable(line) for line in _downgrade_lines(verdict, result, data["fixes"])]
+    lines = [pasteable(line) for line in _downgrade_lines(verdict, result, data["fixes"])] + ([last] if last else [])
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":
         raise Verdict("", EXIT[verdict.verdict])
@@ -304,7 +309,7 @@ def _downgrade_lines(verdict, result, fixes: list[str]) -> list[str]:
     if result.confirmation is not None:
         lines.append(_confirmation_line(result.confirmation))
     recorded = (
-        f"; recorded {verdict.newly_recorded} new last-batched ledger(s) in {result.checkpoint_path}"
+        f"; recorded {counted(verdict.newly_recorded, 'new last-batched ledger')} in {result.checkpoint_path}"
         if verdict.newly_recorded
         else ""
     )
@@ -318,14 +323,14 @@ def _confirmation_line(reading) -> str:
     summary = reading.to_json()
     count = summary["batchedEntries"]
     found = (
-        f"{count} batched entr{'y' if count == 1 else 'ies'} in {len(summary['batchedLedgers'])} ledger(s)"
+        f"{counted(count, 'batched entry', 'batched entries')} in {counted(len(summary['batchedLedgers']), 'ledger')}"
         if count
         else "no batched entry"
     )
-    unread = f", {len(summary['unread'])} ledger(s) not read" if summary["unread"] else ""
+    unread = f", {counted(len(summary['unread']), 'ledger')} not read" if summary["unread"] else ""
     return (
-        f"confirmation: read {summary['ledgers']} remaining ledger(s) of {summary['logs']} transaction log(s) "
-        f"({summary['entries']} entries) from {summary['source']}: {found}{unread}"
+        f"confirmation: read {counted(summary['ledgers'], 'remaining ledger')} of "
+        f"{counted(summary['logs'], 'transaction log')} ({counted(summary['entries'], 'entry', 'entries')}) from {summary['source']}: {found}{unread}"
     )
 
 
@@ -354,7 +359,9 @@ def status(checkpoint: CheckpointOpt = None) -> None:
     rows = [{"store": f"coordinator {r['coordinatorId']}", **r} for r in data["coordinators"]] + [
         {"store": f"{r['topic']} / {r['subscription']}", **r} for r in data["subscriptions"]
     ]
-    lines = [f"checkpoint {path}: target {saved.target}, created {saved.created_at} ({clock}), {saved.size} record(s)"]
+    lines = [
+        f"checkpoint {path}: target {saved.target}, created {saved.created_at} ({clock}), {counted(saved.size, 'record')}"
+    ]
     if saved.target != identity:
         lines.append(f"warning: it belongs to {saved.target!r}, not to the selected target {identity!r}")
     table = Table(

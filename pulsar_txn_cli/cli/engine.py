@@ -8,10 +8,11 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from pulsar_txn_cli.cli import helptext
-from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command
+from pulsar_txn_cli.cli.common import ENGINE_TARGET, SERVED_ENGINE_TARGET, command, group_callback
 from pulsar_txn_cli.fault_names import FAULTS
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError, Verdict, ExitCode
+from pulsar_txn_cli.output.units import counted
 
 
 def register(root: typer.Typer) -> None:
@@ -34,16 +35,24 @@ def register(root: typer.Typer) -> None:
     command(config, "set", target=ENGINE_TARGET)(config_set)
     command(engine, "reload", target=ENGINE_TARGET)(reload)
     command(engine, "simulate", target=SERVED_ENGINE_TARGET)(simulate)
-    command(engine, "advance", target=SERVED_ENGINE_TARGET)(advance)
+    # "-5s" reaches the command as DURATION (a sentence says why not), not as an unknown option "-5"
+    command(engine, "advance", target=SERVED_ENGINE_TARGET, context_settings={"ignore_unknown_options": True})(advance)
     command(engine, "verify", target=ENGINE_TARGET)(verify)
     command(engine, "dump", target=ENGINE_TARGET)(dump)
     command(engine, "metrics", target=ENGINE_TARGET)(metrics)
     command(engine, "serve", target=ENGINE_TARGET)(serve)
+    group_callback(engine, SERVED_ENGINE_TARGET)
+    group_callback(config, ENGINE_TARGET)
     engine.add_typer(config, name="config")
     root.add_typer(engine, name="engine")
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _fault_names(incomplete: str) -> list[tuple[str, str]]:
+    """What a shell offers after `engine simulate --fault`: each name, with what it models."""
+    return [(name, text) for name, text in FAULTS.items() if name.startswith(incomplete)]
 
 
 def _dir(announce: bool = True):
@@ -98,7 +107,7 @@ def _kv_table(rows: dict, title: str | None = None):
 
 def init(
     coordinators: Annotated[
-        int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1).")
+        int, typer.Option("--coordinators", help="Number of transaction coordinators (TC ids 0..N-1; at most 1024).")
     ] = 4,
     cluster: Annotated[
         str, typer.Option("--cluster", help="Cluster name (the `cluster` label of the metrics).")
@@ -129,7 +138,8 @@ def reset(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Really delete the engine's data.")] = False,
 ) -> None:
     """Delete the engine (its database) and what pulsar-txn remembers about it (batch-log changes,
-    downgrade checkpoint); the next engine command starts a fresh one."""
+    downgrade checkpoint; the audit of abort-hanging is kept); the next engine command starts a fresh one."""
+    from pulsar_txn_cli.cli.state import kept_audit
     from pulsar_txn_cli.target import remembered
     from pulsar_txn_cli.engine.broker import exists
     from pulsar_txn_cli.engine.store import Store
@@ -148,16 +158,20 @@ def reset(
         store.close()
         raise
     store.reset()
-    forgotten = remembered.prune([f"engine {engine_id}"]) if engine_id else []
+    forgotten, kept = remembered.prune([f"engine {engine_id}"]) if engine_id else ([], [])
     current().info(
-        f"deleted the engine in {directory}" + (f" and forgot {len(forgotten)} record(s) about it" if forgotten else "")
+        f"deleted the engine in {directory}"
+        + (f" and forgot {counted(len(forgotten), 'record')} about it" if forgotten else "")
     )
+    for row in kept:
+        current().info(kept_audit(row))
     _emit(
         {
             "engineDir": str(directory),
             "deleted": True,
             "engineId": engine_id,
             "forgotten": [r["file"] for r in forgotten],
+            "kept": [r["file"] for r in kept],
         }
     )
 
@@ -300,6 +314,7 @@ def simulate(
             "--fault",
             metavar="NAME",
             show_default=False,
+            autocompletion=_fault_names,
             help="After the workload, make the engine sick this way (for `pulsar-txn doctor`): "
             + "; ".join(f"{name}: {text}" for name, text in FAULTS.items())
             + ".",
@@ -331,7 +346,11 @@ def simulate(
     env = current()
     if env.target.admin_url:
         if fault:
-            raise UsageError("--fault makes the engine at --engine-dir sick; it cannot be sent to an `engine serve`")
+            raise UsageError(
+                f"--fault {fault} with --admin-url: a fault is made inside the engine's own store, which a served "
+                "engine keeps to itself (its admin API, like a broker's, has no request that makes it sick); stop "
+                f"`engine serve` and run `pulsar-txn engine simulate --fault {fault} --engine-dir DIR` on its directory"
+            )
         result = _simulate_served(env, opts)
     else:
         with _open(create=True) as engine:
@@ -417,6 +436,8 @@ def advance(
     from pulsar_txn_cli.output.units import parse_duration_ms
     from pulsar_txn_cli.engine.advance import advance as run
 
+    if duration.startswith("-"):
+        _refuse_negative(duration)
     duration_ms = parse_duration_ms(duration, "DURATION")
     env = current()
     if env.target.admin_url:
@@ -425,6 +446,20 @@ def advance(
         with _open(create_default=False) as engine:  # time passing on no engine is a typo, not a new engine
             result = run(engine, duration_ms)
     _emit(result, tables=[_kv_table(_advance_rows(result))])
+
+
+def _refuse_negative(text: str) -> None:
+    """`engine advance -5s`: time that would go back, in one sentence; any other dash word is an unknown option."""
+    from pulsar_txn_cli.output.units import duration, parse_duration_ms
+
+    try:
+        back = parse_duration_ms(text[1:], "DURATION")
+    except UsageError:
+        raise UsageError(f"no such option: {text} (pulsar-txn engine advance --help lists them)") from None
+    raise UsageError(
+        f"DURATION {text!r} is negative: the engine's clock only moves forward "
+        f"(`engine advance {text[1:]}` lets {duration(back)} pass)"
+    )
 
 
 def _advance_rows(result: dict) -> dict:
@@ -592,7 +627,7 @@ def dump(
         names = dumping.select(engine, managed_ledger, log)
         count = [0]
 
-        def counted(items):
+        def tallied(items):
             for item in items:
                 count[0] += 1
                 yield item
@@ -603,16 +638,18 @@ def dump(
             from pulsar_txn_cli.codec.dumps import dump_object
 
             # closed before the engine is, even when the reader of stdout went away (`| head`)
-            with closing(counted(dumping.lines(engine, names, dump_object))) as items:
+            with closing(tallied(dumping.lines(engine, names, dump_object))) as items:
                 _emit(items)
         else:
             out = env.stdout
-            with closing(counted(dumping.lines(engine, names))) as items:
+            with closing(tallied(dumping.lines(engine, names))) as items:
                 for line in items:
                     out.write(line + "\n")
             out.flush()
     written = "a JSON array" if env.output == "json" else "JSONL, the dump format"
-    env.info(f"dumped {count[0]} entries from {len(names)} managed ledger(s) as {written}")
+    env.info(
+        f"dumped {counted(count[0], 'entry', 'entries')} from {counted(len(names), 'managed ledger')} as {written}"
+    )
 
 
 def metrics() -> None:
@@ -642,9 +679,16 @@ def serve(
     While it runs it holds the engine directory: other commands take --admin-url URL, and
     `engine simulate --admin-url URL` adds a workload to the served engine."""
     from pulsar_txn_cli.engine.server import serve as run_server
+    from pulsar_txn_cli.output.units import stamp_now
 
     env = current()
     directory = _dir()
     debug = env.debug_log if env.debug else None
-    url, served = run_server(directory, host, port, latency_ms, env.info, debug=debug, warn=env.warn)
-    env.info(f"stopped serving {url} (SIGTERM) after {served} request(s); the engine in {directory} was closed cleanly")
+
+    def log(line: str) -> None:  # a server's log: when each request was answered
+        env.info(f"{stamp_now()} {line}")
+
+    url, served = run_server(directory, host, port, latency_ms, log, debug=debug, warn=env.warn)
+    log(
+        f"stopped serving {url} (SIGTERM) after {counted(served, 'request')}; the engine in {directory} was closed cleanly"
+    )

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pulsar_txn_cli.cli.common import command
+from pulsar_txn_cli.cli.common import command, interval_for
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
 
@@ -26,8 +26,9 @@ def exporter(
     ] = DEFAULT_PORT,
     bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
     interval: Annotated[
-        float, typer.Option("--interval", min=1.0, metavar="S", help="Seconds between observations of the target.")
-    ] = 60.0,
+        Optional[float],
+        typer.Option("--interval", metavar="S", show_default="60", help="Seconds between observations of the target."),
+    ] = None,
     namespaces: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -70,6 +71,7 @@ def exporter(
     Exit codes (--once): 0 observed, 4 the target could not be observed.
     """
     env = current()
+    interval = interval_for(interval, 60.0, applies=not once, only="without --once: with it there is one observation")
     if dashboard:
         env.stdout.write(DASHBOARD.read_text())
         return

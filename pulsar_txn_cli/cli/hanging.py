@@ -12,6 +12,7 @@ from pulsar_txn_cli.cli.common import command, confirm
 from pulsar_txn_cli.cli.doctor import OlderThanOpt, parse_older_than
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import ConnectionFailed, ExitCode, PulsarTxnError, UsageError
+from pulsar_txn_cli.output.units import counted
 
 TopicOpt = Annotated[
     Optional[str],
@@ -106,7 +107,9 @@ def find_hanging(
     _, found = _find(env, older_than, topic, coordinator_id, state)
     txns = found["transactions"]
     bound = "half its timeout" if found["olderThanMs"] is None else f"{older_than}"
-    lines = [f"{len(txns)} hanging transaction(s) on {found['target']} (open longer than {bound}, or past the timeout)"]
+    lines = [
+        f"{counted(len(txns), 'hanging transaction')} on {found['target']} (open longer than {bound}, or past the timeout)"
+    ]
     emit(Result(data=found, records=txns, tables=[Table(COLUMNS, _rows(txns))] if txns else [], lines=lines), env)
     _fail_if_unlisted(found)
 
@@ -117,7 +120,7 @@ def _fail_if_unlisted(found: dict) -> None:
     if rows:
         ids = ", ".join(str(r["coordinatorId"]) for r in rows)
         raise ConnectionFailed(
-            f"coordinator(s) {ids} could not list their open transactions, so some may be missing above: "
+            f"{'coordinator' if len(rows) == 1 else 'coordinators'} {ids} could not list their open transactions, so some may be missing above: "
             f"{rows[0]['error']}"
         )
 
@@ -156,19 +159,23 @@ def abort_hanging(
         return
     check_abort_supported(found["versions"])
     if not execute:
-        lines = [f"dry run: would abort {len(txns)} transaction(s) on {found['target']}; add --execute to abort them"]
-        emit(Result(data={**found, "dryRun": True, "results": []}, records=txns, tables=table, lines=lines), env)
+        lines = [
+            f"dry run: would abort {counted(len(txns), 'transaction')} on {found['target']}; add --execute to abort them"
+        ]
+        # -o jsonl: each line says it was a dry run, as -o json's document does
+        records = [{**t, "dryRun": True} for t in txns]
+        emit(Result(data={**found, "dryRun": True, "results": []}, records=records, tables=table, lines=lines), env)
         _fail_if_unlisted(found)
         return
     if not yes:
         listed = ", ".join(t["txnId"] for t in txns[:5]) + (f" and {len(txns) - 5} more" if len(txns) > 5 else "")
-        confirm(f"Abort {len(txns)} transaction(s) ({listed}) on {found['target']}?")
+        confirm(f"Abort {counted(len(txns), 'transaction')} ({listed}) on {found['target']}?")
     results = _abort(env, admin, txns, found, older_than, reason, concurrency, abort)
     data = {**found, "dryRun": False, "results": results}
     emit(
         Result(
             data=data,
-            records=results,
+            records=[{**r, "dryRun": False} for r in results],
             tables=[Table([("txnId", "TXN ID"), ("aborted", "ABORTED"), ("error", "ERROR")], results)],
         ),
         env,
@@ -176,7 +183,7 @@ def abort_hanging(
     failed = [r for r in results if not r["aborted"]]
     if failed:
         raise AbortFailed(
-            f"{len(failed)} of {len(results)} abort(s) failed; the first: {failed[0]['txnId']}: {failed[0]['error']}"
+            f"{len(failed)} of {counted(len(results), 'abort')} failed; the first: {failed[0]['txnId']}: {failed[0]['error']}"
         )
     _fail_if_unlisted(found)
 

@@ -15,6 +15,7 @@ from pulsar_txn_cli.cli import helptext
 from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.output.units import counted
 
 COLUMNS = [
     ("identity", "identity"),
@@ -80,10 +81,16 @@ def prune(
         ),
     ] = False,
     everything: Annotated[bool, typer.Option("--all", help="Forget every record.")] = False,
+    audits: Annotated[
+        bool,
+        typer.Option(
+            "--include-audit", help="Forget the audit of abort-hanging too (without it, a chosen audit is kept)."
+        ),
+    ] = False,
 ) -> None:
     """Forget records: a forgotten batch-log change makes the stat say `unknown` until the stores
     reopen; a forgotten downgrade checkpoint is taken again by the next check, which can only
-    delay SAFE, never hasten it."""
+    delay SAFE, never hasten it. The audit of abort-hanging is kept unless --include-audit names it."""
     from pulsar_txn_cli.target import remembered
     from pulsar_txn_cli.output import Result, Table, emit
 
@@ -96,16 +103,26 @@ def prune(
         )
     known = {r["identity"] for r in remembered.listing()}
     unknown = [i for i in chosen if i not in known]
-    if unknown:  # a typo must not look like "forgot 0 record(s)"
+    if unknown:  # a typo must not look like "forgot 0 records"
         raise UsageError(f"no record of {', '.join(map(repr, unknown))} on this machine; {_known(unknown, known)}")
     if this_target:
         chosen.append(env.admin().identity())
-    gone = [
-        remembered.public(r)
-        for r in remembered.prune(chosen, None if older_than is None else older_than * 86400, everything)
-    ]
-    env.info(f"forgot {len(gone)} record(s)")
+    forgotten, kept = remembered.prune(chosen, None if older_than is None else older_than * 86400, everything, audits)
+    gone = [remembered.public(r) for r in forgotten]
+    env.info(f"forgot {counted(len(gone), 'record')}")
+    for row in kept:
+        env.info(kept_audit(row))
     emit(Result(data=gone, records=gone, tables=[Table(COLUMNS, _shown(gone), "Forgotten")] if gone else []), env)
+
+
+def kept_audit(row: dict) -> str:
+    """The line that says an abort audit was kept, and how to forget it."""
+    import shlex
+
+    return (
+        f"kept the abort audit {row['file']} ({row['detail']}): "
+        f"`pulsar-txn state prune {shlex.quote(row['identity'])} --include-audit` forgets it"
+    )
 
 
 def _known(unknown: list[str], known: set[str]) -> str:

@@ -10,6 +10,7 @@ from pulsar_txn_cli.cli.common import command
 from pulsar_txn_cli.cli.env import current
 from pulsar_txn_cli.stuck_readers import CAUSE_OPEN_TXN, CAUSE_RECOVERING
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.output.units import counted
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +51,7 @@ def stuck_readers(
             holder["fix"] = [command(c, env) for c in holder["fix"]]
     rows = [_row(p) for p in report["partitions"]]
     by_txns = report["held"] - report["recovering"]
-    summary = f"{by_txns} of {report['checked']} partition(s) held back by open transactions"
+    summary = f"{by_txns} of {counted(report['checked'], 'partition')} held back by open transactions"
     if report["recovering"]:
         summary += f", {report['recovering']} by a transaction buffer that has not finished recovering"
     lines = [summary if report["checked"] else f"nothing to check: {namespace or topic} has no topics"]

@@ -153,10 +153,9 @@ def buffer_snapshot_internal_stats(topic: str, metadata: bool) -> None:
     )
 
 
-MAX_COORDINATORS = 1024  # a sanity bound (see scale-transactionCoordinators' help)
-
-
 def scale_coordinators(replicas: int, yes: bool) -> None:
+    from pulsar_txn_cli.protocol import MAX_COORDINATORS
+
     if replicas > MAX_COORDINATORS:
         raise UsageError(
             f"--replicas {replicas} is more than {MAX_COORDINATORS}, pulsar-txn's bound: the number of transaction "

@@ -7,6 +7,7 @@ from pulsar_txn_cli.doctor.findings import ERROR, WARNING, Finding, evidence
 from pulsar_txn_cli.doctor.transactions import BUFFER, INTERNAL, SLOW, partition_state, rest
 from pulsar_txn_cli.protocol import SUBSCRIPTIONS, TXN, topic_path
 from pulsar_txn_cli.stuck_readers import READY_STATES, holders_by_partition
+from pulsar_txn_cli.output.units import counted
 
 # A store that recovers for longer than this needs a look (a topic load normally takes seconds).
 RECOVERY_GRACE_MS = 60_000
@@ -91,7 +92,7 @@ def buffer_not_ready(reading) -> list[Finding]:
                     "buffer-not-ready",
                     ERROR,
                     partition,
-                    f"the transaction buffer is still NoSnapshot though {len(writers)} open transaction(s) registered "
+                    f"the transaction buffer is still NoSnapshot though {counted(len(writers), 'open transaction')} registered "
                     "this partition and none of their messages is in the buffer: its first snapshot was not taken, "
                     "and the topic refuses transactional messages (apache/pulsar#24945, Pulsar 4.0.7)",
                     [
@@ -164,8 +165,8 @@ def leaked_pending_ack(reading) -> list[Finding]:
                 "leaked-pending-ack",
                 ERROR,
                 name,
-                f"a pending-ack log whose subscription is gone: it keeps {len(internal.get('ledgers') or [])} "
-                f"ledger(s), {internal.get('numberOfEntries', '?')} entries, {internal.get('totalSize', '?')} bytes, "
+                f"a pending-ack log whose subscription is gone: it keeps "
+                f"{counted(len(internal.get('ledgers') or []), 'ledger')}, {internal.get('numberOfEntries', '?')} entries, {internal.get('totalSize', '?')} bytes, "
                 "and can block deleting its namespace (apache/pulsar#11000, #19719)",
                 [
                     evidence(

@@ -22,6 +22,7 @@ from pulsar_txn_cli.transaction_ends import (
 from pulsar_txn_cli.names import Position, TopicName, TxnID
 from pulsar_txn_cli.protocol import PERSISTENT, TXN
 from pulsar_txn_cli.stuck_readers import READY_STATES, entries_between, holders_by_partition
+from pulsar_txn_cli.output.units import counted
 
 SLOW = f"GET {TXN}/slowTransactions/-1"
 BUFFER = f"GET {TXN}/transactionBufferStats/{{}}"
@@ -88,8 +89,8 @@ def hanging(reading, older_than_ms: int | None) -> list[Finding]:
         summary = (
             f"{meta.get('status', 'OPEN')} for {_dur(age)} (timeout {_dur(timeout)})"
             + (", past its timeout: the coordinator should have aborted it" if late else "")
-            + f"; produced to {len(produced)} partition(s), acknowledged on {len(subs)} subscription(s)"
-            + (f"; holds the readers of {len(held)} partition(s)" if held else "")
+            + f"; produced to {counted(len(produced), 'partition')}, acknowledged on {counted(len(subs), 'subscription')}"
+            + (f"; holds the readers of {counted(len(held), 'partition')}" if held else "")
         )
         out.append(
             Finding(
@@ -141,8 +142,8 @@ def held_readers(reading, older_than_ms: int | None) -> list[Finding]:
                 "held-readers",
                 ERROR,
                 partition,
-                f"readers wait at maxReadPosition {view['maxReadPosition']}, {view['entriesBehind']} entries behind "
-                f"the last written {view['lastConfirmedEntry']}, for {_dur(age_ms(head, reading.now_ms))}, held by "
+                f"readers wait at maxReadPosition {view['maxReadPosition']}, "
+                f"{counted(view['entriesBehind'], 'entry', 'entries')} behind the last written {view['lastConfirmedEntry']}, for {_dur(age_ms(head, reading.now_ms))}, held by "
                 + ", ".join(ids[:3])
                 + (f" and {len(ids) - 3} more" if len(ids) > 3 else ""),
                 [
@@ -193,8 +194,8 @@ def phantom_fence(reading) -> list[Finding]:
             continue
         ongoing = view["ongoingTxnSize"] or 0
         summary = (
-            f"readers wait at maxReadPosition {view['maxReadPosition']}, {view['entriesBehind']} entries behind "
-            f"{view['lastConfirmedEntry']}, but no coordinator lists an open transaction on this partition"
+            f"readers wait at maxReadPosition {view['maxReadPosition']}, "
+            f"{counted(view['entriesBehind'], 'entry', 'entries')} behind {view['lastConfirmedEntry']}, but no coordinator lists an open transaction on this partition"
         )
         if ongoing:
             summary += (

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pulsar_txn_cli.downgrade.verdict import BLOCKED, SAFE, WAIT, DowngradeVerdict
+from pulsar_txn_cli.output.units import counted
 
 CAUSE_BATCHED_FOUND = "batched-entry-found"
 SHOWN_ENTRIES = 5  # entry ids named per ledger; the count says how many in all
@@ -123,7 +124,7 @@ def apply_confirmation(result: DowngradeVerdict, reading: Reading) -> DowngradeV
 
 def _batched_problem(ledgers: int, source: str) -> str:
     return (
-        f"{ledgers} remaining ledger(s) hold batched entries (read from {source}, listed below), although the "
+        f"{counted(ledgers, 'remaining ledger')} {'holds' if ledgers == 1 else 'hold'} batched entries (read from {source}, listed below), although the "
         "ledger ids said every ledger that may hold batched entries is gone: batching was on after the checkpoint "
         "recorded the last batched ledgers, so the record cannot be trusted; make sure batching is off and "
         "effective everywhere (`pulsar-txn get-txn-tc-batch-log-stat`, `pulsar-txn get-txn-pending-ack-batch-log-stat`), "

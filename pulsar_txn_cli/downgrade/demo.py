@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from pulsar_txn_cli.errors import UsageError
+from pulsar_txn_cli.output.units import counted
 
 # Small ledgers, no minimum age and a dense pending-ack index: logs roll and trim within a round.
 DEMO_CONFIG = {
@@ -107,7 +108,7 @@ class DemoStory:
             engine.clock.advance_ms(1000)
             reloaded = batchlog.reload_stores(admin, batchlog.reload_targets(log, stores))
             lines.append(
-                f"{log.key}={str(enabled).lower()} (dynamic), {len(reloaded)} topic(s) unloaded so "
+                f"{log.key}={str(enabled).lower()} (dynamic), {counted(len(reloaded), 'topic')} unloaded so "
                 f"every {log.store} store reopens with it"
             )
         return lines
@@ -158,8 +159,8 @@ class DemoStory:
             saved = records - entries
             share = f" ({saved / records:.0%} fewer writes)" if records else ""
             self.say(
-                f"{log.pip_flag}={str(stat[log.pip_flag]).lower()}: effective on {on} of {len(detail)} "
-                f"{log.store}(s); {saved} entries saved{share}"
+                f"{log.pip_flag}={str(stat[log.pip_flag]).lower()}: effective on {on} of "
+                f"{counted(len(detail), log.store)}; {counted(saved, 'entry', 'entries')} saved{share}"
             )
 
     def _upgrade(self, admin) -> None:
@@ -172,9 +173,9 @@ class DemoStory:
             self.say(f"  problem: {problem}")
         versions = sorted({b["version"] for b in verdict.brokers if b["version"]})
         self.say(
-            f"{verdict.verdict}: {len(verdict.brokers)} broker(s) on {', '.join(versions) or '?'}; batching "
-            f"effective on {len(verdict.coordinators)} coordinator(s) and {len(verdict.subscriptions)} "
-            "subscription(s)"
+            f"{verdict.verdict}: {counted(len(verdict.brokers), 'broker')} on {', '.join(versions) or '?'}; batching "
+            f"effective on {counted(len(verdict.coordinators), 'coordinator')} and "
+            f"{counted(len(verdict.subscriptions), 'subscription')}"
             if verdict.verdict == "COMPLETE"
             else f"{verdict.verdict}: see the problems above"
         )
@@ -231,11 +232,11 @@ class DemoStory:
                 admin.delete_dynamic_config(log.key)
 
     def _forget(self, identity: str) -> None:
-        """A temporary engine's records (batch-log changes, the checkpoint) leave the user's state
+        """A temporary engine's records (batch-log changes, the checkpoint, any audit) leave the user's state
         directory with the demo: `state list` shows the operator's own targets only."""
         from pulsar_txn_cli.target import remembered
 
-        gone = remembered.prune([identity])
+        gone, _ = remembered.prune([identity], audits=True)
         self.summary["forgotten"] = len(gone)
 
     def _outro(self) -> None:

@@ -9,6 +9,7 @@ on and every store reopens when it is next loaded).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from pulsar_txn_cli.engine import faults
@@ -37,7 +38,7 @@ from pulsar_txn_cli.names import (
     pending_ack_managed_ledger,
     topic_of_managed_ledger,
 )
-from pulsar_txn_cli.protocol import COORDINATOR_ENABLED_KEY, PENDING_ACK_SUFFIX, TC_ASSIGN
+from pulsar_txn_cli.protocol import COORDINATOR_ENABLED_KEY, MAX_COORDINATORS, PENDING_ACK_SUFFIX, TC_ASSIGN
 
 DEFAULT_COORDINATORS = 4
 DEFAULT_CLUSTER = "standalone"
@@ -48,6 +49,27 @@ def new_engine_id() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def copied_from(store: Store) -> str | None:
+    """The directory this engine was copied from (`cp -a`), when it was: the home it recorded is another
+    directory that still holds an engine of the same id, or one that cannot be read (in doubt, a copy: a new
+    identity only forgets records, which delays a SAFE and never hastens it). A moved engine keeps its id."""
+    import os
+    import sqlite3
+
+    home, here = store.meta("home"), str(store.directory.resolve())
+    if not home or home == here:
+        return None
+    original = Path(home) / DB_NAME
+    if not original.exists() or os.path.samefile(home, here):
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{original.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key='engineId'").fetchone()
+    except sqlite3.Error:
+        return home
+    return home if row is None or row[0] == store.meta("engineId") else None
 
 
 def exists(directory: Path) -> bool:
@@ -77,9 +99,14 @@ class Engine:
         self.engine_id = store.meta("engineId")
         if not readonly:
             with store.tx():
-                if not self.engine_id:  # an engine made before engine ids: it gets one now
+                origin = copied_from(store)
+                if not self.engine_id or origin:  # made before engine ids, or a copy: an identity of its own
                     self.engine_id = new_engine_id()
                     store.set_meta("engineId", self.engine_id)
+                if origin:
+                    store.set_meta("copiedFrom", origin)
+                if store.meta("home") != (home := str(store.directory.resolve())):
+                    store.set_meta("home", home)
                 if self.unclean:
                     self.boot += 1  # the previous process died: this is a broker restart
                     store.set_meta("boot", str(self.boot))
@@ -105,6 +132,11 @@ class Engine:
         """Create an engine: broker.conf with transactions on, N coordinators loaded."""
         if coordinators < 1:
             raise UsageError(f"--coordinators must be at least 1, not {coordinators}")
+        if coordinators > MAX_COORDINATORS:
+            raise UsageError(
+                f"--coordinators {coordinators} is more than {MAX_COORDINATORS}, pulsar-txn's bound: each coordinator "
+                "is a partition with its own transaction log that every listing and check reads"
+            )
         if not cluster or "/" in cluster:
             raise UsageError(f"--cluster must be a plain name, not {cluster!r}")
         store = Store(Path(directory), create=True)

@@ -103,13 +103,15 @@ def downgrade_oracle(engine, *, rounds: int = ROUNDS, seed: int = 1, traffic_min
 
 def copy_engine(engine, into: Path) -> Path:
     """A consistent copy of the engine's database (SQLite's backup), marked as cleanly stopped,
-    so opening it attaches to the same running broker instead of restarting it."""
+    so opening it attaches to the same running broker instead of restarting it, and as living where it is,
+    so it stays the same engine (a copy made otherwise gets an identity of its own: engine/broker.py)."""
     engine.store.save_all() if not engine.readonly else None
     into.mkdir(parents=True, exist_ok=True)
     target = sqlite3.connect(into / DB_NAME)
     try:
         engine.store.db.backup(target)
         target.execute("UPDATE meta SET value='0' WHERE key='running'")
+        target.execute("UPDATE meta SET value=? WHERE key='home'", (str(into.resolve()),))
         target.commit()
     finally:
         target.close()

@@ -290,6 +290,7 @@ def serve(
     which says what was kept."""
     from pulsar_txn_cli.engine.transport import open_engine
     from pulsar_txn_cli.errors import InterruptedWork
+    from pulsar_txn_cli.output.units import counted
 
     engine = open_engine(engine_dir)
     try:
@@ -313,7 +314,7 @@ def serve(
     received = server.received
     if received and received[0] == signal.SIGINT:
         raise InterruptedWork(
-            f"interrupted (Ctrl-C): stopped serving {url} after {app.served} request(s); the engine in "
+            f"interrupted (Ctrl-C): stopped serving {url} after {counted(app.served, 'request')}; the engine in "
             f"{engine_dir} keeps every change it answered and was closed cleanly"
         )
     return url, app.served

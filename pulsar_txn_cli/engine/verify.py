@@ -15,6 +15,7 @@ from pulsar_txn_cli.engine.coordinator import FINAL, NEW, UPDATE, decode_tc_entr
 from pulsar_txn_cli.engine.ledger import ManagedLedger
 from pulsar_txn_cli.engine.pending_ack import ACK, decode_pa_entry
 from pulsar_txn_cli.protocol import PENDING_ACK_CURSOR, PENDING_ACK_SUFFIX, TC_CURSOR, TC_LOG_PREFIX
+from pulsar_txn_cli.output.units import counted
 
 
 def verify(engine, acked_log: str | None = None) -> dict:
@@ -145,13 +146,14 @@ def _check_tc(ml, tc_id, summary, problems, warnings) -> set[int]:
     cursor = ml.cursors.get(TC_CURSOR)
     if ended or stuck:
         warnings.append(
-            f"{ml.name}: {len(ended)} ended transaction(s) and {stuck} orphan record(s) are still "
+            f"{ml.name}: {counted(len(ended), 'ended transaction')} and {counted(stuck, 'orphan record')} are still "
             "in the log (the next replay deletes them)"
         )
     if cursor is not None and (cursor.ignored_deletes or cursor.forgotten_batch_indexes):
         warnings.append(
-            f"{ml.name}: batch-index deletion is off on this log, so {cursor.ignored_deletes} delete(s) inside batched "
-            f"entries were ignored and {cursor.forgotten_batch_indexes} partly deleted entr(y/ies) lost their deleted "
+            f"{ml.name}: batch-index deletion is off on this log, so {counted(cursor.ignored_deletes, 'delete')} inside "
+            f"batched entries were ignored and {counted(cursor.forgotten_batch_indexes, 'partly deleted entry', 'partly deleted entries')} "
+            "lost their deleted "
             "indexes; records of ended transactions stay in the log (blocking trimming) and replay as open "
             "transactions (docs/real-broker-findings.md, the batch-index deletion stall). Keep acknowledgmentAtBatchIndexLevelEnabled=true while draining."
         )

@@ -7,6 +7,8 @@ Every time is UTC. Each format keeps the text its callers have always shown:
 - iso_seconds:    2026-05-01T10:00:00Z      a record's moment (a check's taken_at, a state file's mtime)
 - spaced_seconds: 2026-05-01 10:00:00Z      a table cell next to a duration (stuck-readers)
 - spaced_utc:     2026-05-01 10:00:00 UTC   a report's generation time (analyze --html)
+- stamp_now:      2026-05-01T10:00:00.123Z  now, at the start of a log line (engine serve)
+And counts in sentences: counted(1, "entry", "entries") is "1 entry", never "1 entries".
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def duration(ms: int | float | None) -> str:
 def parse_duration_ms(text: str, option: str = "--time") -> int:
     """Pulsar's relative times (1s, 10s, 1m, 5h, 3d; a bare number is seconds), in milliseconds."""
     match = _DURATION.match(text.strip().lower())
+    if not match and _DURATION.match(text.strip().lower().removeprefix("-")):
+        raise UsageError(f"{option} {text!r} is negative: a duration is 0 or more, like 500ms, 1s, 10s, 1m, 5h or 3d")
     if not match:
         raise UsageError(f"{option} {text!r} is not a duration like 500ms, 1s, 10s, 1m, 5h or 3d")
     return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
@@ -88,6 +92,17 @@ def iso_seconds(ms: int) -> str:
 def spaced_seconds(ms: int) -> str:
     """2026-05-01 10:00:00Z."""
     return _utc(ms).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """A count and its noun, agreed: 1 entry, 2 entries, 0 entries (plural: when not singular + s)."""
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def stamp_now() -> str:
+    """Now, as a log line starts: 2026-05-01T10:00:00.123Z (UTC, milliseconds)."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def spaced_utc(moment: datetime | None = None) -> str:

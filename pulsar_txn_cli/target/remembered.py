@@ -5,7 +5,9 @@ Three kinds of record live in the user state directory, one file per identity (a
   (batchlog.py), with the moment and the stores' open times;
 - `downgrade/<slug>-<hash>.json`: the downgrade checkpoint (downgrade/checkpoint.py);
 - `aborts/<slug>-<hash>.jsonl`: the audit of `abort-hanging`, one JSON line per transaction it
-  aborted or tried to (when, by whom, why, the result), only ever appended to.
+  aborted or tried to (when, by whom, why, the result), only ever appended to; readable by its owner
+  only, as the others (written by atomic_write.py, mode 600), and forgotten only when asked for by name
+  (`state prune --include-audit`), never by `engine reset` or `state prune --all` alone.
 All name their identity inside, so listing and pruning need no connection to the target.
 Why on this machine and not in the cluster: see docs/identity.md.
 """
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from pulsar_txn_cli.atomic_write import write_atomically
+from pulsar_txn_cli.output.units import counted
 
 CHANGES = "batch-log changes"
 CHECKPOINT = "downgrade checkpoint"
@@ -53,12 +56,15 @@ def aborts_path(identity: str) -> Path:
 
 
 def append_aborts(identity: str, records: list[dict]) -> Path:
-    """Append one line per record (flushed and fsynced): an audit is never rewritten, only extended."""
+    """Append one line per record (flushed and fsynced): an audit is never rewritten, only extended. Mode 600,
+    whatever the umask, and an older audit made readable to others is made private again."""
     import os
 
     path = aborts_path(identity)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as out:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    with open(fd, "a", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps({**record, "target": identity}, sort_keys=True) + "\n")
         out.flush()
@@ -99,25 +105,30 @@ def save_changes(identity: str, doc: dict, seen_as: str | None = None) -> None:
 
 
 def lock_path(path: Path) -> Path:
+    """Where earlier versions kept a record's lock: an empty file, removed when the record is forgotten."""
     return path.parent / f".{path.name}.lock"
 
 
 class _locked:
-    """An exclusive lock on `.<name>.lock` beside path (fcntl.flock; released when the file closes)."""
+    """An exclusive lock on the record's directory itself (fcntl.flock on its descriptor; released when it
+    closes): no lock file is left beside the records."""
 
     def __init__(self, path: Path):
-        self.lock = lock_path(path)
+        self.directory = path.parent
 
     def __enter__(self):
         import fcntl
+        import os
 
-        self.lock.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(self.lock, "a")
-        fcntl.flock(self.file, fcntl.LOCK_EX)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.directory, os.O_RDONLY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
-        self.file.close()
+        import os
+
+        os.close(self.fd)
 
 
 def listing() -> list[dict]:
@@ -147,22 +158,28 @@ def listing() -> list[dict]:
 
 
 def prune(
-    identities: list[str] | None = None, older_than_s: float | None = None, everything: bool = False
-) -> list[dict]:
-    """Delete the record files that match; returns the rows deleted."""
+    identities: list[str] | None = None,
+    older_than_s: float | None = None,
+    everything: bool = False,
+    audits: bool = False,
+) -> tuple[list[dict], list[dict]]:
+    """Delete the record files that match; an abort audit only with `audits`. Returns (the rows deleted, the
+    audits that matched and were kept)."""
     now = time.time()
-    gone = []
+    gone, kept = [], []
     for row in listing():
         chosen = (
             everything
             or (identities and row["identity"] in identities)
             or (older_than_s is not None and now - row["_mtime"] > older_than_s)
         )
-        if chosen:
+        if chosen and row["kind"] == ABORTS and not audits:
+            kept.append(row)
+        elif chosen:
             Path(row["file"]).unlink(missing_ok=True)
             lock_path(Path(row["file"])).unlink(missing_ok=True)  # forgotten whole: no empty lock file left
             gone.append(row)
-    return gone
+    return gone, kept
 
 
 def _audit_doc(path: Path) -> dict:
@@ -188,6 +205,6 @@ def _detail(kind: str, doc: dict) -> str:
     if kind == ABORTS:
         records = doc.get("records") or []
         done = sum(1 for r in records if r.get("aborted"))
-        return f"{done} transaction(s) aborted by abort-hanging, {len(records) - done} failed"
+        return f"{counted(done, 'transaction')} aborted by abort-hanging, {len(records) - done} failed"
     count = len(doc.get("coordinators") or []) + len(doc.get("subscriptions") or [])
-    return f"{count} last-batched ledger record(s)"
+    return f"{counted(count, 'last-batched ledger record')}"

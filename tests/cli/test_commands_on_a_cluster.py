@@ -156,7 +156,7 @@ def test_every_command_renders_the_same_answer_in_all_formats(run, broker):
     assert [row[:5] for row in _rows(table.stdout, "coordinators")] == [
         [str(i), broker.url, "Ready", "no", "no"] for i in (0, 1)
     ]
-    assert "effective in 0 of 2 coordinator(s), off in 2" in table.stdout
+    assert "effective in 0 of 2 coordinators, off in 2" in table.stdout
 
     table, doc, lines = forms("get-txn-pending-ack-batch-log-stat")
     assert doc.json()["txnPendingAckBatchLogEnabled"] is False
@@ -170,7 +170,7 @@ def test_every_command_renders_the_same_answer_in_all_formats(run, broker):
         ["persistent://public/default/gone", "sub", "-", "no", "-"],
         ["persistent://public/default/my-topic", "my-sub", "Ready", "no", "no"],
     ]
-    assert "effective in 0 of 3 subscription(s), off in 2, unknown in 1" in table.stdout
+    assert "effective in 0 of 3 subscriptions, off in 2, unknown in 1" in table.stdout
 
 
 def test_metrics_summary_and_delay_warning(run):
@@ -316,6 +316,6 @@ def test_a_reload_that_fails_half_way_says_what_it_left_behind(run, broker, monk
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr
     assert errors[0].startswith("error: transactionLogBatchedWriteEnabled is now true on "), errors[0]
-    assert "1 of 2 topic(s) were unloaded and 1 could not be" in errors[0]
+    assert "1 of 2 topics were unloaded and 1 could not be" in errors[0]
     assert "still run with the previous value until reopened" in errors[0]
     assert [r["unloaded"] for r in result.json()["reload"]] == [True, False]

@@ -145,7 +145,7 @@ def test_wait_repeats_until_healthy_or_an_error(cli, tmp_path):
     sick_engine(cli, directory, "buffer-recovering")  # a warning: it may settle, so --wait keeps checking
     result = cli(["doctor", "--wait", "--interval", "1", "--timeout", "2.5", "--engine-dir", directory, "-o", "json"])
     assert result.exit_code == 5 and result.stderr.count("check ") >= 3, result.stderr
-    assert "check 1: 0 error(s), 1 warning(s)" in result.stderr
+    assert "check 1: 0 errors, 1 warning" in result.stderr
     advance(cli, directory, "2m")  # now an error: an operator must act, so --wait stops at once
     result = cli(["doctor", "--wait", "--interval", "1", "--engine-dir", directory, "-o", "json"])
     assert result.exit_code == 6 and result.stderr.count("check ") == 1

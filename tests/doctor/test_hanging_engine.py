@@ -90,7 +90,7 @@ def test_abort_hanging_dry_run_then_execute_with_audit(cli, aged, tmp_path):
     would = [t["txnId"] for t in dry.json()["transactions"]]
     assert dry.json()["dryRun"] is True and len(would) == 4
     table = cli(base)
-    assert "dry run: would abort 4 transaction(s)" in table.stdout
+    assert "dry run: would abort 4 transactions" in table.stdout
     assert all(txn in table.stdout for txn in would)
     # nothing was aborted by the dry run
     assert {
@@ -117,7 +117,7 @@ def test_abort_hanging_dry_run_then_execute_with_audit(cli, aged, tmp_path):
     assert str(tmp_path / "state") in str(audit)
     listed = cli(["state", "list", "-o", "json"]).json()
     [row] = [r for r in listed if r["kind"] == "abort audit"]
-    assert row["file"] == str(audit) and row["detail"].startswith("4 transaction(s) aborted")
+    assert row["file"] == str(audit) and row["detail"].startswith("4 transactions aborted")
     # appended to, never rewritten
     cli(["abort-hanging", "--older-than", "15m", "--execute", "--yes", "--engine-dir", directory])
     assert len(audit.read_text().splitlines()) == 4 + 5
@@ -186,3 +186,41 @@ def test_interrupted_simulate_leaves_a_hanging_transaction(cli, tmp_path):
     code, report = doctor(cli, directory, "--older-than", "5m")
     named = {t for f in report["findings"] if f["check"] == "hanging-transaction" for t in f["txnIds"]}
     assert named == ids and code in (5, 6)
+
+
+def test_abort_hanging_jsonl_marks_every_line_dry_run_or_not(cli, aged):
+    directory, _ = aged
+    base = ["abort-hanging", "--older-than", "20m", "--engine-dir", directory, "-o", "jsonl"]
+    dry = cli(base)
+    assert dry.exit_code == 0, dry.stderr
+    lines = [json.loads(line) for line in dry.stdout.splitlines()]
+    assert len(lines) == 4 and all(line["dryRun"] is True for line in lines)
+    done = cli([*base, "--execute", "--yes"])
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(lines) == 4 and all(line["dryRun"] is False and line["aborted"] for line in lines)
+
+
+def test_the_audit_is_private_and_outlives_reset_and_prune_all(cli, aged, tmp_path):
+    directory, _ = aged
+    os.umask(0o022)  # the usual umask: a plain open() would make the audit readable by everyone
+    done = cli(["abort-hanging", "--older-than", "20m", "--execute", "--yes", "--engine-dir", directory, "-o", "json"])
+    audit = Path(done.json()["audit"])
+    assert oct(audit.stat().st_mode & 0o777) == oct(0o600)
+    audit.chmod(0o644)  # written by an older version: made private again by the next append
+    cli(["abort-hanging", "--older-than", "15m", "--execute", "--yes", "--engine-dir", directory])
+    assert oct(audit.stat().st_mode & 0o777) == oct(0o600)
+    before = audit.read_text()
+    identity = cli(["state", "list", "-o", "json"]).json()[0]["identity"]
+
+    reset = cli(["engine", "reset", "--yes", "--engine-dir", directory, "-o", "json"])
+    assert reset.exit_code == 0, reset.stderr
+    assert reset.json()["kept"] == [str(audit)] and audit.read_text() == before
+    assert f"kept the abort audit {audit}" in reset.stderr and "--include-audit" in reset.stderr
+    pruned = cli(["state", "prune", "--all", "-o", "json"])
+    assert pruned.exit_code == 0 and pruned.json() == [] and audit.read_text() == before
+    assert "forgot 0 records" in pruned.stderr and f"kept the abort audit {audit}" in pruned.stderr
+    assert cli(["state", "prune", identity, "-o", "json"]).json() == [] and audit.exists()
+
+    gone = cli(["state", "prune", identity, "--include-audit", "-o", "json"])
+    assert [r["file"] for r in gone.json()] == [str(audit)] and not audit.exists()
+    assert not list((tmp_path / "state").rglob("*.lock"))  # no empty lock file left beside the records

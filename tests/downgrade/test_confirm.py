@@ -99,11 +99,10 @@ def test_the_terminal_output_names_the_ledgers_and_what_was_read(cli, tmp_path):
     lines = result.stdout.splitlines()
     assert f"problem: coordinator 0: ledger {ledger_id} holds 1 batched entry (entry {entry_id})" in lines
     assert any(
-        line.startswith("confirmation: read ")
-        and line.endswith("from the engine's store: 1 batched entry in 1 ledger(s)")
+        line.startswith("confirmation: read ") and line.endswith("from the engine's store: 1 batched entry in 1 ledger")
         for line in lines
     ), lines
-    assert lines[-1].startswith("BLOCKED: ") and "1 remaining ledger(s) hold batched entries" in lines[-1]
+    assert lines[-1].startswith("BLOCKED: ") and "1 remaining ledger holds batched entries" in lines[-1]
 
 
 def test_batching_back_on_after_the_record_is_never_safe_when_confirmed(cli, tmp_path):
@@ -225,7 +224,7 @@ def test_a_batched_entry_blocks_and_marks_its_log():
     assert (coordinator.clear, coordinator.cause) == (False, CAUSE_BATCHED_FOUND)
     assert coordinator.reason == "ledger 9 holds 8 batched entries (entries 4, 5, 6, 7, 8 and 3 more)"
     assert confirmed.subscriptions[0].clear  # the other log stays as it was
-    assert confirmed.problems[0].startswith("1 remaining ledger(s) hold batched entries (read from the bookies")
+    assert confirmed.problems[0].startswith("1 remaining ledger holds batched entries (read from the bookies")
 
 
 def test_a_batched_ledger_of_a_log_the_check_did_not_see_is_named_by_its_managed_ledger():

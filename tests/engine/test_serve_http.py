@@ -164,7 +164,7 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(tmp_path, cli):
     assert code == 130, err
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(
-        rf"interrupted \(Ctrl-C\): stopped serving http://127\.0\.0\.1:{served.port} after \d+ request\(s\); "
+        rf"interrupted \(Ctrl-C\): stopped serving http://127\.0\.0\.1:{served.port} after \d+ requests?; "
         rf"the engine in {re.escape(str(directory))} keeps every change it answered and was closed cleanly",
         last,
     ), err
@@ -182,7 +182,7 @@ def test_sigterm_stops_it_cleanly(tmp_path):
     code = served.stop(signal.SIGTERM)
     err = served.stderr()
     assert code == 0, err
-    assert f"stopped serving http://127.0.0.1:{served.port} (SIGTERM) after 1 request(s)" in err, err
+    assert f"stopped serving http://127.0.0.1:{served.port} (SIGTERM) after 1 request;" in err, err
     Engine.open(directory).close()  # the lock was let go
 
 
@@ -235,3 +235,23 @@ def test_a_body_over_the_limit_is_413_and_the_server_goes_on(tmp_path, monkeypat
         assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {"reason": "the request body is over 64 bytes"}
         status = asyncio.run(load(served.port, 1, 1, 30))
         assert status["answered"] == 1 and status["errors"] == []
+
+
+@pytest.mark.timeout(120)
+def test_each_line_of_its_log_says_when(tmp_path):
+    """An access log without times cannot be matched with a client's failure or a broker's log."""
+    import datetime as dt
+
+    served = Served(_engine(tmp_path), tmp_path)
+    before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)
+    assert served.get()[0] == 200
+    assert served.stop(signal.SIGTERM) == 0
+    after = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+    lines = [line for line in served.stderr().splitlines() if not line.startswith(("engine:", "target:"))]
+    stamp = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) "
+    assert re.fullmatch(stamp + r"serving the engine in .*", lines[0]), lines
+    access = re.fullmatch(stamp + rf'127\.0\.0\.1 "GET {STATS} HTTP/1\.1" 200 \d+', lines[1])
+    assert access, lines
+    assert re.fullmatch(stamp + r"stopped serving .* after 1 request; .*", lines[2]), lines
+    when = dt.datetime.strptime(access.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+    assert before <= when <= after

@@ -61,7 +61,7 @@ def test_disabling_with_open_transactions_is_refused_then_allowed(pulsar_broker,
         _wait_ongoing(b, len(held))  # the committed ones have left the coordinator
 
         refused = tool.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", expect=6)
-        assert "2 transaction(s) are open and acknowledgmentAtBatchIndexLevelEnabled is false" in refused.stderr
+        assert "2 transactions are open and acknowledgmentAtBatchIndexLevelEnabled is false" in refused.stderr
         assert "nothing was changed" in refused.stderr and refused.stdout == ""
         assert str(_dynamic(b, "transactionLogBatchedWriteEnabled")).lower() == "true"  # not switched
         # Without --reload the stores keep running batched: the pending-ack switch is no risk either way.

@@ -62,7 +62,7 @@ def test_engine_namespace_and_table(cli, held):
     result = cli(["stuck-readers", "-n", "public/default", "--engine-dir", directory])
     assert result.exit_code == 0, result.stderr
     assert "orders-partition-0" in result.stdout and "orders-partition-1" not in result.stdout
-    assert "1 of 2 partition(s) held back" in result.stdout
+    assert "1 of 2 partitions held back" in result.stdout
     assert "(1m30s ago)" in result.stdout
     assert "transaction_buffer_snapshot" not in result.stdout
 

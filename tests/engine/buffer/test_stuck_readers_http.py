@@ -108,7 +108,7 @@ def test_namespace_table_names_the_fix(cli, broker):
     assert result.exit_code == 0, result.stderr
     assert "orders-partition-0" in result.stdout and "orders-partition-1" in result.stdout
     assert "__change_events" not in result.stdout
-    assert "1 of 2 partition(s) held back" in result.stdout
+    assert "1 of 2 partitions held back" in result.stdout
     assert "abort-transaction -m 0 -l 5" in result.stdout
     assert "2026-01-01 00:00:00Z" in result.stdout
 
@@ -174,7 +174,7 @@ def test_a_buffer_still_recovering_is_told_from_open_transactions(cli):
     causes = {p["topic"].rsplit("-", 1)[-1]: (p["cause"], p["state"]) for p in report["partitions"]}
     assert causes == {"0": ("recovering", "Initializing"), "1": ("open-transaction", "Ready")}
     assert (
-        "1 of 2 partition(s) held back by open transactions, 1 by a transaction buffer that has not finished recovering"
+        "1 of 2 partitions held back by open transactions, 1 by a transaction buffer that has not finished recovering"
         in table.stdout
     )
     assert (
