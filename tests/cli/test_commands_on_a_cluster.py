@@ -208,7 +208,7 @@ def test_set_then_stat_then_reload_coordinators(run, broker):
     assert [(r["topic"], r["unloaded"], r["error"]) for r in said["reload"]] == [
         (f"persistent://pulsar/system/transaction_coordinator_assign-partition-{i}", True, None) for i in (0, 1)
     ]
-    assert "reloaded 2 of 2 topic(s); batching is enabled for every coordinator whose store reopened." in (
+    assert "reloaded 2 of 2 topics; batching is enabled for every coordinator whose store reopened." in (
         reloaded.stderr
     )
     assert broker.unloaded[-2:] == [
