@@ -175,15 +175,29 @@ def _subscription(admin, entry: dict) -> dict:
     out = dict(entry)
     if entry.get("status") == "orphan":
         # The log's own topic: what it stores (its subscription is gone, so the pending-ack calls cannot answer).
-        out["internal"], out["error"] = _attempt(
-            admin.get, f"/admin/v2/persistent/{TopicName(entry['pendingAckTopic']).rest}/internalStats"
-        )
+        rest = TopicName(entry["pendingAckTopic"]).rest
+        out["internal"], out["error"] = _attempt(admin.get, f"/admin/v2/persistent/{rest}/internalStats")
+        if out["error"]:
+            # A real broker will not load a pending-ack topic for the admin API (409 "Can not create transaction
+            # system topic"), but its managed ledger's metadata can be read without loading it.
+            info, info_error = _attempt(admin.get, f"/admin/v2/persistent/{rest}/internal-info")
+            if not info_error and isinstance(info, dict):
+                out["internal"], out["error"] = _from_ledger_info(info), None
+                out["internalEndpoint"] = f"GET /admin/v2/persistent/{rest}/internal-info"
         return out
     out["stats"], error = _attempt(admin.pending_ack_stats, entry["topic"], entry["subscription"])
     internal, internal_error = _attempt(admin.pending_ack_internal_stats, entry["topic"], entry["subscription"])
     out["internal"] = ((internal or {}).get("pendingAckLogStats") or {}).get("managedLedgerInternalStats") or {}
     out["error"] = error or internal_error
     return out
+
+
+def _from_ledger_info(info: dict) -> dict:
+    """internalStats' ledger list from a managed ledger's metadata (`internal-info`). Its entries and bytes are
+    left out: the metadata counts a ledger's only once the log rolls over from it, so its last ledger always
+    reads 0 entries there, whatever it holds."""
+    ledgers = [ledger for ledger in info.get("ledgers") or [] if isinstance(ledger, dict)]
+    return {"ledgers": [{"ledgerId": ledger.get("ledgerId")} for ledger in ledgers]}
 
 
 def _broker(admin, url: str | None) -> dict:

@@ -159,17 +159,21 @@ def leaked_pending_ack(reading) -> list[Finding]:
             continue
         name = sub["pendingAckTopic"]
         internal = sub.get("internal") or {}
+        size = (
+            f", {internal['numberOfEntries']} entries, {internal.get('totalSize', '?')} bytes"
+            if "numberOfEntries" in internal
+            else ""
+        )
         out.append(
             Finding(
                 "leaked-pending-ack",
                 ERROR,
                 name,
                 f"a pending-ack log whose subscription is gone: it keeps {len(internal.get('ledgers') or [])} "
-                f"ledger(s), {internal.get('numberOfEntries', '?')} entries, {internal.get('totalSize', '?')} bytes, "
-                "and can block deleting its namespace (apache/pulsar#11000, #19719)",
+                f"ledger(s){size}, and can block deleting its namespace (apache/pulsar#11000, #19719)",
                 [
                     evidence(
-                        INTERNAL.format(rest(name)),
+                        sub.get("internalEndpoint") or INTERNAL.format(rest(name)),
                         numberOfEntries=internal.get("numberOfEntries"),
                         totalSize=internal.get("totalSize"),
                         ledgers=[ledger.get("ledgerId") for ledger in internal.get("ledgers") or []],

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import time
 from collections import Counter
 
@@ -249,6 +251,74 @@ def test_subscription_deleted_under_transactional_acks_takes_its_pending_ack_log
     ]
     assert [f for f in report["findings"] if f["check"] == "leaked-pending-ack"] == []
     assert report["checked"]["subscriptions"] >= 1  # the other topics' transactional subscriptions remain
+
+
+LEAKED = "drleaked"
+# A subscription name that URL encoding changes (':' is %3A): unsubscribing encodes it once more than the
+# pending-ack log's name was, so the broker deletes a log that does not exist and keeps the real one.
+ENCODED_SUB = "audit:eu"
+
+
+def _run_fix(cli, fix: str):
+    """A printed fix, run as printed (shlex), through the CLI."""
+    argv = shlex.split(fix)
+    assert argv[0] == "pulsar-txn", fix
+    return cli(argv[1:])
+
+
+def test_subscription_whose_name_encoding_changes_leaks_its_pending_ack_log(cli, pulsar_broker):
+    """Transactional acknowledgements on `audit:eu`, then the subscription is deleted (204): every line here
+    (2.10.5 to 4.0.7) names the log it deletes from the URL-encoded subscription name and encodes it again,
+    so it misses the log (`...-audit:eu__transaction_pending_ack` stays, ledgers and entries intact; the
+    broker wins: docs/real-broker-findings.md). `doctor` names that log (error, exit 6) with its size and
+    the missing subscription; its fix, `clean-pending-ack`, run as printed, deletes it and the finding goes."""
+    broker = pulsar_broker
+    url = ["--admin-url", broker.admin_url]
+    lines = broker.run_workload(seed=9311, txns=8, aborts=0, ops=6, prefix=LEAKED, subs=f"{ENCODED_SUB},subb")
+    orders = f"persistent://public/default/{LEAKED}-orders"
+    acked = {op["sub"] for r in lines if r.get("event") == "txn" for op in r["ops"] if op["op"] == "ack"}
+    assert ENCODED_SUB in acked, acked
+    log = f"{orders}-{ENCODED_SUB}__transaction_pending_ack"
+
+    def pending_ack_topics():
+        status, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+        assert status == 200, topics
+        return {t for t in topics if t.endswith("__transaction_pending_ack") and LEAKED in t}
+
+    assert log in pending_ack_topics()
+    status, body = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAKED}-orders/subscription/audit%3Aeu")
+    assert status in (200, 204), (status, body)
+    status, subs = broker.rest("GET", f"/admin/v2/persistent/public/default/{LEAKED}-orders/subscriptions")
+    assert status == 200 and ENCODED_SUB not in subs and "subb" in subs, subs
+    assert log in pending_ack_topics()  # the leak: the subscription is gone, its log is not
+    result = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    assert result.exit_code == 6, result.stderr
+    [leak] = [f for f in result.json()["findings"] if f["check"] == "leaked-pending-ack" and LEAKED in f["subject"]]
+    print(f"\nthe leak as the doctor found it: {json.dumps(leak)}")
+    assert leak["subject"] == log and leak["severity"] == "error", leak
+    # The broker will not load the log for internalStats (409); its managed ledger's metadata names its ledgers.
+    encoded = f"/admin/v2/persistent/public/default/{LEAKED}-orders-audit%3Aeu__transaction_pending_ack"
+    assert broker.rest("GET", f"{encoded}/internalStats")[0] == 409
+    status, info = broker.rest("GET", f"{encoded}/internal-info")
+    assert status == 200 and info["ledgers"], (status, info)
+    ledgers = [ledger["ledgerId"] for ledger in info["ledgers"]]
+    stats, missing = leak["evidence"]
+    assert stats == {"endpoint": f"GET {encoded}/internal-info", "values": {"ledgers": ledgers}}, stats
+    assert missing["values"] == {"subscription": ENCODED_SUB, "exists": False}, missing
+    assert leak["summary"].startswith(
+        f"a pending-ack log whose subscription is gone: it keeps {len(ledgers)} ledger(s), and can block"
+    ), leak["summary"]
+    [fix] = leak["fix"]
+    argv = shlex.split(fix)
+    assert argv[:4] == ["pulsar-txn", "clean-pending-ack", log, "--yes"] and broker.admin_url in argv, fix
+    done = _run_fix(cli, fix)
+    print(f"the fix: exit {done.exit_code}: {done.stdout[-500:]} {done.stderr[-800:]}")
+    assert done.exit_code == 0, done.stderr
+    assert log not in pending_ack_topics()
+    after = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    assert after.exit_code in (0, 5, 6), after.stderr
+    assert not [f for f in after.json()["findings"] if f["check"] == "leaked-pending-ack" and LEAKED in f["subject"]]
+    assert f"{orders}-subb__transaction_pending_ack" in pending_ack_topics()  # the other log is untouched
 
 
 # A transaction setting that changes nothing the other tests look at.
