@@ -14,6 +14,13 @@ PA_STATS = f"GET {TXN}/pendingAckStats/{{}}/{{}}"
 PA_INTERNAL = f"GET {TXN}/pendingAckInternalStats/{{}}/{{}}"
 
 
+def state_phrase(state: str | None) -> str:
+    """A store's state as a summary says it: Pulsar calls a store it has not begun to open `None`."""
+    if state is None:
+        return "not answering"
+    return "not opened (state None)" if state == "None" else state
+
+
 def _under_way(stats: dict) -> bool:
     """The times show a recovery that started and has not ended."""
     start, end = stats.get("recoverStartTime") or 0, stats.get("recoverEndTime") or 0
@@ -74,7 +81,7 @@ def buffer_not_ready(reading) -> list[Finding]:
                     "buffer-not-ready",
                     severity(stats, reading.now_ms),
                     partition,
-                    f"the transaction buffer is {state}{since_phrase(stats, values['recoveringForMs'])}"
+                    f"the transaction buffer is {state_phrase(state)}{since_phrase(stats, values['recoveringForMs'])}"
                     f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
                     " entries after maxReadPosition",
                     [evidence(BUFFER.format(rest(partition)), **values)],
@@ -131,7 +138,7 @@ def pending_ack_not_ready(reading) -> list[Finding]:
                 "pending-ack-not-ready",
                 severity(stats, reading.now_ms) if stats else WARNING,
                 f"{topic} / {name}",
-                f"the pending-ack store is {state or 'not answering'}{since_phrase(stats, values['recoveringForMs'])}: "
+                f"the pending-ack store is {state_phrase(state)}{since_phrase(stats, values['recoveringForMs'])}: "
                 "transactional acknowledgements on this "
                 f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
                 f"({internal.get('totalSize', '?')} bytes)",

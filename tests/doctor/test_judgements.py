@@ -116,6 +116,18 @@ def test_a_store_whose_log_is_still_opening_is_a_warning_of_unknown_age():
     assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[failed]))] == ["error"]
 
 
+def test_a_store_pulsar_never_opened_is_named_so():
+    """After commits cut short by unloads, a 4.0.7 broker answered `state: None` for stores with a log
+    (docs/real-broker-findings.md): the summary says the store was not opened, never "is None"."""
+    unopened = {"state": "None", "ongoingTxnSize": 0, "recoverStartTime": 0, "recoverEndTime": 0}
+    sub = {"topic": "persistent://t/n/x", "subscription": "s", "stats": unopened, "internal": {}}
+    [finding] = stores.pending_ack_not_ready(reading(subscriptions=[sub]))
+    assert finding.summary.startswith("the pending-ack store is not opened (state None): "), finding.summary
+    assert finding.severity == "error" and finding.evidence[0]["values"]["state"] == "None"
+    [finding] = stores.buffer_not_ready(reading(partitions={"p": {"stats": unopened, "internal": {}}}))
+    assert finding.summary.startswith("the transaction buffer is not opened (state None)"), finding.summary
+
+
 @pytest.fixture
 def isolated(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
