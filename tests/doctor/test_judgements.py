@@ -128,6 +128,34 @@ def test_a_store_pulsar_never_opened_is_named_so():
     assert finding.summary.startswith("the transaction buffer is not opened (state None)"), finding.summary
 
 
+def test_a_leaked_log_read_from_its_metadata_is_named_by_its_ledgers():
+    """A real 4.0.7 broker will not load a leaked pending-ack log (internalStats 409); its managed ledger's
+    metadata (`internal-info`) names its ledgers but cannot count the last one's entries: the summary gives the
+    ledgers and no made-up size, and the evidence names the endpoint the numbers came from."""
+    log = "persistent://t/n/x-audit:eu__transaction_pending_ack"
+    endpoint = "GET /admin/v2/persistent/t/n/x-audit%3Aeu__transaction_pending_ack/internal-info"
+    orphan = {
+        "topic": "persistent://t/n/x",
+        "subscription": "audit:eu",
+        "pendingAckTopic": log,
+        "status": "orphan",
+        "internal": {"ledgers": [{"ledgerId": 35}]},
+        "internalEndpoint": endpoint,
+        "error": None,
+    }
+    [finding] = stores.leaked_pending_ack(reading(subscriptions=[orphan]))
+    assert finding.summary == (
+        "a pending-ack log whose subscription is gone: it keeps 1 ledger(s), and can block deleting its "
+        "namespace (apache/pulsar#11000, #19719)"
+    )
+    assert finding.evidence[0] == {"endpoint": endpoint, "values": {"ledgers": [35]}}
+    counted = dict(orphan, internal={"ledgers": [{"ledgerId": 35}], "numberOfEntries": 7, "totalSize": 90})
+    del counted["internalEndpoint"]
+    [finding] = stores.leaked_pending_ack(reading(subscriptions=[counted]))
+    assert "it keeps 1 ledger(s), 7 entries, 90 bytes, and can block" in finding.summary, finding.summary
+    assert finding.evidence[0]["endpoint"].endswith("/internalStats")
+
+
 @pytest.fixture
 def isolated(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
