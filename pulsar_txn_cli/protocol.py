@@ -30,6 +30,7 @@ BROKER_VERSION = f"{BROKERS}/version"
 # A persistent topic's resources under PERSISTENT/tenant/ns/topic (topic_path).
 PARTITIONS = "partitions"  # partitioned metadata: {"partitions": N}
 INTERNAL_STATS = "internalStats"
+INTERNAL_INFO = "internal-info"  # the managed ledger's metadata, read without loading the topic
 SUBSCRIPTIONS = "subscriptions"
 UNLOAD = "unload"
 

@@ -25,6 +25,7 @@ from pulsar_txn_cli.protocol import (
     BROKERS,
     CLUSTERS,
     ENGINE_API,
+    INTERNAL_INFO,
     INTERNAL_STATS,
     LOOKUP,
     METRICS,
@@ -259,6 +260,11 @@ class PulsarAdmin:
     def topic_internal_stats(self, topic: str):
         """The topic's managed ledger: its ledgers, the last written position, its cursors."""
         return self.get(topic_path(TopicName(topic).rest, INTERNAL_STATS))
+
+    def topic_internal_info(self, topic: str):
+        """The topic's managed-ledger metadata (its ledgers), read without loading the topic: a real broker
+        refuses to load a leaked pending-ack log for internalStats."""
+        return self.get(topic_path(TopicName(topic).rest, INTERNAL_INFO))
 
     def partition_stats(self, partition: str, low_water_marks: bool = False) -> tuple[dict, dict]:
         """(internal stats, transaction buffer stats) of one partition, the last written position read first:

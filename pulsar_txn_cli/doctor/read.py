@@ -17,7 +17,7 @@ from pulsar_txn_cli.admin.open_transactions import open_transactions
 from pulsar_txn_cli.errors import ConnectionFailed
 from pulsar_txn_cli.errors import attempt
 from pulsar_txn_cli.names import TopicName, namespace_of
-from pulsar_txn_cli.protocol import PENDING_ACK_SUFFIX, SYSTEM_NAMESPACE, tc_assign_partition
+from pulsar_txn_cli.protocol import INTERNAL_INFO, PENDING_ACK_SUFFIX, SYSTEM_NAMESPACE, tc_assign_partition, topic_path
 
 DEFAULT_CONCURRENCY = 16
 
@@ -144,12 +144,27 @@ def _subscription(admin, entry: dict) -> dict:
     if entry.get("status") == "orphan":
         # The log's own topic: what it stores (its subscription is gone, so the pending-ack calls cannot answer).
         out["internal"], out["error"] = attempt(admin.topic_internal_stats, entry["pendingAckTopic"])
+        if out["error"]:
+            # A real broker will not load a pending-ack topic for the admin API (409 "Can not create transaction
+            # system topic"), but its managed ledger's metadata can be read without loading it.
+            info, info_error = attempt(admin.topic_internal_info, entry["pendingAckTopic"])
+            if not info_error and isinstance(info, dict):
+                out["internal"], out["error"] = _from_ledger_info(info), None
+                out["internalEndpoint"] = "GET " + topic_path(TopicName(entry["pendingAckTopic"]).rest, INTERNAL_INFO)
         return out
     out["stats"], error = attempt(admin.pending_ack_stats, entry["topic"], entry["subscription"])
     internal, internal_error = attempt(admin.pending_ack_internal_stats, entry["topic"], entry["subscription"])
     out["internal"] = ((internal or {}).get("pendingAckLogStats") or {}).get("managedLedgerInternalStats") or {}
     out["error"] = error or internal_error
     return out
+
+
+def _from_ledger_info(info: dict) -> dict:
+    """internalStats' ledger list from a managed ledger's metadata (`internal-info`). Its entries and bytes are
+    left out: the metadata counts a ledger's only once the log rolls over from it, so its last ledger always
+    reads 0 entries there, whatever it holds."""
+    ledgers = [ledger for ledger in info.get("ledgers") or [] if isinstance(ledger, dict)]
+    return {"ledgers": [{"ledgerId": ledger.get("ledgerId")} for ledger in ledgers]}
 
 
 def _broker(admin, url: str | None) -> dict:

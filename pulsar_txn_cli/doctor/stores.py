@@ -15,6 +15,13 @@ PA_STATS = f"GET {TXN}/pendingAckStats/{{}}/{{}}"
 PA_INTERNAL = f"GET {TXN}/pendingAckInternalStats/{{}}/{{}}"
 
 
+def state_phrase(state: str | None) -> str:
+    """A store's state as a summary says it: Pulsar calls a store it has not begun to open `None`."""
+    if state is None:
+        return "not answering"
+    return "not opened (state None)" if state == "None" else state
+
+
 def _under_way(stats: dict) -> bool:
     """The times show a recovery that started and has not ended."""
     start, end = stats.get("recoverStartTime") or 0, stats.get("recoverEndTime") or 0
@@ -75,7 +82,7 @@ def buffer_not_ready(reading) -> list[Finding]:
                     "buffer-not-ready",
                     severity(stats, reading.now_ms),
                     partition,
-                    f"the transaction buffer is {state}{since_phrase(stats, values['recoveringForMs'])}"
+                    f"the transaction buffer is {state_phrase(state)}{since_phrase(stats, values['recoveringForMs'])}"
                     f": readers and transactional producers wait; a recovery replays up to {view['entriesBehind']}"
                     " entries after maxReadPosition",
                     [evidence(BUFFER.format(rest(partition)), **values)],
@@ -132,7 +139,7 @@ def pending_ack_not_ready(reading) -> list[Finding]:
                 "pending-ack-not-ready",
                 severity(stats, reading.now_ms) if stats else WARNING,
                 f"{topic} / {name}",
-                f"the pending-ack store is {state or 'not answering'}{since_phrase(stats, values['recoveringForMs'])}: "
+                f"the pending-ack store is {state_phrase(state)}{since_phrase(stats, values['recoveringForMs'])}: "
                 "transactional acknowledgements on this "
                 f"subscription wait; recovery replays {internal.get('numberOfEntries', '?')} log entries "
                 f"({internal.get('totalSize', '?')} bytes)",
@@ -160,17 +167,22 @@ def leaked_pending_ack(reading) -> list[Finding]:
             continue
         name = sub["pendingAckTopic"]
         internal = sub.get("internal") or {}
+        size = (
+            f", {internal['numberOfEntries']} entries, {internal.get('totalSize', '?')} bytes"
+            if "numberOfEntries" in internal
+            else ""
+        )
         out.append(
             Finding(
                 "leaked-pending-ack",
                 ERROR,
                 name,
                 f"a pending-ack log whose subscription is gone: it keeps "
-                f"{counted(len(internal.get('ledgers') or []), 'ledger')}, {internal.get('numberOfEntries', '?')} entries, {internal.get('totalSize', '?')} bytes, "
+                f"{counted(len(internal.get('ledgers') or []), 'ledger')}{size}, "
                 "and can block deleting its namespace (apache/pulsar#11000, #19719)",
                 [
                     evidence(
-                        INTERNAL.format(rest(name)),
+                        sub.get("internalEndpoint") or INTERNAL.format(rest(name)),
                         numberOfEntries=internal.get("numberOfEntries"),
                         totalSize=internal.get("totalSize"),
                         ledgers=[ledger.get("ledgerId") for ledger in internal.get("ledgers") or []],

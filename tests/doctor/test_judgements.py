@@ -116,6 +116,46 @@ def test_a_store_whose_log_is_still_opening_is_a_warning_of_unknown_age():
     assert [f.severity for f in stores.pending_ack_not_ready(reading(subscriptions=[failed]))] == ["error"]
 
 
+def test_a_store_pulsar_never_opened_is_named_so():
+    """After commits cut short by unloads, a 4.0.7 broker answered `state: None` for stores with a log
+    (docs/real-broker-findings.md): the summary says the store was not opened, never "is None"."""
+    unopened = {"state": "None", "ongoingTxnSize": 0, "recoverStartTime": 0, "recoverEndTime": 0}
+    sub = {"topic": "persistent://t/n/x", "subscription": "s", "stats": unopened, "internal": {}}
+    [finding] = stores.pending_ack_not_ready(reading(subscriptions=[sub]))
+    assert finding.summary.startswith("the pending-ack store is not opened (state None): "), finding.summary
+    assert finding.severity == "error" and finding.evidence[0]["values"]["state"] == "None"
+    [finding] = stores.buffer_not_ready(reading(partitions={"p": {"stats": unopened, "internal": {}}}))
+    assert finding.summary.startswith("the transaction buffer is not opened (state None)"), finding.summary
+
+
+def test_a_leaked_log_read_from_its_metadata_is_named_by_its_ledgers():
+    """A real 4.0.7 broker will not load a leaked pending-ack log (internalStats 409); its managed ledger's
+    metadata (`internal-info`) names its ledgers but cannot count the last one's entries: the summary gives the
+    ledgers and no made-up size, and the evidence names the endpoint the numbers came from."""
+    log = "persistent://t/n/x-audit:eu__transaction_pending_ack"
+    endpoint = "GET /admin/v2/persistent/t/n/x-audit%3Aeu__transaction_pending_ack/internal-info"
+    orphan = {
+        "topic": "persistent://t/n/x",
+        "subscription": "audit:eu",
+        "pendingAckTopic": log,
+        "status": "orphan",
+        "internal": {"ledgers": [{"ledgerId": 35}]},
+        "internalEndpoint": endpoint,
+        "error": None,
+    }
+    [finding] = stores.leaked_pending_ack(reading(subscriptions=[orphan]))
+    assert finding.summary == (
+        "a pending-ack log whose subscription is gone: it keeps 1 ledger, and can block deleting its "
+        "namespace (apache/pulsar#11000, #19719)"
+    )
+    assert finding.evidence[0] == {"endpoint": endpoint, "values": {"ledgers": [35]}}
+    counted = dict(orphan, internal={"ledgers": [{"ledgerId": 35}], "numberOfEntries": 7, "totalSize": 90})
+    del counted["internalEndpoint"]
+    [finding] = stores.leaked_pending_ack(reading(subscriptions=[counted]))
+    assert "it keeps 1 ledger, 7 entries, 90 bytes, and can block" in finding.summary, finding.summary
+    assert finding.evidence[0]["endpoint"].endswith("/internalStats")
+
+
 @pytest.fixture
 def isolated(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)

@@ -5,11 +5,14 @@
   `abort-hanging --older-than` aborts it; readers then get every committed message written after it,
   none lost, none twice, and nothing of the killed client.
 - `find-hanging` on dozens of open transactions of different ages lists exactly those past the bound.
+- Deleting a subscription whose name URL encoding changes (`audit:eu`) leaves its pending-ack log (4.0.7 and
+  2.10.5): `doctor` names the leak and its printed fix deletes the log.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections import Counter
 
@@ -249,6 +252,89 @@ def test_subscription_deleted_under_transactional_acks_takes_its_pending_ack_log
     ]
     assert [f for f in report["findings"] if f["check"] == "leaked-pending-ack"] == []
     assert report["checked"]["subscriptions"] >= 1  # the other topics' transactional subscriptions remain
+
+
+LEAKED = "drleaked"
+# A subscription name that URL encoding changes (':' is %3A): unsubscribing encodes it once more than the
+# pending-ack log's name was, so the broker deletes a log that does not exist and keeps the real one.
+ENCODED_SUB = "audit:eu"
+
+
+def _run_fix(cli, fix: str):
+    """A printed fix, run as printed (shlex), through the CLI."""
+    argv = shlex.split(fix)
+    assert argv[0] == "pulsar-txn", fix
+    return cli(argv[1:])
+
+
+def test_subscription_whose_name_encoding_changes_leaks_its_pending_ack_log(cli, pulsar_broker):
+    """Transactional acknowledgements on `audit:eu`, then the subscription is deleted (204): the broker names
+    the log it deletes from the URL-encoded subscription name and encodes it again, so it misses the log
+    (`...-audit:eu__transaction_pending_ack` stays; the broker wins: docs/real-broker-findings.md). `doctor`
+    names that log (error, exit 6) with its ledgers and the missing subscription; its fix, `clean-pending-ack`,
+    run as printed, deletes it and the finding goes."""
+    _leaks_and_is_cleaned(cli, pulsar_broker)
+
+
+@pytest.fixture
+def broker_2_10_5():
+    broker = harness.start_broker_or_fail({"managedLedgerMaxEntriesPerLedger": 50}, name="v2.10.5", version="2.10.5")
+    yield broker
+    harness.release_broker(broker)
+
+
+def test_the_same_leak_on_2_10_5(cli, broker_2_10_5):
+    """The oldest line here, before PIP-160, leaks the same way: its unsubscribe encodes the name too."""
+    _leaks_and_is_cleaned(cli, broker_2_10_5)
+
+
+def _leaks_and_is_cleaned(cli, broker) -> None:
+    url = ["--admin-url", broker.admin_url]
+    lines = broker.run_workload(seed=9311, txns=8, aborts=0, ops=6, prefix=LEAKED, subs=f"{ENCODED_SUB},subb")
+    orders = f"persistent://public/default/{LEAKED}-orders"
+    acked = {op["sub"] for r in lines if r.get("event") == "txn" for op in r["ops"] if op["op"] == "ack"}
+    assert ENCODED_SUB in acked, acked
+    log = f"{orders}-{ENCODED_SUB}__transaction_pending_ack"
+
+    def pending_ack_topics():
+        status, topics = broker.rest("GET", "/admin/v2/namespaces/public/default/topics?includeSystemTopic=true")
+        assert status == 200, topics
+        return {t for t in topics if t.endswith("__transaction_pending_ack") and LEAKED in t}
+
+    assert log in pending_ack_topics()
+    status, body = broker.rest("DELETE", f"/admin/v2/persistent/public/default/{LEAKED}-orders/subscription/audit%3Aeu")
+    assert status in (200, 204), (status, body)
+    status, subs = broker.rest("GET", f"/admin/v2/persistent/public/default/{LEAKED}-orders/subscriptions")
+    assert status == 200 and ENCODED_SUB not in subs and "subb" in subs, subs
+    assert log in pending_ack_topics()  # the leak: the subscription is gone, its log is not
+    result = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    assert result.exit_code == 6, result.stderr
+    [leak] = [f for f in result.json()["findings"] if f["check"] == "leaked-pending-ack" and LEAKED in f["subject"]]
+    assert leak["subject"] == log and leak["severity"] == "error", leak
+    stats, missing = leak["evidence"]
+    assert missing["values"] == {"subscription": ENCODED_SUB, "exists": False}, missing
+    encoded = f"/admin/v2/persistent/public/default/{LEAKED}-orders-audit%3Aeu__transaction_pending_ack"
+    # The broker will not load the log for the admin API (4.0.7: 409; 2.10.5: 400); its managed ledger's metadata
+    # names its ledgers.
+    answered, internal = broker.rest("GET", f"{encoded}/internalStats")
+    assert answered == (400 if broker.version == "2.10.5" else 409), (answered, internal)
+    assert "Can not create transaction system topic" in internal["reason"], internal
+    status, info = broker.rest("GET", f"{encoded}/internal-info")
+    assert status == 200 and info["ledgers"], (status, info)
+    ledgers = [ledger["ledgerId"] for ledger in info["ledgers"]]
+    assert stats == {"endpoint": f"GET {encoded}/internal-info", "values": {"ledgers": ledgers}}, stats
+    size = f"{len(ledgers)} ledger{'' if len(ledgers) == 1 else 's'}, and can block"
+    assert leak["summary"].startswith(f"a pending-ack log whose subscription is gone: it keeps {size}"), leak
+    [fix] = leak["fix"]
+    argv = shlex.split(fix)
+    assert argv[:4] == ["pulsar-txn", "clean-pending-ack", log, "--yes"] and broker.admin_url in argv, fix
+    done = _run_fix(cli, fix)
+    assert done.exit_code == 0, done.stderr
+    assert log not in pending_ack_topics()
+    after = cli(["doctor", "-n", "public/default", *url, "-o", "json"])
+    assert after.exit_code in (0, 5, 6), after.stderr
+    assert not [f for f in after.json()["findings"] if f["check"] == "leaked-pending-ack" and LEAKED in f["subject"]]
+    assert f"{orders}-subb__transaction_pending_ack" in pending_ack_topics()  # the other log is untouched
 
 
 # A transaction setting that changes nothing the other tests look at.

@@ -31,7 +31,7 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  * <p>Creates (if needed) three topics in public/default (--namespace another one):
  * {prefix}-orders (non-partitioned, name with '-'), {prefix}plain (non-partitioned)
  * and {prefix}-part (partitioned, 2 partitions); subscribes "sub-a" (Exclusive) and
- * "subb" (Shared) on every topic; pre-produces plain messages; then runs N
+ * "subb" (Shared) on every topic (--subs A,B: other names); pre-produces plain messages; then runs N
  * transactions, each producing and acknowledging a few messages, and commits or
  * aborts them. With --hold K, K more transactions are left open until a line is
  * read on stdin (or stdin closes), then committed. With --drain N (and --txns 0), N rounds
@@ -46,7 +46,9 @@ import org.apache.pulsar.client.api.transaction.TxnID;
  */
 public final class TxnWorkload {
 
-    private static final String[] SUBS = {"sub-a", "subb"};
+    // The two subscriptions of every topic; --subs A,B names them otherwise (the doctor's leak test needs a
+    // name that URL encoding changes).
+    private static String[] SUBS = {"sub-a", "subb"};
 
     private static String arg(Map<String, String> a, String k, String def) {
         String v = a.get(k);
@@ -62,6 +64,10 @@ public final class TxnWorkload {
             a.put(argv[i].substring(2), argv[i + 1]);
         }
         String serviceUrl = arg(a, "service-url", "pulsar://127.0.0.1:6650");
+        SUBS = arg(a, "subs", "sub-a,subb").split(",");
+        if (SUBS.length != 2) {
+            throw new IllegalArgumentException("--subs takes two subscription names, comma-separated");
+        }
         String adminUrl = arg(a, "admin-url", "http://127.0.0.1:8080");
         long seed = Long.parseLong(arg(a, "seed", "1"));
         int txns = Integer.parseInt(arg(a, "txns", "10"));
@@ -373,7 +379,7 @@ public final class TxnWorkload {
             }
             System.out.println("{\"event\":\"done\",\"committed\":" + committed + ",\"aborted\":" + aborted
                     + ",\"heldThenFinished\":" + open + ",\"seeded\":" + (seedMsgs * topics.length)
-                    + ",\"topics\":[" + tj + "],\"subscriptions\":[\"sub-a\",\"subb\"]}");
+                    + ",\"topics\":[" + tj + "],\"subscriptions\":[\"" + SUBS[0] + "\",\"" + SUBS[1] + "\"]}");
             System.out.flush();
             for (Consumer<byte[]> c : consumers) {
                 c.close();
