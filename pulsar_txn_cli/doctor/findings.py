@@ -21,6 +21,7 @@ CHECKS = (
     "pending-ack-not-ready",
     "leaked-pending-ack",
     "config",
+    "second-coordinator",
     "downgrade",
 )
 
