@@ -144,6 +144,8 @@ def _emit(env, report, last: str | None = None) -> None:
         if finding.get("advice"):
             lines.append(f"  advice: {finding['advice']}")
     lines += [f"not run: {c['check']}: {c['why']}" for c in data["checks"] if not c["ran"]]
+    # A check that ran and still names what it cannot see (5.0's second coordinator): never a silent all-clear.
+    lines += [f"not covered: {c['why']}" for c in data["checks"] if c["ran"] and c["why"]]
     lines.append(
         f"{_summary(report)} on {report.target} ({report.scope.describe()}); checked {checked}; "
         f"{counted(report.requests, 'request')} in {report.seconds:.2f} s"

@@ -132,7 +132,8 @@ def check(
         result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
         still = result.verdict.verdict
         last = gave_up(timeout, still) if wait and still not in ("SAFE", "BLOCKED") else None
-        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None, last=last)
+        second = _second_coordinator(admin, result)
+        _emit_downgrade(env, result, named_checkpoint=checkpoint is not None, last=last, second=second)
     except KeyboardInterrupt:
         from pulsar_txn_cli.errors import InterruptedWork
 
@@ -251,12 +252,30 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
     )
 
 
-def _emit_downgrade(env, result, named_checkpoint: bool = False, last: str | None = None) -> None:
+def _second_coordinator(admin, result) -> dict | None:
+    """Pulsar 5.0's scalable-topics coordinator, where a broker has it on: what a rollback to 4.x leaves behind
+    (downgrade/second_coordinator.py), beside the verdict on PIP-160's batched logs."""
+    from pulsar_txn_cli.doctor.second_coordinator import detect
+    from pulsar_txn_cli.downgrade import second_coordinator as second
+
+    if not any(second.flag(b) for b in getattr(result.observations, "brokers", ())):
+        return None
+    view = detect(admin, None)
+    if view is None:
+        return None
+    return {**view.to_json(), "rollback": second.rollback_problems(view)}
+
+
+def _emit_downgrade(
+    env, result, named_checkpoint: bool = False, last: str | None = None, second: dict | None = None
+) -> None:
     from pulsar_txn_cli.cli.advice import carry_target, command, with_checkpoint
     from pulsar_txn_cli.output import Result, emit
 
     verdict = result.verdict
     data = {**verdict.to_json(), "checkpoint": str(result.checkpoint_path)}
+    if second is not None:
+        data["secondCoordinator"] = second
     if result.confirmation is not None:
         data["confirmation"] = result.confirmation.to_json()
     # A check on a --checkpoint file suggests `downgrade reset` and checks of that file, not of the default one.
@@ -270,7 +289,9 @@ def _emit_downgrade(env, result, named_checkpoint: bool = False, last: str | Non
         if item.get("advice"):
             item["advice"] = pasteable(item["advice"])  # the JSON's advice is pasted too
     data["problems"] = [pasteable(p) for p in data.get("problems", [])]
-    lines = [pasteable(line) for line in _downgrade_lines(verdict, result, data["fixes"])] + ([last] if last else [])
+    lines = [pasteable(line) for line in _downgrade_lines(verdict, result, data["fixes"])]
+    lines += [f"rollback to 4.x: {sentence}" for sentence in (second or {}).get("rollback", [])]
+    lines += [last] if last else []
     emit(Result(data=data, records=[data], tables=lambda: _downgrade_tables(verdict), lines=lines), env)
     if verdict.verdict != "SAFE":
         raise Verdict("", EXIT[verdict.verdict])

@@ -63,8 +63,20 @@ ECHO = {
 
 def coordinators_list() -> None:
     env = current()
-    data = env.admin().coordinators()
+    admin = env.admin()
+    data = admin.coordinators()
     _emit(data, shown_columns(BY_NAME["coordinators-list"], {}))
+    _second_coordinator(env, admin, "this list")
+
+
+def _second_coordinator(env, admin, what: str, classic: dict | None = None) -> None:
+    """One warning where Pulsar 5.0's scalable-topics coordinator is on: what the answer above leaves out and
+    how many transactions the buffers count beyond the classic coordinators' (doctor/second_coordinator.py)."""
+    from pulsar_txn_cli.doctor.second_coordinator import detect
+
+    view = detect(admin, classic)
+    if view is not None:
+        env.warn(view.sentence(what))
 
 
 def coordinator_stats(coordinator_id: int | None) -> None:
@@ -88,6 +100,7 @@ def coordinator_stats(coordinator_id: int | None) -> None:
         rows=_timed(rows, call.times),
         records=rows if coordinator_id is None else None,
     )
+    _second_coordinator(env, env.admin(), "these stats")
 
 
 def _for_coordinator(admin, coordinator_id: int | None, request):
@@ -114,8 +127,33 @@ def _for_coordinator(admin, coordinator_id: int | None, request):
 def transaction_metadata(txn_id: str | None, most: int | None, least: int | None) -> None:
     env = current()
     most, least = parse_txn_id(txn_id, most, least)
-    data = env.admin().transaction_metadata(most, least)
+    admin = env.admin()
+    data = _classic_only(admin, most, least, lambda: admin.transaction_metadata(most, least), "look up")
     _emit(data, list(TXN_COLUMNS), rows=[_txn_row(data or {})])
+
+
+def _classic_only(admin, most: int, least: int, request, verb: str):
+    """request(); its 404 for an id no classic coordinator has, where Pulsar 5.0's scalable-topics coordinator
+    is on, says the id may be that coordinator's, which the admin API cannot {verb}."""
+    try:
+        return request()
+    except ConnectionFailed as exc:
+        if exc.status != 404:
+            raise
+        from pulsar_txn_cli.doctor.second_coordinator import SETTING, detect
+
+        try:
+            classic = admin.tc_partitions()
+        except PulsarTxnError:
+            raise exc from None
+        if 0 <= most < classic or detect(admin, {}) is None:
+            raise
+        raise ConnectionFailed(
+            f"no classic transaction coordinator has ({most},{least}) (their ids are 0 to {classic - 1}): it may be "
+            f"a transaction of Pulsar 5.0's scalable-topics coordinator ({SETTING} is on), which the admin API "
+            f"cannot {verb}; it ends when its client ends it or at its timeout",
+            status=404,
+        ) from None
 
 
 def abort_transaction(txn_id: str | None, most: int | None, least: int | None, yes: bool) -> None:
@@ -124,7 +162,7 @@ def abort_transaction(txn_id: str | None, most: int | None, least: int | None, y
     admin = env.admin()
     if not yes:
         confirm(f"Abort transaction ({most},{least}) on {admin.target.describe()}?")
-    admin.abort_transaction(most, least)
+    _classic_only(admin, most, least, lambda: admin.abort_transaction(most, least), "abort")
     data = {"txnId": f"({most},{least})", "aborted": True, "target": admin.target.describe()}
     env.info(f"transaction ({most},{least}) aborted on {admin.target.describe()}")
     _emit(data, shown_columns(BY_NAME["abort-transaction"], {}), rows=[data])
@@ -138,6 +176,7 @@ def slow_transactions(time: str, coordinator_id: int | None) -> None:
 
     rows = [_txn_row(v) for _, v in sorted(data.items(), key=lambda kv: natural_key(kv[0]))]
     _emit(data, list(TXN_COLUMNS), rows=rows, records=list(data.values()))
+    _second_coordinator(current(), admin, "this list")
 
 
 def buffer_snapshot_internal_stats(topic: str, metadata: bool) -> None:

@@ -22,6 +22,7 @@ CHECKS = (
     "pending-ack-not-ready",
     "leaked-pending-ack",
     "config",
+    "second-coordinator",
     "downgrade",
 )
 

@@ -89,7 +89,21 @@ def find(
         "versions": versions or [],
         "transactions": out,
         "unlistedCoordinators": listing.unlisted_rows(),
+        "secondCoordinator": _second(admin, listing, topics),
     }
+
+
+def _second(admin, listing, topics: set[str] | None) -> dict | None:
+    """Pulsar 5.0's scalable-topics coordinator, where it is on: its transactions are not in the list above
+    (the admin API cannot list or abort them), and what the buffers count of them (on --topic's partitions)."""
+    from pulsar_txn_cli.doctor.second_coordinator import detect
+
+    view = detect(admin, listing.transactions if not listing.unlisted else None)
+    if view is None:
+        return None
+    if topics is not None:
+        view.counted = {p: n for p, n in view.counted.items() if p in topics}
+    return {**view.to_json(), "notCovered": view.sentence("this list")}
 
 
 def _states(states: list[str] | None) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pulsar_txn_cli.admin.features import lacks_batched_logs
+from pulsar_txn_cli.downgrade import second_coordinator as second
 from pulsar_txn_cli.downgrade.advice import disable_command
 from pulsar_txn_cli.downgrade.observations import COORDINATOR, LogObservation, Observations
 from pulsar_txn_cli.protocol import BATCH_KEYS
@@ -49,9 +50,13 @@ def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
             findings.waiting.append(f"{log.label}: {log.error}")
     if not obs.coordinators:
         findings.waiting.append("no transaction coordinator was found on the target")
+    # Pulsar 5.0's scalable-topics coordinator: what must hold where a broker has it on.
+    second_blocked, second_incomplete, second_fixes = second.upgrade_problems(obs.brokers)
+    for fix in second_fixes:
+        findings.fix(fix)
     # Not-yet-enabled settings are the normal state of an upgrade in progress: INCOMPLETE.
-    incomplete = findings.blocked + findings.waiting + list(obs.problems)
-    blocked = []
+    incomplete = findings.blocked + findings.waiting + list(obs.problems) + second_incomplete
+    blocked = list(second_blocked)
     if len(versions) > 1 and _batching_anywhere(obs):
         blocked.append(
             f"batching is on while the brokers run {len(versions)} versions ({', '.join(sorted(versions))}): "
@@ -68,6 +73,7 @@ def upgrade_verdict(obs: Observations) -> UpgradeVerdict:
             # JSON booleans (null when the broker did not say), as every command's JSON: the runtime
             # configuration answers strings
             **{key: parse_bool((b.runtime or {}).get(key)) for key in BATCH_KEYS},
+            second.SETTING: second.flag(b),
             "error": b.error,
         }
         for b in obs.brokers

@@ -9,6 +9,7 @@ from tests.admin.scripted import ScriptedServer
 from tests.conftest import isolate
 
 TC_ASSIGN = "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-"
+RUNTIME = "/admin/v2/brokers/configuration/runtime"
 JERSEY_404 = {"servlet": "org.glassfish.jersey.servlet.ServletContainer", "message": "Not Found", "status": "404"}
 OWNERS = {"a": ("pulsar://a:6650", "http://a:8080"), "b": ("pulsar://b:6650", "http://b:8080")}
 
@@ -51,7 +52,8 @@ def test_a_broker_with_the_endpoint_is_asked_once_and_each_owner_looked_up_once(
     assert result.exit_code == 0, result.stderr
     assert result.json() == EXPECTED
     paths = [r.path.split("?", 1)[0] for r in server.requests]
-    assert paths == ["/admin/v3/transactions/coordinators", TC_ASSIGN + "0", TC_ASSIGN + "1"]
+    # and the broker's runtime configuration: whether Pulsar 5.0's scalable-topics coordinator is on (it is not)
+    assert paths == ["/admin/v3/transactions/coordinators", TC_ASSIGN + "0", TC_ASSIGN + "1", RUNTIME]
 
 
 def test_a_tls_only_owner_is_looked_up_for_its_urls(cli):
@@ -76,7 +78,7 @@ def test_a_broker_without_it_is_asked_coordinator_by_coordinator(cli):
     assert result.json() == EXPECTED
     paths = [r.path.split("?", 1)[0] for r in server.requests]
     assert paths[0] == "/admin/v3/transactions/coordinators"
-    assert paths[2:] == [TC_ASSIGN + str(i) for i in range(4)]
+    assert paths[2:] == [TC_ASSIGN + str(i) for i in range(4)] + [RUNTIME]
 
 
 def test_the_engine_answers_the_endpoint(cli, tmp_path):

@@ -91,6 +91,7 @@ def test_healthy_engine_exit_0_and_every_check_listed(cli, tmp_path):
         "pending-ack-not-ready",
         "leaked-pending-ack",
         "config",
+        "second-coordinator",
         "downgrade",
     }
     assert all(c["ran"] for name, c in checks.items() if name != "downgrade")

@@ -203,7 +203,7 @@ class Broker:
         log4j = c.base / f"log4j2-{self.name}.xml"
         log4j.write_text(_log4j_xml(str(self.proc.log_path)))
         cmd = [
-            "java",
+            harness._versions().java_for(self.version),  # 5.0's broker needs Java 21+
             *HEAPS["broker"],
             *COMMON_FLAGS,
             f"-Dlog4j.configurationFile={log4j}",
