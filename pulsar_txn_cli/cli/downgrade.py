@@ -132,7 +132,7 @@ def check(
         result = _run_checks(env, admin, path, options, wait=wait, interval=interval, timeout=timeout)
         still = result.verdict.verdict
         last = gave_up(timeout, still) if wait and still not in ("SAFE", "BLOCKED") else None
-        second = _second_coordinator(admin, result)
+        second = _second_coordinator(result)
         _emit_downgrade(env, result, named_checkpoint=checkpoint is not None, last=last, second=second)
     except KeyboardInterrupt:
         from pulsar_txn_cli.errors import InterruptedWork
@@ -252,15 +252,12 @@ def _progress_line(result, n: int, failure, interval: float) -> str:
     )
 
 
-def _second_coordinator(admin, result) -> dict | None:
+def _second_coordinator(result) -> dict | None:
     """Pulsar 5.0's scalable-topics coordinator, where a broker has it on: what a rollback to 4.x leaves behind
     (downgrade/second_coordinator.py), beside the verdict on PIP-160's batched logs."""
-    from pulsar_txn_cli.doctor.second_coordinator import detect
     from pulsar_txn_cli.downgrade import second_coordinator as second
 
-    if not any(second.flag(b) for b in getattr(result.observations, "brokers", ())):
-        return None
-    view = detect(admin, None)
+    view = getattr(result.observations, "second_coordinator", None)
     if view is None:
         return None
     return {**view.to_json(), "rollback": second.rollback_problems(view)}

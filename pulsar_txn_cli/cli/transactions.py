@@ -71,8 +71,8 @@ def coordinators_list() -> None:
 
 def _second_coordinator(env, admin, what: str, classic: dict | None = None) -> None:
     """One warning where Pulsar 5.0's scalable-topics coordinator is on: what the answer above leaves out and
-    how many transactions the buffers count beyond the classic coordinators' (doctor/second_coordinator.py)."""
-    from pulsar_txn_cli.doctor.second_coordinator import detect
+    how many transactions the buffers count beyond the classic coordinators' (scalable_coordinator.py)."""
+    from pulsar_txn_cli.scalable_coordinator import detect
 
     view = detect(admin, classic)
     if view is not None:
@@ -140,7 +140,7 @@ def _classic_only(admin, most: int, least: int, request, verb: str):
     except ConnectionFailed as exc:
         if exc.status != 404:
             raise
-        from pulsar_txn_cli.doctor.second_coordinator import SETTING, detect
+        from pulsar_txn_cli.scalable_coordinator import SETTING, detect
 
         try:
             classic = admin.tc_partitions()

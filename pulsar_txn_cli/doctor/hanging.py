@@ -96,7 +96,7 @@ def find(
 def _second(admin, listing, topics: set[str] | None) -> dict | None:
     """Pulsar 5.0's scalable-topics coordinator, where it is on: its transactions are not in the list above
     (the admin API cannot list or abort them), and what the buffers count of them (on --topic's partitions)."""
-    from pulsar_txn_cli.doctor.second_coordinator import detect
+    from pulsar_txn_cli.scalable_coordinator import detect
 
     view = detect(admin, listing.transactions if not listing.unlisted else None)
     if view is None:

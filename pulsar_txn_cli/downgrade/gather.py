@@ -110,7 +110,17 @@ def gather(
         problems=tuple(problems),
         unbatched_since_ms=_unbatched_since(writers),
         writers=writers,
+        second_coordinator=_second_coordinator(admin, brokers),
     )
+
+
+def _second_coordinator(admin, brokers):
+    """Pulsar 5.0's scalable-topics coordinator, read only where a broker's runtime configuration has it on:
+    a rollback to 4.x keeps its open transactions open for good (downgrade/second_coordinator.py)."""
+    from pulsar_txn_cli.downgrade.second_coordinator import flag
+    from pulsar_txn_cli.scalable_coordinator import detect
+
+    return detect(admin, None) if any(flag(b) for b in brokers) else None
 
 
 def _release_checked(writer: WriterCounters, broker: BrokerObservation) -> WriterCounters:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from pulsar_txn_cli.scalable_coordinator import SecondCoordinator
+
 COORDINATOR = "coordinator"
 SUBSCRIPTION = "subscription"
 
@@ -105,6 +107,8 @@ class Observations:
     unbatched_since_ms: int | None = None
     # Every broker's buffered-writer counters; None when they were not gathered (nothing can be told from them).
     writers: tuple[WriterCounters, ...] | None = None
+    # Pulsar 5.0's scalable-topics coordinator where a broker has it on (scalable_coordinator.py), else None.
+    second_coordinator: SecondCoordinator | None = None
 
     @property
     def key(self) -> str:

@@ -91,9 +91,30 @@ ROLLBACK = (
 )
 
 
+def rollback_blockers(view) -> tuple[list[str], list[str]]:
+    """(blocked, waiting) for the downgrade verdict: open transactions of the scalable-topics coordinator that
+    a 4.x broker would keep open for good need an operator before a rollback; a count that cannot be read
+    may be read at the next check."""
+    if view is None:
+        return [], []
+    if view.error:
+        return [], [
+            "how many open transactions of Pulsar 5.0's scalable-topics coordinator the buffers count could not be "
+            f"read ({view.error}); a broker rolled back to 4.x would keep each of them open for good"
+        ]
+    if not view.counted:
+        return [], []
+    topics = ", ".join(sorted(view.counted)[:3]) + (" and more" if len(view.counted) > 3 else "")
+    return [
+        f"the buffers count {view.total} open transaction(s) of Pulsar 5.0's scalable-topics coordinator on "
+        f"{len(view.counted)} topic(s) ({topics}): a broker rolled back to 4.x keeps each of them open for good and "
+        "holds those topics' readers (tried: 5.0.0-M1 to 4.2.4); their clients must end them on 5.0 first"
+    ], []
+
+
 def rollback_problems(view) -> list[str]:
     """Sentences for `downgrade check` where a broker has the scalable-topics coordinator on. `view`: the
-    doctor's SecondCoordinator (doctor/second_coordinator.py), or None when no broker has it on."""
+    SecondCoordinator (scalable_coordinator.py), or None when no broker has it on."""
     if view is None:
         return []
     out = [ROLLBACK.format(setting=SETTING)]

@@ -39,6 +39,7 @@ from pulsar_txn_cli.downgrade.observations import (
     LogObservation,
     Observations,
 )
+from pulsar_txn_cli.downgrade.second_coordinator import rollback_blockers
 from pulsar_txn_cli.downgrade.step1 import Findings, check_configuration, check_effective
 from pulsar_txn_cli.names import across_brokers, parse_bool
 from pulsar_txn_cli.natural import natural_key
@@ -123,6 +124,10 @@ def downgrade_verdict(
         findings.blocked.append(
             "no transaction coordinator was found on the target (is transactionCoordinatorEnabled=true?)"
         )
+
+    blocked, waiting = rollback_blockers(obs.second_coordinator)
+    findings.blocked += blocked
+    findings.waiting += waiting
 
     if findings.batching_seen_on and usable is not None and usable.size:
         findings.blocked.append(

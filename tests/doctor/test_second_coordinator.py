@@ -3,7 +3,7 @@ tests/integration/test_second_coordinator.py)."""
 
 from __future__ import annotations
 
-from pulsar_txn_cli.doctor import second_coordinator as second
+from pulsar_txn_cli import scalable_coordinator as scalable
 
 TOPIC = "persistent://public/default/scal-t"
 METRICS = f"""# TYPE pulsar_txn_tb_active_total gauge
@@ -15,18 +15,18 @@ pulsar_txn_tb_committed_total{{cluster="standalone",namespace="public/default",t
 
 def test_what_the_buffers_count_beyond_the_classic_coordinators():
     classic = {"(0,3)": {"producedPartitions": {"persistent://public/default/c": {}}}}
-    assert second.beyond_classic({TOPIC: 3, "persistent://public/default/c": 1}, classic) == {TOPIC: 3}
+    assert scalable.beyond_classic({TOPIC: 3, "persistent://public/default/c": 1}, classic) == {TOPIC: 3}
 
 
 def test_the_sentence_counts_or_says_none_never_silent():
-    view = second.SecondCoordinator(["http://b1"], {TOPIC: 3})
+    view = scalable.SecondCoordinator(["http://b1"], {TOPIC: 3})
     line = view.sentence("this list")
     assert "this list leaves them out" in line and "count 3 open transaction(s) on 1 topic(s)" in line
     assert f"{TOPIC} 3" in line
-    empty = second.SecondCoordinator(["http://b1"]).sentence("this list")
+    empty = scalable.SecondCoordinator(["http://b1"]).sentence("this list")
     assert "count no open transaction beyond the classic coordinators'" in empty
     assert view.to_json()["uncoveredTransactionsCounted"] == 3
-    assert second.SecondCoordinator(["b"], error="x").to_json()["uncoveredTransactionsCounted"] is None
+    assert scalable.SecondCoordinator(["b"], error="x").to_json()["uncoveredTransactionsCounted"] is None
 
 
 class Admin:
@@ -39,14 +39,14 @@ class Admin:
         return ["http://127.0.0.1:8080"]
 
     def runtime_config(self, url=None):
-        return {} if self.setting is None else {second.SETTING: self.setting}
+        return {} if self.setting is None else {scalable.SETTING: self.setting}
 
     def metrics_text(self, url=None):
         return METRICS
 
 
 def test_detect_only_where_a_broker_has_it_on():
-    assert second.detect(Admin(None), {}) is None  # before 5.0: no such setting
-    assert second.detect(Admin("false"), {}) is None
-    view = second.detect(Admin("true"), {"(0,3)": {"producedPartitions": {"persistent://public/default/c": {}}}})
+    assert scalable.detect(Admin(None), {}) is None  # before 5.0: no such setting
+    assert scalable.detect(Admin("false"), {}) is None
+    view = scalable.detect(Admin("true"), {"(0,3)": {"producedPartitions": {"persistent://public/default/c": {}}}})
     assert view.counted == {TOPIC: 3} and view.brokers == ["http://127.0.0.1:8080"]

@@ -3,7 +3,7 @@ brokers' runtime configuration; the real broker's side is tests/integration/test
 
 from __future__ import annotations
 
-from pulsar_txn_cli.doctor.second_coordinator import SecondCoordinator
+from pulsar_txn_cli.scalable_coordinator import SecondCoordinator
 from pulsar_txn_cli.downgrade import second_coordinator as second
 from pulsar_txn_cli.downgrade.observations import BrokerObservation
 
@@ -68,3 +68,25 @@ def test_the_rollback_lines_say_what_4_x_meets_and_how_many_are_counted_now():
     assert counted[1].startswith("the buffers count 3 open transaction(s)") and "on 2 topic(s)" in counted[1]
     unknown = second.rollback_problems(SecondCoordinator(["b1"], error="HTTP 500"))
     assert unknown[1].endswith("could not be read: HTTP 500")
+
+
+def test_the_downgrade_is_blocked_while_the_buffers_count_its_transactions():
+    """A broker rolled back to 4.x keeps the scalable-topics coordinator's open transactions open for good (the
+    real rollback from 5.0.0-M1 to 4.2.4): while the buffers count any, no SAFE; while the count is unknown, WAIT."""
+    from pulsar_txn_cli.downgrade.verdict import downgrade_verdict
+    from tests.downgrade.builders import checkpoint, obs, tc
+
+    clear = {"coordinators": [tc(0, ledgers=(5,))], "brokers": None}
+    record = checkpoint(coordinators={0: 3})
+    assert downgrade_verdict(obs(**clear), record).verdict == "SAFE"
+    held = SecondCoordinator(["http://b1:8080"], counted={"persistent://public/default/t": 3})
+    blocked = downgrade_verdict(obs(**clear, second_coordinator=held), record)
+    assert blocked.verdict == "BLOCKED" and blocked.problems[0].startswith(
+        "the buffers count 3 open transaction(s) of Pulsar 5.0's scalable-topics coordinator on 1 topic(s) "
+        "(persistent://public/default/t): a broker rolled back to 4.x keeps each of them open for good"
+    ), blocked.problems
+    unknown = SecondCoordinator(["http://b1:8080"], error="metrics: 503")
+    waiting = downgrade_verdict(obs(**clear, second_coordinator=unknown), record)
+    assert waiting.verdict == "WAIT" and "could not be read (metrics: 503)" in waiting.problems[0], waiting.problems
+    none = SecondCoordinator(["http://b1:8080"])
+    assert downgrade_verdict(obs(**clear, second_coordinator=none), record).verdict == "SAFE"
