@@ -90,3 +90,15 @@ def test_the_downgrade_is_blocked_while_the_buffers_count_its_transactions():
     assert waiting.verdict == "WAIT" and "could not be read (metrics: 503)" in waiting.problems[0], waiting.problems
     none = SecondCoordinator(["http://b1:8080"])
     assert downgrade_verdict(obs(**clear, second_coordinator=none), record).verdict == "SAFE"
+
+
+def test_its_transactions_do_not_keep_the_records_from_being_taken():
+    """The scalable-topics coordinator has nothing to do with batching: the first check records the last
+    batched ledgers all the same, so the logs are judged and the rest of the downgrade goes on."""
+    from pulsar_txn_cli.downgrade.verdict import downgrade_verdict
+    from tests.downgrade.builders import obs, tc
+
+    held = SecondCoordinator(["http://b1:8080"], counted={"persistent://public/default/t": 1})
+    first = downgrade_verdict(obs(coordinators=[tc(0, ledgers=(5, 6))], second_coordinator=held), None)
+    assert first.verdict == "BLOCKED" and first.newly_recorded == 1, first.problems
+    assert first.coordinators[0].last_batched_ledger_id == 6
