@@ -155,8 +155,9 @@ def downgrade_verdict(
     fleet = Fleet(_batch_index_deletion(obs), since)
     states = [log_state(log, usable.record_for(log.key) if usable else None, fleet) for log in obs.logs]
     states += _missing(obs, usable)
-    _stalls(states, findings, [b.version for b in obs.brokers if b.version], engine=obs.target.startswith("engine "))
-    _switch_would_stall(obs, findings, fleet.batch_index, engine=obs.target.startswith("engine "))
+    engine = obs.target.startswith("engine ")  # an engine directory; a served engine is a cluster by URL
+    _stalls(states, findings, [b.version for b in obs.brokers if b.version], engine=engine)
+    _switch_would_stall(obs, findings, fleet.batch_index, engine=engine)
     findings.waiting += [f"{s.log.label}: {advice.reason(s)}" for s in states if s.cause == CAUSE_MISSING]
     # Beside PIP-160's logs, after the records are taken (it has nothing to do with batching): Pulsar 5.0's
     # scalable-topics coordinator's open transactions, which a rollback to 4.x keeps open for good.
