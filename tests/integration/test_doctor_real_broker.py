@@ -19,6 +19,7 @@ from collections import Counter
 import pytest
 
 import harness
+from workload_records import base, open_partitions, produced, received
 from tests.conftest import isolate
 
 pytestmark = pytest.mark.doctor
@@ -35,41 +36,6 @@ def _isolated(monkeypatch, tmp_path):
 def _seed_values(seed: int, total: int, ops: int) -> set[str]:
     """The plain messages TxnWorkload writes to every topic before its transactions."""
     return {f"seed-{seed}-{i}" for i in range(max(4, total * ops // 3 + 2))}
-
-
-def _base(topic: str) -> str:
-    return topic.split("-partition-")[0]
-
-
-def _dump(broker, sub: str, prefix: str = PREFIX) -> dict[str, list[str]]:
-    """topic (partitions merged) -> values a new subscription receives, in order."""
-    got: dict[str, list[str]] = {}
-    for line in broker.run_workload(dump=sub, prefix=prefix):
-        if line.get("event") == "msg":
-            got.setdefault(_base(line["topic"]), []).append(line["value"])
-    return got
-
-
-def _produced(lines, outcome) -> dict[str, set[str]]:
-    """base topic -> values produced by the transactions with that outcome."""
-    out: dict[str, set[str]] = {}
-    for record in lines:
-        if record.get("event") == "txn" and record.get("outcome") == outcome:
-            for op in record["ops"]:
-                if op["op"] == "produce":
-                    out.setdefault(op["topic"], set()).add(op["value"])
-    return out
-
-
-def _partitions(lines) -> set[str]:
-    found = set()
-    for record in lines:
-        if record.get("event") == "txn" and record.get("outcome") == "open":
-            for op in record["ops"]:
-                if op["op"] == "produce":
-                    partition = int(op["msgId"].split(":")[2])
-                    found.add(f"{op['topic']}-partition-{partition}" if partition >= 0 else op["topic"])
-    return found
 
 
 def _abort_when_done(request, broker, lines) -> None:
@@ -94,16 +60,16 @@ def test_sigkilled_client_found_aborted_and_readers_released(cli, pulsar_broker,
     run.proc.wait(60)
     _abort_when_done(request, broker, lines)
     [killed] = [f"({r['most']},{r['least']})" for r in lines if r.get("event") == "txn"]
-    held = _partitions(lines)
-    hung_values = {v for values in _produced(lines, "open").values() for v in values}
+    held = open_partitions(lines)
+    hung_values = {v for values in produced(lines, "open").values() for v in values}
     assert held and hung_values, "the killed client produced nothing; change its seed"
     # 2. committed transactions and plain messages written after it
     after_seed = 9102
     after = broker.run_workload(seed=after_seed, txns=4, aborts=0, ops=4, prefix=PREFIX)
-    committed = _produced(after, "committed")
+    committed = produced(after, "committed")
     # 3. readers of the held partitions get nothing newer than the killed transaction's first message
-    before = _dump(broker, "dr-before")
-    for topic in {_base(p) for p in held}:
+    before = received(broker, "dr-before", prefix=PREFIX)
+    for topic in {base(p) for p in held}:
         got = set(before.get(topic, []))
         assert not got & hung_values
         if topic in {p for p in held}:  # a non-partitioned topic: nothing written after it at all
@@ -134,8 +100,8 @@ def test_sigkilled_client_found_aborted_and_readers_released(cli, pulsar_broker,
         if not [f for f in report["findings"] if killed in f.get("txnIds", [])] or time.monotonic() > deadline:
             break
         time.sleep(1)
-    got = _dump(broker, "dr-after")
-    for topic in {_base(p) for p in held}:
+    got = received(broker, "dr-after", prefix=PREFIX)
+    for topic in {base(p) for p in held}:
         values = got.get(topic, [])
         duplicated = [v for v, n in Counter(values).items() if n > 1]
         assert duplicated == [], duplicated
@@ -208,7 +174,7 @@ def test_after_a_broker_restart_the_hanging_transaction_is_named_then_found_and_
     assert all(any(r in u["error"] for r in reasons) for u in unlisted), unlisted
     assert "could not list their open transactions" in result.stderr and took < 40, (result.stderr, took)
     print(f"\nafter the restart, find-hanging exited 4 in {took:.1f} s: {[u['error'][:160] for u in unlisted]}")
-    _dump(broker, "dr-restart", prefix=RESTART)  # readers load every topic the client wrote to
+    received(broker, "dr-restart", prefix=RESTART)  # readers load every topic the client wrote to
     found = cli(["find-hanging", *url, "--older-than", "1s", "-o", "json"])
     assert found.exit_code == 0, found.stderr
     assert killed in {t["txnId"] for t in found.json()["transactions"]}

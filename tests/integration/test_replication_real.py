@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import harness
+from workload_records import open_partitions, produced, received
 from tests.conftest import isolate
 
 pytestmark = pytest.mark.replication
@@ -87,41 +88,6 @@ def _seed_values(seed: int, total: int, ops: int) -> set[str]:
     return {f"seed-{seed}-{i}" for i in range(max(4, total * ops // 3 + 2))}
 
 
-def _base(topic: str) -> str:
-    return topic.split("-partition-")[0]
-
-
-def _dump(broker, sub: str) -> dict[str, list[str]]:
-    """base topic -> the values a new subscription on `broker` receives, in order."""
-    got: dict[str, list[str]] = {}
-    for line in broker.run_workload(dump=sub, prefix=PREFIX, namespace=NS):
-        if line.get("event") == "msg":
-            got.setdefault(_base(line["topic"]), []).append(line["value"])
-    return got
-
-
-def _produced(lines, outcome) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for record in lines:
-        if record.get("event") == "txn" and record.get("outcome") == outcome:
-            for op in record["ops"]:
-                if op["op"] == "produce":
-                    out.setdefault(op["topic"], set()).add(op["value"])
-    return out
-
-
-def _partitions(lines) -> set[str]:
-    """The partitions the open transaction wrote to (a non-partitioned topic is its own)."""
-    found = set()
-    for record in lines:
-        if record.get("event") == "txn" and record.get("outcome") == "open":
-            for op in record["ops"]:
-                if op["op"] == "produce":
-                    index = int(op["msgId"].split(":")[2])
-                    found.add(f"{op['topic']}-partition-{index}" if index >= 0 else op["topic"])
-    return found
-
-
 def _replicator(broker, partition: str) -> tuple[str, str, str]:
     """(the replicator's mark-delete, maxReadPosition, the last written entry) of a partition on `broker`."""
     rest = partition.split("://", 1)[1]
@@ -170,18 +136,18 @@ def test_open_transaction_holds_replication_until_abort_hanging(cli, geo, reques
             path = f"/admin/v3/transactions/abortTransaction/{r['most']}/{r['least']}"
             request.addfinalizer(lambda path=path: east.rest("POST", path))
     [killed] = [f"({r['most']},{r['least']})" for r in lines if r.get("event") == "txn"]
-    held = _partitions(lines)
-    hung = {v for values in _produced(lines, "open").values() for v in values}
+    held = open_partitions(lines)
+    hung = {v for values in produced(lines, "open").values() for v in values}
     assert held and hung, "the killed client produced nothing; change its seed"
     # 2. committed transactions and plain messages after it, on east
     after_seed = 9102
     after = east.run_workload(seed=after_seed, txns=4, aborts=0, ops=4, prefix=PREFIX, namespace=NS)
-    committed = _produced(after, "committed")
+    committed = produced(after, "committed")
     assert committed, "the committed transactions produced nothing; change their seed"
     # 3. east's replicator to west sends everything up to maxReadPosition and stops there on the held partitions
     for partition in held:
         _until(f"{REPLICATOR} of {partition} waits at maxReadPosition", lambda p=partition: _waits(east, p))
-    before = _dump(west, "repl-before")
+    before = received(west, "repl-before", prefix=PREFIX, namespace=NS)
     for topic in {f"persistent://{NS}/{t}" for t in TOPICS} & held:  # non-partitioned: nothing after the txn
         assert set(before.get(topic, [])) == _seed_values(killed_seed, 1, ops), (topic, before.get(topic))
     assert not {v for values in before.values() for v in values} & hung
@@ -213,7 +179,7 @@ def test_open_transaction_holds_replication_until_abort_hanging(cli, geo, reques
     report = cli(["doctor", *url, "--older-than", "5s", "-o", "json"]).json()
     assert not [f for f in report["findings"] if f["check"] == "held-replicators"], report["findings"]
     # 7. west has every committed and plain message, none twice, none of the aborted transaction's
-    got = _dump(west, "repl-after")
+    got = received(west, "repl-after", prefix=PREFIX, namespace=NS)
     for topic in [f"persistent://{NS}/{t}" for t in (*TOPICS, f"{PREFIX}-part")]:
         values = got.get(topic, [])
         assert [v for v, n in Counter(values).items() if n > 1] == [], topic
