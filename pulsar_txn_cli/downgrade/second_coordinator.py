@@ -104,7 +104,7 @@ def rollback_blockers(view) -> tuple[list[str], list[str]]:
         ]
     if not view.counted:
         return [], []
-    topics = ", ".join(sorted(view.counted)[:3]) + (" and more" if len(view.counted) > 3 else "")
+    topics = _first_topics(view)
     return [
         f"the buffers count {view.total} open transaction(s) of Pulsar 5.0's scalable-topics coordinator on "
         f"{len(view.counted)} topic(s) ({topics}): a broker rolled back to 4.x keeps each of them open for good and "
@@ -121,10 +121,15 @@ def rollback_problems(view) -> list[str]:
     if view.error:
         out.append(f"how many such transactions the buffers count now could not be read: {view.error}")
     elif view.counted:
-        topics = ", ".join(sorted(view.counted)[:3]) + (" and more" if len(view.counted) > 3 else "")
+        topics = _first_topics(view)
         out.append(
             f"the buffers count {view.total} open transaction(s) that no classic coordinator lists, on "
             f"{len(view.counted)} topic(s) ({topics}): a rollback keeps them open and their readers held; their "
             "clients must end them on 5.0 first"
         )
     return out
+
+
+def _first_topics(view) -> str:
+    """The first few topics whose buffers count such transactions, for a sentence."""
+    return ", ".join(sorted(view.counted)[:3]) + (" and more" if len(view.counted) > 3 else "")
