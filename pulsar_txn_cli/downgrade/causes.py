@@ -9,7 +9,8 @@ remains of it:
 - CREATED_UNBATCHED: its only ledger was created after every broker's buffered-writer metrics started,
   and they have counted no batch since (a ledger is written by the broker that created it only).
 Every other case is a cause, and a log with a cause is never clear. Some causes need an operator: the
-log's `stalls` say which, and any of them makes the verdict BLOCKED.
+log's `stalls` say which, and any of them makes the verdict BLOCKED. (What is stored can settle a cause
+that only stored entries keep: `--confirm-from-bookies` reads them, downgrade/confirm.py.)
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ store's writer fixes batching when it opens, and a ledger is written only by the
 it), and a batching writer writes batched every record smaller than its batchedWriteMaxSize (4 MB
 by default), so a read part with entries and none batched answers for the tail; a current ledger whose entries the bookies have not
 confirmed at all is WAIT.
+
+A WAIT with batching off and effective on every broker, held only by what may be stored (ledgers not yet
+trimmed, records not taken, counters that cannot tell whether a batch was written since the last check, as
+on Pulsar 2.11, which exports none), is decided by the same reading: when every remaining ledger was read
+and none holds a batched entry, an old broker can read everything stored, and nothing batches any more: SAFE.
+Otherwise the WAIT stands, as time and traffic still clear it.
 """
 
 from __future__ import annotations
@@ -92,7 +98,10 @@ def unread(ledger: LedgerRead) -> str | None:
 
 def apply_confirmation(result: DowngradeVerdict, reading: Reading) -> DowngradeVerdict:
     """The verdict once the remaining ledgers were read: a SAFE becomes BLOCKED when a batched entry
-    is stored, WAIT when something could not be read; any other verdict is returned as it is."""
+    is stored, WAIT when something could not be read; a WAIT the reading decides is SAFE when every ledger
+    was read and none is batched; any other verdict is returned as it is."""
+    if result.verdict == WAIT and result.reading_decides:
+        return _settled(result, reading)
     if result.verdict != SAFE:
         return result
     owner = {ledger: item for item in result.items for ledger in (item.observation.ledgers or ())}
@@ -119,6 +128,21 @@ def apply_confirmation(result: DowngradeVerdict, reading: Reading) -> DowngradeV
         subscriptions=[marked[id(i)] for i in result.subscriptions],
         problems=result.problems + blocked + waiting,
         fixes=result.fixes + (["pulsar-txn downgrade reset"] if blocked else []),
+    )
+
+
+def _settled(result: DowngradeVerdict, reading: Reading) -> DowngradeVerdict:
+    if reading.problems or any(ledger.batched or unread(ledger) for ledger in reading.ledgers):
+        return result
+    why = f"none of its remaining ledgers holds a batched entry (read from {reading.source})"
+    items = {id(i): replace(i, clear=True, reason=why, cause=None, advice=None) for i in result.items if not i.clear}
+    return replace(
+        result,
+        verdict=SAFE,
+        coordinators=[items.get(id(i), i) for i in result.coordinators],
+        subscriptions=[items.get(id(i), i) for i in result.subscriptions],
+        problems=[],
+        fixes=[],
     )
 
 

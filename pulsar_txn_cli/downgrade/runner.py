@@ -38,8 +38,8 @@ def check(
 ) -> CheckResult:
     """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
     atomically, so an interrupted check leaves the previous file intact. `confirm()`, when given,
-    reads every remaining ledger (collect/scan.py, passed in from above) once the verdict is SAFE,
-    and the verdict stands only if what it read agrees (downgrade/confirm.py)."""
+    reads every remaining ledger (collect/scan.py, passed in from above) once the verdict is SAFE, or a
+    WAIT that only stored entries keep from SAFE; what it read decides (downgrade/confirm.py)."""
     try:
         before, error = cp_store.load(path), None
     except cp_store.CheckpointError as exc:
@@ -52,7 +52,7 @@ def check(
 
         result = apply_entry_scan(result, scan(verify))
     reading = None
-    if confirm is not None and result.verdict == v.SAFE:
+    if confirm is not None and (result.verdict == v.SAFE or result.reading_decides):
         from pulsar_txn_cli.downgrade.confirm import apply_confirmation
 
         reading = confirm()

@@ -90,6 +90,9 @@ class DowngradeVerdict:
     checkpoint: Checkpoint | None  # what to save; None: leave the file alone
     newly_recorded: int = 0
     identity: str = ""
+    # Batching is off and effective everywhere and nothing but stored entries keeps it from SAFE: a reading
+    # of every remaining ledger that finds no batched entry settles it (downgrade/confirm.py).
+    reading_decides: bool = False
 
     @property
     def items(self) -> list[ItemVerdict]:
@@ -120,6 +123,7 @@ def downgrade_verdict(
     usable, writable = _check_checkpoint(obs, checkpoint, checkpoint_error, findings)
     check_configuration(obs, findings, want=False)
     check_effective(obs, findings, want=False)
+    batching_off = findings.step1_clean  # both settings off and effective on every broker: nothing batches now
     if not obs.coordinators:
         findings.blocked.append(
             "no transaction coordinator was found on the target (is transactionCoordinatorEnabled=true?)"
@@ -185,6 +189,7 @@ def downgrade_verdict(
         usable if writable else None,
         len(new_records),
         obs.key,
+        reading_decides=verdict == WAIT and batching_off and not findings.blocked and not waiting and not obs.problems,
     )
 
 

@@ -24,7 +24,7 @@ import shutil
 import sys
 from collections import Counter
 
-from pulsar_txn_cli.errors import PulsarTxnError, UsageError
+from pulsar_txn_cli.errors import ConnectionFailed, DataError, PulsarTxnError, UsageError
 from pulsar_txn_cli.pipeline import analysis, distinct, inputs
 from pulsar_txn_cli.pipeline.facts import error_sort_key
 
@@ -316,13 +316,23 @@ def analyze(
             raise
         except Exception as exc:  # Py4JJavaError, PythonException...: one sentence, the logs named
             where = f"Spark's own log: {session.jvm_log}; " if session.owned else ""
-            raise PulsarTxnError(
-                f"the Spark job failed: {failure_summary(exc)}",
+            summary = failure_summary(exc)
+            raise failure_class(summary)(
+                f"the Spark job failed: {summary}",
                 hint=f"{where}the executors' logs are in the workers' work directories",
             ) from exc
     if tell is not None:
         tell(describe_decoders(decoders))
     return report
+
+
+# A storage that refused or could not be reached (S3 credentials, a host, a socket): a connection error;
+# any other failure of the job is one on its inputs.
+STORAGE_FAILURES = ("AccessDenied", "NoAuthWith", "UnknownHost", "ConnectException", "SocketTimeout", "SdkClient")
+
+
+def failure_class(summary: str) -> type[PulsarTxnError]:
+    return ConnectionFailed if any(name in summary for name in STORAGE_FAILURES) else DataError
 
 
 def failure_summary(exc: Exception) -> str:

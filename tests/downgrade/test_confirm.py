@@ -264,3 +264,61 @@ def test_a_verdict_other_than_safe_is_returned_as_it_is():
     verdict = safe_verdict()
     verdict.verdict = WAIT
     assert apply_confirmation(verdict, reading(read(9, batched=[1]))) is verdict
+
+
+def waiting_verdict(*, decides: bool) -> DowngradeVerdict:
+    """WAIT on a log not recorded yet, as on Pulsar 2.11, whose brokers export no buffered-writer counters."""
+    held = ItemVerdict(sub(ledgers=(12,)), 12, None, False, "not recorded yet", cause="not-recorded", advice="wait")
+    clear = ItemVerdict(tc(0, ledgers=(7, 9)), 7, 5, True, "oldest ledger 7 > last batched ledger 5")
+    problems = ["whether the TC logs were batched since the last check cannot be told yet (…)"]
+    return DowngradeVerdict(WAIT, "http://broker:8080", [clear], [held], problems, [], None, reading_decides=decides)
+
+
+def test_a_wait_only_stored_entries_hold_is_safe_once_none_read_is_batched():
+    settled = apply_confirmation(waiting_verdict(decides=True), reading(read(7), read(9), read(12, open=True)))
+    assert (settled.verdict, settled.problems, settled.fixes) == (SAFE, [], [])
+    [subscription] = settled.subscriptions
+    assert (subscription.clear, subscription.cause, subscription.advice) == (True, None, None)
+    assert subscription.reason == (
+        "none of its remaining ledgers holds a batched entry (read from the bookies (zk+null://z:2181/ledgers))"
+    )
+    assert settled.coordinators == waiting_verdict(decides=True).coordinators  # a clear log stays as it was
+
+
+@pytest.mark.parametrize(
+    "ledgers",
+    [
+        [read(7), read(12, batched=[2])],  # still batched: the downgrade goes on as time and traffic clear it
+        [read(7), read(12, open=True, read=0, expected=2)],  # not all read
+        [read(7), read(12, error="the shell exited 1")],
+    ],
+)
+def test_a_wait_the_reading_cannot_settle_stands(ledgers):
+    verdict = waiting_verdict(decides=True)
+    assert apply_confirmation(verdict, reading(*ledgers)) is verdict
+
+
+def test_a_wait_with_batching_not_off_everywhere_is_never_settled_by_a_reading():
+    verdict = waiting_verdict(decides=False)
+    assert apply_confirmation(verdict, reading(read(7), read(9), read(12))) is verdict
+
+
+def test_the_engine_decides_a_wait_from_its_store(cli, tmp_path):
+    """Batching on and off again with no traffic in between: the pending-ack logs wait for their current ledgers
+    to roll (they may hold batched entries, as far as ledger ids tell), and the reading of the engine's store,
+    which finds none, settles it."""
+    directory = simulate_into(tmp_path / "engine", coordinators=1, transactions=20, seed=2)
+    for state in ("--enable", "--disable"):
+        for log in ("tc", "pending-ack"):
+            switched = cli(
+                [f"set-txn-{log}-batch-log", state, "--reload", "--yes", "--force", "--engine-dir", directory]
+            )
+            assert switched.exit_code == 0, switched.stderr
+    code, first = check(cli, directory)
+    assert (code, first["verdict"]) == (5, WAIT)
+    assert {i["cause"] for i in first["subscriptions"]} == {"ledger-not-rolled"}, first
+    code, seen = check(cli, directory, "--confirm-from-bookies")
+    assert (code, seen["verdict"], seen["problems"]) == (0, SAFE, []), seen
+    assert seen["confirmation"]["batchedEntries"] == 0 and seen["confirmation"]["unread"] == []
+    assert all(i["clear"] and i["cause"] is None for i in seen["coordinators"] + seen["subscriptions"])
+    assert "read from the engine's store" in seen["subscriptions"][0]["reason"]

@@ -244,10 +244,9 @@ def test_doctor_names_the_held_transaction_and_its_fix(broker, tmp_path_factory)
             f"pulsar-txn abort-transaction -m {most} -l {least} --yes --admin-url {broker.admin_url}"
         ]
     else:  # no abort endpoint: the coordinator's reload ends it
-        assert hanging["fix"] == [
-            f"pulsar-admin --admin-url {broker.admin_url} topics unload "
-            f"persistent://pulsar/system/transaction_coordinator_assign-partition-{most}"
-        ], hanging
+        assert hanging["fix"] == [f"pulsar-txn unload --coordinator {most} --yes --admin-url {broker.admin_url}"], (
+            hanging
+        )
         assert "predate Pulsar 3.2" in hanging["advice"], hanging
 
 

@@ -93,3 +93,17 @@ def test_nothing_decodable_on_spark(spark, tmp_path):
     report = spark_job.run(spark, files)
     assert report == local.run(files)
     assert (report["totals"]["decodeErrors"], report["totals"]["transactions"]) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("summary", "code"),
+    [
+        ("java.nio.file.AccessDeniedException: s3a://dumps/x: org.apache.hadoop.fs.s3a.auth.NoAuthWithAWSException", 4),
+        ("java.net.UnknownHostException: minio.internal", 4),
+        ("org.apache.spark.api.python.PythonException: ValueError: not a dump line", 3),
+    ],
+)
+def test_a_failed_job_exits_as_a_storage_or_an_input_failure(summary, code):
+    from pulsar_txn_cli.pipeline import spark_job
+
+    assert spark_job.failure_class(summary).exit_code == code
