@@ -211,8 +211,10 @@ def test_upgrade_refused_while_a_broker_runs_2_10(cluster, tool):
     assert any("the brokers run 2 versions" in p for p in mixed["problems"]), mixed["problems"]
     asked = tool.run("set-txn-tc-batch-log", "--enable", expect=2)  # no terminal to answer the question
     assert (
-        f"1 of 2 brokers of cluster {cluster.admin_url} predates PIP-160 and cannot read batched logs: "
-        f"127.0.0.1:{cluster.brokers[1].web_port} ({OLD})" in asked.stderr
+        f"1 of 2 brokers of cluster {cluster.admin_url} predates PIP-160 and cannot read batched logs: " in asked.stderr
+    ), asked.stderr
+    assert f"127.0.0.1:{cluster.brokers[1].web_port} ({OLD}); finish the rolling upgrade first" in asked.stderr, (
+        asked.stderr
     )
     assert "confirm with --yes" in asked.stderr
 
