@@ -344,6 +344,10 @@ def verdict_line(verdict) -> str:
     items = verdict.items
     held = sum(not i.clear for i in items)
     counts = f"{len(verdict.coordinators)} coordinator(s), {len(verdict.subscriptions)} subscription(s)"
+    if verdict.verdict == "SAFE" and verdict.reading_decides:  # a WAIT the stored entries settled
+        return (
+            f"SAFE: {verdict.target} can be downgraded: no remaining ledger holds a batched entry, as read ({counts})"
+        )
     if verdict.verdict == "SAFE":
         return (
             f"SAFE: {verdict.target} can be downgraded: every ledger that may hold batched entries is gone ({counts})"

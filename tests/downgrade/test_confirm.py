@@ -322,3 +322,6 @@ def test_the_engine_decides_a_wait_from_its_store(cli, tmp_path):
     assert seen["confirmation"]["batchedEntries"] == 0 and seen["confirmation"]["unread"] == []
     assert all(i["clear"] and i["cause"] is None for i in seen["coordinators"] + seen["subscriptions"])
     assert "read from the engine's store" in seen["subscriptions"][0]["reason"]
+    said = cli(["downgrade", "check", "--confirm-from-bookies", "--engine-dir", directory])
+    assert said.exit_code == 0, said.stderr
+    assert "can be downgraded: no remaining ledger holds a batched entry, as read (" in said.stdout + said.stderr
