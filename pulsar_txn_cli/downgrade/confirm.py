@@ -96,6 +96,11 @@ def unread(ledger: LedgerRead) -> str | None:
     return None
 
 
+def read_for(result: DowngradeVerdict) -> bool:
+    """Whether a reading can change this verdict: a SAFE it confirms, or a WAIT it decides."""
+    return result.verdict == SAFE or (result.verdict == WAIT and result.reading_decides)
+
+
 def apply_confirmation(result: DowngradeVerdict, reading: Reading) -> DowngradeVerdict:
     """The verdict once the remaining ledgers were read: a SAFE becomes BLOCKED when a batched entry
     is stored, WAIT when something could not be read; a WAIT the reading decides is SAFE when every ledger

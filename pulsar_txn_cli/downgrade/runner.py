@@ -52,11 +52,12 @@ def check(
 
         result = apply_entry_scan(result, scan(verify))
     reading = None
-    if confirm is not None and (result.verdict == v.SAFE or result.reading_decides):
-        from pulsar_txn_cli.downgrade.confirm import apply_confirmation
+    if confirm is not None:
+        from pulsar_txn_cli.downgrade.confirm import apply_confirmation, read_for
 
-        reading = confirm()
-        result = apply_confirmation(result, reading)
+        if read_for(result):
+            reading = confirm()
+            result = apply_confirmation(result, reading)
     saved = False
     after = result.checkpoint
     if after is not None and after != before and (before is not None or after.size):
