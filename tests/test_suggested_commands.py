@@ -338,7 +338,7 @@ class Place:
         if printed_for is not None and not printed_for.served:
             argv = [str(self.dir) if a == str(printed_for.dir) else a for a in argv]
         result = run_cli(argv, env={"XDG_STATE_HOME": str(self.state)})
-        assert "error: unexpected" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert_no_crash(result)
         return result
 
     def json(self, *args) -> dict:

@@ -39,7 +39,7 @@ from pulsar_txn_cli.engine.coordinator import OPEN
 from pulsar_txn_cli.engine.oracle import batched_ledgers, copy_engine, downgrade_oracle, horizon_ms, traffic
 from pulsar_txn_cli.engine.advance import advance
 from pulsar_txn_cli.engine.simulate import SimOptions, simulate
-from tests.conftest import port_outside_ephemeral_range, run_cli
+from tests.conftest import assert_no_crash, port_outside_ephemeral_range, run_cli
 
 SMALL = {
     "managedLedgerMaxEntriesPerLedger": "50",
@@ -69,7 +69,7 @@ class Trail:
 
 def cli(args, expect=(0,)):
     result = run_cli([str(a) for a in args])
-    assert "Traceback" not in result.stderr, result.stderr
+    assert_no_crash(result)
     assert result.exit_code in expect, f"{' '.join(map(str, args))} -> {result.exit_code}: {result.stderr}"
     return result
 
