@@ -317,8 +317,8 @@ def settled_upgrade_check(broker, tmp_path_factory, timeout: float = 60):
         seen.append(verdict["problems"])
         opening = verdict["problems"] and all(opening_store(p) for p in verdict["problems"])
         if not opening or time.monotonic() > deadline:
-            # the measurement the bound is to be judged by (`-s` shows it)
-            print(f"upgrade check settled after {time.monotonic() - started:.1f} s ({len(seen)} runs)", flush=True)
+            # the measurement the bound is judged by, in the run's matrix (docs/compatibility.md)
+            MATRIX.setdefault(version_of(broker), {})["upgrade check settled (s)"] = f"{time.monotonic() - started:.0f}"
             return result, verdict, seen
         time.sleep(1)
 
