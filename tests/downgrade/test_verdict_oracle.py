@@ -242,3 +242,40 @@ def test_regression_batching_back_on_between_two_checks_was_safe(monkeypatch, tm
         assert any("batching may have run since the last check" in p for p in doc["problems"]), doc["problems"]
     finally:
         machine.teardown()
+
+
+def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_transactions(monkeypatch, tmp_path):
+    """The deep profile's shrunk counterexample to the rule that a WAIT clears by itself: the stall had formed
+    (batch-index acks off, records of transactions held across the switch in a batched entry), then the
+    checkpoint was reset while clients held transactions open. The first check after the reset cannot tell
+    whether those transactions hold the cursor (it has stood still only since that check): WAIT, never SAFE.
+    Once the cursor has stood still past every transaction open at that check, the next check says BLOCKED.
+
+      1.-7. as above, with 1 coordinator, batch-index acks off; downgrade check -> BLOCKED
+      8. the client commits its 3 open transaction(s); engine simulate -n 60; engine advance 15m
+      9. a client opens 4 transactions (timeout 30s); downgrade check -> BLOCKED; downgrade reset
+      10. a client opens 4 transactions (timeout 30s); engine simulate -n 20; a client opens 2 more
+      11. downgrade check -> WAIT
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+        machine.client_ends("commit")
+        machine.workload(60)
+        machine.time_passes("15m")
+        machine.open_transactions(4, "30s")
+        assert machine.check()["verdict"] == "BLOCKED"
+        machine.downgrade_reset()
+        machine.open_transactions(4, "30s")
+        machine.workload(20)
+        machine.open_transactions(2, "30s")
+        doc = machine.check()
+        assert doc["verdict"] == "WAIT", doc["problems"]
+        machine.wait_ends_by_itself(doc)  # on a copy: BLOCKED by itself, as the oracle says no wait clears it
+        machine.time_passes("2h")  # and on the engine itself
+        doc = machine.check()
+        assert doc["verdict"] == "BLOCKED", doc["problems"]
+        assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
+    finally:
+        machine.teardown()
