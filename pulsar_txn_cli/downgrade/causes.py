@@ -162,16 +162,18 @@ def pinned_without_open_transactions(log: LogObservation, batch_index: bool | No
 
 
 def _pinned(log: LogObservation, mark, lac, batch_index: bool | None, held_since: int | None = None) -> bool:
-    """The TC log's cursor is behind its last entry, batch-index deletion is off, and no transaction
-    holds it: records that cannot be deleted pin it. Either none is open and entries after the cursor
-    were deleted, or the cursor has stood where it is since `held_since` while every transaction open
-    then has ended (each open one opened later): a busy cluster always has some open, which do not
-    hold it."""
+    """The TC log's cursor is behind its last entry, batch-index deletion is off, entries after the cursor
+    were deleted (records of transactions that ended), and no transaction holds it: records that cannot be
+    deleted pin it. Either none is open, or the cursor has stood where it is since `held_since` while every
+    transaction open then has ended (each open one opened later): a busy cluster always has some open,
+    which do not hold it. Without deleted entries after it, the cursor may stand right before the records
+    of the transactions open now, which hold it until they end."""
     if log.kind != COORDINATOR or batch_index is not False or mark is None or lac is None or not mark < lac:
         return False
-    ranges = (log.individually_deleted or "").strip()
+    if (log.individually_deleted or "").strip() in ("", "[]"):
+        return False
     if log.ongoing_txns == 0:
-        return ranges not in ("", "[]")
+        return True
     return held_since is not None and log.oldest_open_ms is not None and log.oldest_open_ms > held_since
 
 

@@ -279,3 +279,33 @@ def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_trans
         assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
     finally:
         machine.teardown()
+
+
+def test_regression_a_cursor_before_the_open_transactions_records_was_called_pinned(monkeypatch, tmp_path):
+    """The deep profile's shrunk counterexample to BLOCKED: batching on and off with no transaction open across
+    the switch, then a client opens two. The TC log's cursor stands at the last record before theirs, with no
+    entry deleted after it, since it has nothing else to acknowledge; the check, its record made then, called
+    it the batch-index deletion stall (BLOCKED), which traffic and time clear. It is a WAIT for those
+    transactions, and a --wait ends in SAFE.
+
+      1.-4. engine init --coordinators 1 (batch-index acks off); batching on; a client opens 3 transactions (1h)
+      5. the client commits them; engine simulate -n 60; engine advance 15m
+      6. set-txn-tc-batch-log --disable and set-txn-pending-ack-batch-log --disable, each --reload --yes --force
+      7. a client opens 2 transactions (timeout 30s) and acks in them
+      8. downgrade check -> BLOCKED
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=False)
+        machine.client_ends("commit")
+        machine.workload(60)
+        machine.time_passes("15m")
+        machine.disable_and_reload(("tc", "pa"))
+        machine.open_transactions(2, "30s")
+        doc = machine.check()
+        assert doc["verdict"] == "WAIT", doc["problems"]
+        assert not any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
+        machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
+    finally:
+        machine.teardown()
