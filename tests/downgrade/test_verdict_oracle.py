@@ -261,9 +261,7 @@ def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_trans
     machine = VerdictOracle()
     try:
         machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
-        machine.client_ends("commit")
-        machine.workload(60)
-        machine.time_passes("15m")
+        machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
         machine.open_transactions(4, "30s")
         assert machine.check()["verdict"] == "BLOCKED"
         machine.downgrade_reset()
@@ -298,9 +296,7 @@ def test_regression_a_cursor_before_the_open_transactions_records_was_called_pin
     machine = VerdictOracle()
     try:
         machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=False)
-        machine.client_ends("commit")
-        machine.workload(60)
-        machine.time_passes("15m")
+        machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
         machine.disable_and_reload(("tc", "pa"))
         machine.open_transactions(2, "30s")
         doc = machine.check()
