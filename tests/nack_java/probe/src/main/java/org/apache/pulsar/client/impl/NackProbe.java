@@ -194,12 +194,16 @@ public final class NackProbe {
         long nextTimerNs = -1;
         long maxBytes = 0;
         int runs = 0;
+        // What the tracker's clock read at each add and timer run, so the model replays this run as it happened,
+        // however the machine scheduled it: [ms, adds] for adds, [ms, 0] for a timer run.
+        List<long[]> events = new ArrayList<>();
         while (true) {
             long elapsedNs = System.nanoTime() - start;
             if (elapsedNs > durationMs * 1_000_000L) {
                 break;
             }
             for (long due = elapsedNs * rate / 1_000_000_000L; added < due; added++) {
+                record(events, System.currentTimeMillis(), 1);
                 add.invoke(tracker, new MessageIdImpl(1000 + added / 50_000, added % 50_000, -1), 0);
             }
             if (nextTimerNs < 0 && !scheduledMs.isEmpty()) {
@@ -208,6 +212,7 @@ public final class NackProbe {
             if (nextTimerNs >= 0 && elapsedNs >= nextTimerNs) {
                 maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(nacked(tracker)).totalSize());
                 int asked = scheduledMs.size();
+                record(events, System.currentTimeMillis(), 0);
                 trigger.invoke(tracker, (Timeout) null);
                 runs++;
                 nextTimerNs = scheduledMs.size() > asked ? elapsedNs + scheduledMs.get(scheduledMs.size() - 1) * 1_000_000L : -1;
@@ -217,7 +222,24 @@ public final class NackProbe {
         Object map = nacked(tracker);
         maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(map).totalSize());
         System.out.println("{\"design\":\"" + (isNewDesign() ? "new" : "old") + "\",\"added\":" + added + ",\"timerRuns\":" + runs
-                + ",\"maxBytes\":" + maxBytes + ",\"startMs\":" + startMs + "}");
+                + ",\"maxBytes\":" + maxBytes + ",\"startMs\":" + startMs + ",\"events\":" + eventsJson(events) + "}");
+    }
+
+    static void record(List<long[]> events, long ms, long adds) {
+        long[] last = events.isEmpty() ? null : events.get(events.size() - 1);
+        if (adds > 0 && last != null && last[0] == ms && last[1] > 0) {
+            last[1] += adds;
+        } else {
+            events.add(new long[] {ms, adds});
+        }
+    }
+
+    static String eventsJson(List<long[]> events) {
+        StringBuilder out = new StringBuilder("[");
+        for (long[] event : events) {
+            out.append(out.length() > 1 ? "," : "").append('[').append(event[0]).append(',').append(event[1]).append(']');
+        }
+        return out.append(']').toString();
     }
 
     static void order() throws Exception {
