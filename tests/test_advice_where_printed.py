@@ -16,7 +16,7 @@ from pulsar_txn_cli.downgrade import verdict as v
 from pulsar_txn_cli.engine.broker import Engine
 from tests.conftest import run_cli
 from tests.downgrade.builders import broker, checkpoint, obs, sub, tc
-from tests.test_suggested_commands import TOPIC, Place, _batched_with_open, _stuck_committing
+from tests.test_suggested_commands import TOPIC, Place, _batched_with_open, _overdue, _stuck_committing
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -242,13 +242,8 @@ def test_an_empty_current_ledger_says_it_never_rolls_over_by_time():
 
 def test_overdue_transactions_beyond_those_listed_are_counted_and_aborted_by_one_command(tmp_path):
     place = Place(tmp_path / "engine", tmp_path / "state", served=False)
-    _batched_with_open(place.dir, open_transactions=31, state=place.state)
-    with place:  # the first check records the last batched ledgers (and blocks on the stall)
-        assert place.json("downgrade", "check")["verdict"] == "BLOCKED"
-    with Engine.open(place.dir) as engine:
-        engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", "true")
+    _overdue(place.dir, open_transactions=31, state=place.state)
     with place:
-        assert place.run("unload", "--all-coordinators", "--yes", *place.target).exit_code == 0
         doc = place.json("downgrade", "check")
     assert doc["verdict"] == "BLOCKED" and doc["coordinators"][0]["cause"] == "overdue-transaction"
     shown = advice.SHOWN_OVERDUE

@@ -438,8 +438,8 @@ def check_doctor_effects(place: Place, tmp_path) -> dict:
     return report
 
 
-def _batched_with_open(directory, *, open_transactions: int, state) -> list[int]:
-    """Batching on, a workload, transactions held open across the switch off (forced), two hours later."""
+def _batched_with_open(directory, *, open_transactions: int, state, hours: int = 2) -> list[int]:
+    """Batching on, a workload, transactions held open across the switch off (forced), `hours` later."""
     env = {"XDG_STATE_HOME": str(state)}
     t = ["--engine-dir", str(directory)]
     assert run_cli(["engine", "init", "--coordinators", "1", *t], env=env).exit_code == 0
@@ -453,7 +453,26 @@ def _batched_with_open(directory, *, open_transactions: int, state) -> list[int]
         engine.checkpoint()
     for command in ("set-txn-tc-batch-log", "set-txn-pending-ack-batch-log"):
         assert run_cli([command, "--disable", "--reload", "--yes", "--force", *t], env=env).exit_code == 0
-    assert run_cli(["engine", "advance", "2h", *t], env=env).exit_code == 0
+    if hours:
+        assert run_cli(["engine", "advance", f"{hours}h", *t], env=env).exit_code == 0
+    return opened
+
+
+def _overdue(directory, *, open_transactions: int, state) -> list[int]:
+    """Transactions held open across the switch off, batch-index acks on (and a restart) while they are young,
+    then two hours in which their coordinator's timeout tracker never ends them: brokers before 2.11.1 left
+    transactions their coordinator's reload replayed so (apache/pulsar#19200). The engine's tracker runs when
+    its time moves (`engine advance`) and when a coordinator loads, so here the clock moves without it."""
+    opened = _batched_with_open(directory, open_transactions=open_transactions, state=state, hours=0)
+    t = ["--engine-dir", str(directory)]
+    # The check right after the switch records the last batched ledgers (BLOCKED: open across the switch).
+    assert run_cli(["downgrade", "check", *t], env={"XDG_STATE_HOME": str(state)}).exit_code == 6
+    assert run_cli(["engine", "config", "set", "acknowledgmentAtBatchIndexLevelEnabled", "true", *t]).exit_code == 0
+    assert run_cli(["engine", "reload", *t]).exit_code == 0
+    with Engine.open(directory) as engine:
+        with engine.store.tx():
+            engine.clock.advance_ms(2 * 3_600_000)
+        engine.checkpoint()
     return opened
 
 
@@ -480,23 +499,21 @@ def _stuck_committing(directory) -> None:
 
 @pytest.mark.parametrize("served", [False, True], ids=["engine-dir", "served"])
 def test_every_fix_removes_what_it_addresses(monkeypatch, tmp_path, served):
-    """The stall (BLOCKED), its remedy's overdue transactions (BLOCKED), step 1 (BLOCKED), ledgers not rolled
-    over (WAIT), and a transaction stuck COMMITTING: each fix of `downgrade check` and `doctor`, run as printed
-    on a copy of the state that printed it, moves the verdict forward or removes the finding it is listed under."""
+    """The stall (BLOCKED), overdue transactions (BLOCKED), step 1 (BLOCKED), ledgers not rolled over (WAIT),
+    and a transaction stuck COMMITTING: each fix of `downgrade check` and `doctor`, run as printed on a copy of
+    the state that printed it, moves the verdict forward or removes the finding it is listed under."""
     Collector(monkeypatch)  # no target from the environment
     place = Place(tmp_path / "stall" / "engine", tmp_path / "stall" / "state", served=served)
     _batched_with_open(place.dir, open_transactions=3, state=place.state)
     first = check_downgrade_effects(place, tmp_path / "stall")
     assert first["verdict"] == "BLOCKED", first["problems"]
     check_doctor_effects(place, tmp_path / "stall")
-    # the remedy of the stall, applied (on an engine directory: its own fixes; served: what an operator does)
-    with Engine.open(place.dir) as engine:
-        engine.config.set("acknowledgmentAtBatchIndexLevelEnabled", "true")
-    with place:
-        assert place.run("unload", "--all-coordinators", "--yes", *place.target).exit_code == 0
-    second = check_downgrade_effects(place, tmp_path / "stall")
+
+    overdue = Place(tmp_path / "overdue" / "engine", tmp_path / "overdue" / "state", served=served)
+    _overdue(overdue.dir, open_transactions=3, state=overdue.state)
+    second = check_downgrade_effects(overdue, tmp_path / "overdue")
     assert [i["cause"] for i in second["coordinators"]] == ["overdue-transaction"], second["coordinators"]
-    check_doctor_effects(place, tmp_path / "stall")
+    check_doctor_effects(overdue, tmp_path / "overdue")
 
     on = Place(tmp_path / "on" / "engine", tmp_path / "on" / "state", served=served)
     env = {"XDG_STATE_HOME": str(on.state)}

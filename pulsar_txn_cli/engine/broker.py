@@ -95,6 +95,7 @@ class Engine:
             self.metrics.created_ms = self.clock.now_ms
             store.dirty(self.metrics)
         self.boot = int(store.meta("boot") or 1)
+        self.on_timeout = None  # told (tc_id, least) of each transaction the timeout tracker aborts
         self.unclean = store.meta("running") == "1"
         self.engine_id = store.meta("engineId")
         if not readonly:
@@ -365,19 +366,27 @@ class Engine:
             self.pending_ack(topic, sub).end(meta.most, least, commit, one, one)
 
     def _recover(self, tc: Coordinator) -> None:
-        """After a TC load, finish what was committing or aborting (the broker does the same)."""
+        """After a TC load, as the broker: finish what was committing or aborting, then start the timeout
+        tracker, which at once aborts every open transaction whose timeout passed before the load (a replay
+        can bring back as OPEN a transaction that ended long ago: docs/real-broker-findings.md). Brokers
+        before 2.11.1 never did (apache/pulsar#19200); the engine models the fixed ones."""
         for least, meta in list(tc.txns.items()):
             if meta.status in (COMMITTING, ABORTING):
                 self._complete(tc, least, meta.status == COMMITTING, lambda pos: None, None)
+        for least in tc.due_timeouts(self.clock.now_ms):
+            if self.on_timeout is not None:
+                self.on_timeout(tc.tc_id, least)
+            done = lambda pos, least=least: self._complete(tc, least, False, lambda pos: None, None)  # noqa: E731
+            tc.update_status(least, ABORTING, OPEN, done, None)
 
-    def expire_transactions(self, on_expire=None) -> int:
+    def expire_transactions(self) -> int:
         """The timeout tracker: abort every open transaction whose timeout passed."""
         count = 0
         now = self.clock.now_ms
         for tc in list(self.coordinators.values()):
             for least in tc.due_timeouts(now):
-                if on_expire is not None:
-                    on_expire(tc.tc_id, least)
+                if self.on_timeout is not None:
+                    self.on_timeout(tc.tc_id, least)
                 self.end_transaction(tc.tc_id, least, False, lambda pos: None, None)
                 count += 1
         return count

@@ -107,9 +107,11 @@ class Workload:
         engine, opts, clock = self.engine, self.opts, self.clock
         for topic in topic_names(opts):
             engine.register_topic(topic, opts.partitions if opts.partitions > 1 else 0)
+        self.ack_log = open(opts.ack_log, "a", buffering=1) if opts.ack_log else None
+        # Also what a coordinator's load aborts: transactions a killed run left open past their timeout.
+        engine.on_timeout = lambda tc_id, least: self.log(f"end {tc_id} {least}")
         self.coordinators = engine.all_tcs()
         writers_before, triggers_before = _writer_counts(engine), _triggers(engine)
-        self.ack_log = open(opts.ack_log, "a", buffering=1) if opts.ack_log else None
         start_us = clock.now_us
         # The engine's long-lived objects (loaded ledgers, configuration, modules) need no cycle
         # collection: frozen, they are not traversed again by each collection during the run.
@@ -127,6 +129,7 @@ class Workload:
         finally:
             gc.set_threshold(*thresholds)
             gc.unfreeze()
+            engine.on_timeout = None
             if self.ack_log is not None:
                 self.ack_log.close()
         return self.summary(writers_before, triggers_before, start_us)
@@ -164,7 +167,7 @@ class Workload:
         self.later(self.start_next)
 
     def expire(self) -> None:
-        self.engine.expire_transactions(on_expire=lambda tc_id, least: self.log(f"end {tc_id} {least}"))
+        self.engine.expire_transactions()
 
     def summary(self, writers_before: dict, triggers_before: dict, start_us: int) -> dict:
         writers_after, triggers_after = _writer_counts(self.engine), _triggers(self.engine)

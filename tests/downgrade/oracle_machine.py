@@ -376,8 +376,8 @@ class VerdictOracle(RuleBasedStateMachine):
             "BLOCKED, but traffic and time alone clear every batched ledger", doc, oracle["future"]
         )
         # Following every printed fix leads to WAIT or SAFE (on a copy), in a few steps at most: a remedy may
-        # take two, as on the real broker (the stall's fixes bring back transactions long past their timeout,
-        # and the next verdict prints their aborts). Each step must print new fixes.
+        # take two (the fixes of batching configured on, then those of what its spell left behind). Each step
+        # must print new fixes.
         copy, checkpoint = self.copy()
         try:
             steps, fixes = [], doc["fixes"]

@@ -305,3 +305,34 @@ def test_regression_a_cursor_before_the_open_transactions_records_was_called_pin
         machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
     finally:
         machine.teardown()
+
+
+def test_regression_the_stalls_ghosts_after_its_fix_were_called_overdue(monkeypatch, tmp_path):
+    """The deep profile's counterexample to BLOCKED, shortened: the batch-index deletion stall, then its own fix
+    (batch-index acks on, a restart). The restart's replay brings back as OPEN the transactions committed
+    across the switch, long past their 30 s timeout; the engine left them open until time next passed, and
+    the check called them overdue (BLOCKED: abort them). A broker's reloaded coordinator aborts them at once
+    (test_harness_smoke.py, on the real broker), so the check after the fix is a WAIT that ends by itself.
+
+      1.-3. engine init --coordinators 1 (batch-index acks off); batching on; simulate -n 60; advance 15m
+      4. a client opens 4 transactions (timeout 30s); both logs' batching off, each --reload
+      5. the client commits them; simulate -n 150; advance 15m; downgrade check -> BLOCKED (the stall)
+      6. engine config set acknowledgmentAtBatchIndexLevelEnabled true; engine reload
+      7. downgrade check -> BLOCKED (overdue-transaction)
+    """
+    isolate(monkeypatch, tmp_path)
+    machine = VerdictOracle()
+    try:
+        machine.start(batching=True, batch_index=False, coordinators=1, held=0, downgrading=False)
+        machine.an_ordinary_quarter_hour(60)
+        machine.open_transactions(4, "30s")
+        machine.disable_and_reload(("tc", "pa"))
+        machine.an_ordinary_quarter_hour(150)  # the client commits its 4 first
+        doc = machine.check()
+        assert [i["cause"] for i in doc["coordinators"]] == ["batch-index-deletion"], doc["coordinators"]
+        machine.batch_index_setting(True)
+        doc = machine.check()
+        assert doc["verdict"] == "WAIT" and not doc["fixes"], doc["problems"]
+        machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
+    finally:
+        machine.teardown()

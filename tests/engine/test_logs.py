@@ -355,3 +355,21 @@ def test_verify_finds_a_missing_acknowledged_transaction(engine_factory, tmp_pat
     log.write_text(f"new 0 {least}\nnew 0 {least + 100}\nend 0 7\nnew 0 7\nnew 0\n")
     report = verify(engine, str(log))
     assert report["problems"] == [f"acknowledged transaction (0,{least + 100}) is missing from its coordinator log"]
+
+
+def test_a_reload_aborts_at_once_what_its_replay_brings_back_past_its_timeout(engine_factory):
+    """The stall's ghosts: committed transactions whose batched NEW records replay as OPEN. Within their timeout
+    they stay open after a reload; past it, the reloaded coordinator's timeout tracker (started once the replay
+    is done) aborts them at once, as the real broker does (test_harness_smoke.py)."""
+    engine = engine_factory(transactionLogBatchedWriteEnabled="true")
+    txns = _new(engine, n=3, timeout=30_000)
+    _set_batching(engine, False)
+    engine.reload(coordinator=0)
+    for least in txns:
+        engine.end_transaction(0, least, True, lambda p: None)
+    _run(engine)
+    engine.reload(coordinator=0)
+    assert {least: STATUS[m.status] for least, m in engine.tc(0).txns.items()} == dict.fromkeys(txns, "OPEN")
+    engine.clock.advance_ms(30_001)
+    engine.reload(coordinator=0)
+    assert engine.tc(0).txns == {}

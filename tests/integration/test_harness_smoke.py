@@ -558,3 +558,50 @@ def test_downgrade_trimming_of_batched_tc_log(ack_at_batch_index, tmp_path):
             assert (last["verdict"], last["exit"]) == ("SAFE", 0), obs["after_remedy_walk"]
     finally:
         harness.release_broker(b)
+
+
+def timed_out(b: harness.PulsarBroker, coordinator: int = 0) -> int:
+    """pulsar_txn_timeout_total of one coordinator: the transactions its timeout tracker aborted since it loaded
+    (the counter is the coordinator's store's, and each reload makes a new store)."""
+    status, text = b.rest("GET", "/metrics/", raw=True)
+    assert status == 200, status
+    label = f'coordinator_id="{coordinator}"'
+    values = [
+        line.rsplit(" ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith("pulsar_txn_timeout_total{") and label in line
+    ]
+    return int(float(values[0])) if values else 0
+
+
+@pytest.mark.timeout(900)
+def test_a_reloaded_coordinator_aborts_at_once_what_its_replay_brings_back_past_its_timeout(tmp_path):
+    """The batch-index deletion stall's ghosts, on the broker: with batch-index acks off, transactions whose NEW
+    records are batched and whose ends were deleted one by one come back OPEN at every coordinator reload,
+    long past their timeout. The reloaded coordinator's timeout tracker aborts them at once (the engine models
+    this: a check after a reload sees no overdue transaction, and waiting, not an abort, clears them)."""
+    b = start_broker_or_fail(dict(EXPERIMENT_CONF, acknowledgmentAtBatchIndexLevelEnabled="false"), name="ghosts")
+    try:
+        tool = Tool(b.admin_url, tmp_path / "state")
+        switch_batching(b, tool, True)
+        run = b.start_workload(seed=41, txns=4, aborts=0, ops=1, parallel=4, hold=2, txn_timeout_sec=40, prefix="gh")
+        held = sorted(
+            f"({r['most']},{r['least']})" for r in run.wait_holding(timeout=300) if r.get("outcome") == "open"
+        )
+        assert len(held) == 2 and settled_ongoing(b, 2) == 2, held
+        switch_batching(b, tool, False, force=True)  # their NEW records stay in batched entries
+        # Their own timeout ends them while the client holds them: ABORTING and ABORTED are written unbatched.
+        assert settled_ongoing(b, 0, timeout=120) == 0 and timed_out(b) == len(held)
+        run.proc.kill()
+        b.reload_coordinators()  # a new store, whose counters start at 0
+        started, seen = time.monotonic(), []
+        while time.monotonic() - started < 30:
+            seen.append((round(time.monotonic() - started, 1), open_txns(b), timed_out(b)))
+            if not seen[-1][1] and seen[-1][2] == len(held):
+                break
+            time.sleep(1)
+        print(json.dumps({"held": held, "seen": seen}))
+        # The replay brought both back as OPEN (the new tracker counted them) and the tracker ended both.
+        assert seen[-1][1:] == ([], len(held)), (held, seen)
+    finally:
+        harness.release_broker(b)
