@@ -38,27 +38,6 @@ CLUSTER = "cluster-a"
 READY_TIMEOUT = float(os.environ.get("PULSAR_TXN_CLUSTER_READY_TIMEOUT", "240"))
 MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_CLUSTER_MAX_LIFETIME", "5400"))
 
-COMMON_FLAGS = [
-    "-XX:+UseG1GC",
-    "-XX:ActiveProcessorCount=2",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "--add-opens",
-    "java.base/java.io=ALL-UNNAMED",
-    "--add-opens",
-    "java.base/java.util.zip=ALL-UNNAMED",
-    "--add-opens",
-    "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens",
-    "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-opens",
-    "java.base/sun.net=ALL-UNNAMED",
-    "--add-opens",
-    "java.management/sun.management=ALL-UNNAMED",
-    "-Djute.maxbuffer=10485760",
-    "-Djava.net.preferIPv4Stack=true",
-    "-Dzookeeper.4lw.commands.whitelist=*",
-    "-Dlog4j2.is.webapp=false",
-]
 HEAPS = {
     "zookeeper": ["-Xms64m", "-Xmx256m"],
     "bookie": ["-Xms128m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m"],
@@ -205,7 +184,7 @@ class Broker:
         cmd = [
             harness._versions().java_for(self.version),  # 5.0's broker needs Java 21+
             *HEAPS["broker"],
-            *COMMON_FLAGS,
+            *harness.JVM_COMMON,
             f"-Dlog4j.configurationFile={log4j}",
             "-cp",
             self.classpath,
@@ -309,7 +288,7 @@ class PulsarCluster:
             [
                 "java",
                 *HEAPS["zookeeper"],
-                *COMMON_FLAGS,
+                *harness.JVM_COMMON,
                 f"-Dlog4j.configurationFile={log4j}",
                 "-cp",
                 self.classpath,
@@ -441,7 +420,7 @@ class PulsarCluster:
             [
                 "java",
                 *HEAPS["bookie"],
-                *COMMON_FLAGS,
+                *harness.JVM_COMMON,
                 f"-Dlog4j.configurationFile={log4j}",
                 "-cp",
                 self.classpath,

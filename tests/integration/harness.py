@@ -47,10 +47,8 @@ READY_TIMEOUT = float(os.environ.get("PULSAR_TXN_IT_READY_TIMEOUT", "180"))
 # killed in the middle of a full run once the faults set ran long.
 MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_IT_MAX_LIFETIME", "5400"))
 
-JVM_FLAGS = [
-    "-Xms256m",
-    "-Xmx1g",
-    "-XX:MaxDirectMemorySize=1g",
+# What every JVM of the real sets runs with (a standalone broker here, a cluster's processes in cluster.py).
+JVM_COMMON = [
     "-XX:+UseG1GC",
     "-XX:ActiveProcessorCount=2",
     "-Dio.netty.tryReflectionSetAccessible=true",
@@ -69,9 +67,9 @@ JVM_FLAGS = [
     "-Djute.maxbuffer=10485760",
     "-Djava.net.preferIPv4Stack=true",
     "-Dzookeeper.4lw.commands.whitelist=*",
-    "-Dzookeeper.snapshot.trust.empty=true",
     "-Dlog4j2.is.webapp=false",
 ]
+JVM_FLAGS = ["-Xms256m", "-Xmx1g", "-XX:MaxDirectMemorySize=1g", *JVM_COMMON, "-Dzookeeper.snapshot.trust.empty=true"]
 
 # Same layout as Pulsar's default console pattern.
 LOG_PATTERN = "%d{ISO8601_OFFSET_DATE_TIME_HHMM} [%t] %-5level %logger{36} - %msg%n"

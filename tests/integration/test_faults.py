@@ -34,7 +34,7 @@ import cluster as cluster_module
 import harness
 from test_cluster import records, walk_to_safe
 from tool import Tool
-from toxiproxy import Proxy, Toxiproxy, ToxiproxyMissing
+from toxiproxy import Proxy, Toxiproxy
 from tests.conftest import assert_no_crash
 
 pytestmark = pytest.mark.faults
@@ -59,10 +59,7 @@ class Rig:
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory):
     base = tmp_path_factory.mktemp("faults")
-    try:
-        toxi = Toxiproxy(base / "toxiproxy.log")
-    except ToxiproxyMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+    toxi = Toxiproxy(base / "toxiproxy.log")
     started = None
     try:
         for attempt in range(2):

@@ -19,6 +19,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from harness import _kill_group, free_port
 
 HERE = Path(__file__).resolve().parent
@@ -27,15 +29,12 @@ BINARY = Path(os.environ.get("PULSAR_TXN_TOXIPROXY", HERE / "toxiproxy" / "bin" 
 MAX_LIFETIME = float(os.environ.get("PULSAR_TXN_TOXIPROXY_MAX_LIFETIME", "5400"))
 
 
-class ToxiproxyMissing(RuntimeError):
-    pass
-
-
 class Toxiproxy:
     def __init__(self, log: Path):
         if not BINARY.exists():
-            raise ToxiproxyMissing(
-                f"no Toxiproxy at {BINARY}: run `bash tests/integration/setup.sh` (it builds {VERSION} with go install)"
+            pytest.fail(
+                f"no Toxiproxy at {BINARY}: run `bash tests/integration/setup.sh` (it builds {VERSION} with go install)",
+                pytrace=False,
             )
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}"
