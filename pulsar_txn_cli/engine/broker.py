@@ -374,10 +374,7 @@ class Engine:
             if meta.status in (COMMITTING, ABORTING):
                 self._complete(tc, least, meta.status == COMMITTING, lambda pos: None, None)
         for least in tc.due_timeouts(self.clock.now_ms):
-            if self.on_timeout is not None:
-                self.on_timeout(tc.tc_id, least)
-            done = lambda pos, least=least: self._complete(tc, least, False, lambda pos: None, None)  # noqa: E731
-            tc.update_status(least, ABORTING, OPEN, done, None)
+            self._time_out(tc, least)
 
     def expire_transactions(self) -> int:
         """The timeout tracker: abort every open transaction whose timeout passed."""
@@ -385,11 +382,15 @@ class Engine:
         now = self.clock.now_ms
         for tc in list(self.coordinators.values()):
             for least in tc.due_timeouts(now):
-                if self.on_timeout is not None:
-                    self.on_timeout(tc.tc_id, least)
-                self.end_transaction(tc.tc_id, least, False, lambda pos: None, None)
+                self._time_out(tc, least)
                 count += 1
         return count
+
+    def _time_out(self, tc: Coordinator, least: int) -> None:
+        """The timeout tracker's abort of one transaction (end_transaction's, on a coordinator still loading)."""
+        if self.on_timeout is not None:
+            self.on_timeout(tc.tc_id, least)
+        tc.update_status(least, ABORTING, OPEN, lambda pos: self._complete(tc, least, False, _ignored, None), None)
 
     def abort_transaction(self, most: int, least: int) -> None:
         """POST /abortTransaction: abort now and wait until it is done."""
@@ -500,3 +501,7 @@ def _stuck(store, fault: dict | None) -> None:
     if fault:
         store.state = "Initializing"
         store.recovering_since = fault["since"]
+
+
+def _ignored(_position) -> None:
+    """A callback for what nobody waits on."""
