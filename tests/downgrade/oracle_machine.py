@@ -283,37 +283,41 @@ class VerdictOracle(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- the verdicts against the oracle
 
-    def check(self, directory=None, checkpoint=None):
-        result = cli(
-            [
-                "downgrade",
-                "check",
-                *self.target(directory),
-                "--checkpoint",
-                checkpoint or self.checkpoint,
-                "-o",
-                "json",
-            ],
-            expect=(0, 5, 6),
-        )
-        return result.json()
+    def check(self, directory=None, checkpoint=None, *extra):
+        args = ["downgrade", "check", *self.target(directory), "--checkpoint", checkpoint or self.checkpoint, *extra]
+        return cli([*args, "-o", "json"], expect=(0, 5, 6)).json()
+
+    # A WAIT is also checked with --confirm-from-bookies, which reads what is stored (on an engine directory,
+    # the engine's own store) and may turn it SAFE: never while a batched entry is reachable.
+    confirming = True
 
     @invariant()
     def never_a_false_safe(self):
         """What a check would say now, without keeping it: never SAFE while a batched entry is stored."""
         if not self.trail.steps:
             return  # before initialize
-        peek = self.root / "peek.json"
-        peek.unlink(missing_ok=True)
-        if self.checkpoint.exists():
-            shutil.copy(self.checkpoint, peek)
-        doc = self.check(checkpoint=peek)
+        extra, peek = (), self.peek()
+        doc = self.check(None, peek)
+        if doc["verdict"] == "WAIT" and self.confirming:
+            extra, peek = ("--confirm-from-bookies",), self.peek()
+            doc = self.check(None, peek, *extra)
         if doc["verdict"] != "SAFE":
             return
         with self.engine() as engine:
             reachable = [log for log in batched_ledgers(engine) if log["reachable"]]
-        assert not reachable, self.failure("SAFE while batched entries are reachable", doc, reachable)
-        self.safe_stays_safe(doc, peek)
+        assert not reachable, self.failure(
+            f"SAFE{' from the bookies' if extra else ''} while batched entries are reachable", doc, reachable
+        )
+        if not extra or self.thorough:  # a copy and time per confirmed SAFE: 4 times the fast budget
+            self.safe_stays_safe(doc, peek, *extra)
+
+    def peek(self) -> Path:
+        """A copy of the operator's checkpoint, for a check that must not change what the operator keeps."""
+        peek = self.root / "peek.json"
+        peek.unlink(missing_ok=True)
+        if self.checkpoint.exists():
+            shutil.copy(self.checkpoint, peek)
+        return peek
 
     @rule(judge=st.booleans())
     def downgrade_check(self, judge):
@@ -339,15 +343,15 @@ class VerdictOracle(RuleBasedStateMachine):
         self.never_a_false_safe()
         self.downgrade_check(True)
 
-    def safe_stays_safe(self, doc, checkpoint):
+    def safe_stays_safe(self, doc, checkpoint, *extra):
         """SAFE, then time alone (idle ledgers roll over, timeouts, trims; no traffic, no operator) on a
-        copy: still SAFE. Nothing batched can appear with batching off, so a later WAIT would be the
-        verdict forgetting what it knew, and a --wait started then would never end."""
+        copy: still SAFE, checked the same way. Nothing batched can appear with batching off, so a later WAIT
+        would be the verdict forgetting what it knew, and a --wait started then would never end."""
         copy, checkpoint = self.copy(checkpoint)
         try:
             with Engine.open(copy, auto_init=False) as engine:
                 advance(engine, horizon_ms(engine))
-            after = self.check(copy, checkpoint)
+            after = self.check(copy, checkpoint, *extra)
             assert after["verdict"] == "SAFE", self.failure(
                 f"SAFE, then {after['verdict']} once time passed with no traffic and no operator",
                 doc,
@@ -516,15 +520,18 @@ class VerdictOracleSound(VerdictOracle):
 class VerdictOracleServed(VerdictOracleSound):
     """The same walks with every check of the operator's made by URL, through `engine serve` (--admin-url),
     as on a cluster: the observations come over HTTP from the served engine's REST answers and metrics,
-    and the checkpoint is the one an engine-directory check keeps (both know the engine by its id)."""
+    and the checkpoint is the one an engine-directory check keeps (both know the engine by its id). A served
+    engine has no bookies to confirm from."""
+
+    confirming = False
 
     def __init__(self):
         super().__init__()
         self.port = port_outside_ephemeral_range()  # one URL for the whole walk
 
-    def check(self, directory=None, checkpoint=None):
+    def check(self, directory=None, checkpoint=None, *extra):
         if directory is not None:
-            return super().check(directory, checkpoint)  # a copy, judged by time alone
+            return super().check(directory, checkpoint, *extra)  # a copy, judged by time alone
         from pulsar_txn_cli.engine import server
 
         served = server.start(str(self.dir), port=self.port)
