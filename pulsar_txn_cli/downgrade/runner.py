@@ -39,7 +39,8 @@ def check(
     """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
     atomically, so an interrupted check leaves the previous file intact. `confirm()`, when given,
     reads every remaining ledger (collect/scan.py, passed in from above) once the verdict is SAFE, or a
-    WAIT that only stored entries keep from SAFE; what it read decides (downgrade/confirm.py)."""
+    WAIT that only stored entries keep from SAFE; what it read decides (downgrade/confirm.py). `verify`'s dumps
+    come last: they can only fail the verdict, whatever the reading made of it."""
     try:
         before, error = cp_store.load(path), None
     except cp_store.CheckpointError as exc:
@@ -47,10 +48,6 @@ def check(
     admin = counted(admin)
     observations = gather.gather(admin, concurrency=concurrency, progress=progress)
     result = v.downgrade_verdict(observations, before, checkpoint_error=error)
-    if verify:
-        from pulsar_txn_cli.downgrade.verify import scan
-
-        result = apply_entry_scan(result, scan(verify))
     reading = None
     if confirm is not None:
         from pulsar_txn_cli.downgrade.confirm import apply_confirmation, read_for
@@ -58,6 +55,10 @@ def check(
         if read_for(result):
             reading = confirm()
             result = apply_confirmation(result, reading)
+    if verify:  # after the reading, which may settle a WAIT: what the dumps show can only fail what it left
+        from pulsar_txn_cli.downgrade.verify import scan
+
+        result = apply_entry_scan(result, scan(verify))
     saved = False
     after = result.checkpoint
     if after is not None and after != before and (before is not None or after.size):

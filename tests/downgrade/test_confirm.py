@@ -326,3 +326,28 @@ def test_the_engine_decides_a_wait_from_its_store(cli, tmp_path):
     said = cli(["downgrade", "check", "--confirm-from-bookies", "--engine-dir", directory])
     assert said.exit_code == 0, said.stderr
     assert "can be downgraded: no remaining ledger holds a batched entry, as read (" in said.stdout + said.stderr
+
+
+def test_a_reading_never_drops_what_verify_entries_found(cli, tmp_path):
+    """--verify-entries holds the operator's dumps against the record and can only fail a verdict; with
+    --confirm-from-bookies too, the reading comes first and the dumps' problems stand after it: a WAIT the
+    reading settles stays WAIT while a dump holds an entry that does not decode (it may be batched)."""
+    from pulsar_txn_cli.codec.dumps import dump_line
+
+    directory = simulate_into(tmp_path / "engine", coordinators=1, transactions=20, seed=2)
+    for state in ("--enable", "--disable"):
+        for log in ("tc", "pending-ack"):
+            switched = cli(
+                [f"set-txn-{log}-batch-log", state, "--reload", "--yes", "--force", "--engine-dir", directory]
+            )
+            assert switched.exit_code == 0, switched.stderr
+    dumps = tmp_path / "dumps.jsonl"
+    dumps.write_text(
+        dump_line("pulsar/system/persistent/__transaction_log_0", 9, 0, b"\x0e\x01\x00\x01\xff\xff") + "\n"
+    )
+    code, seen = check(cli, directory, "--confirm-from-bookies", "--verify-entries", str(dumps))
+    assert (code, seen["verdict"]) == (5, WAIT), seen
+    assert seen["problems"] == ["--verify-entries: 1 of 1 entries could not be decoded, so they may be batched"], seen
+    assert seen["confirmation"]["batchedEntries"] == 0  # the reading was made, and found nothing batched
+    code, seen = check(cli, directory, "--confirm-from-bookies")
+    assert (code, seen["verdict"]) == (0, SAFE), seen
