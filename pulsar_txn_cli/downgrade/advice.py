@@ -222,7 +222,8 @@ BATCH_INDEX_ADVICE = (
     "ranges grow, and it never ends by itself. Set acknowledgmentAtBatchIndexLevelEnabled=true in every "
     "broker.conf and restart the brokers (it is not dynamic): the coordinator reopens its log with "
     "batch-index deletion and replays the pinned records, and the transactions they belonged to come back "
-    "as OPEN; abort those (`pulsar-txn slow-transactions --time 0`, then `pulsar-txn abort-transaction -m MOST "
+    "as OPEN (those past their own timeout the reloaded coordinator aborts at once); abort the others "
+    "(`pulsar-txn slow-transactions --time 0`, then `pulsar-txn abort-transaction -m MOST "
     "-l LEAST --yes` for each, MOST and LEAST from that listing) and the cursor moves on (verified on a real broker, docs/real-broker-findings.md). Next time, "
     "set it before disabling batching, or end every open transaction before the switch"
 )
