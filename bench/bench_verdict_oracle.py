@@ -5,7 +5,8 @@ examples) until the time is up, then prints how many examples and steps (states 
 took, the verdicts the checks gave, and the counterexample if the verdict and the oracle disagree. The
 state and data directories are temporary.
 
-    python -m bench verdict_oracle [--minutes=60] [--steps=30] [--profile=deep|judged|sound]
+    python -m bench verdict_oracle [--minutes=60] [--steps=30] [--examples=20] [--derandomize]
+                                   [--profile=deep|judged|sound]
 
 deep: every judgement, and a --wait on a copy for every judged WAIT; judged: the fast suite's judged
 machine; sound: soundness only (never a false SAFE, SAFE stays SAFE), the widest exploration.
@@ -19,13 +20,13 @@ import os
 import tempfile
 import time
 
-ROUND = 20  # examples per round; each round has a fresh random seed
-
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench verdict_oracle")
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--examples", type=int, default=20, help="examples per round (each round a fresh seed)")
+    parser.add_argument("--derandomize", action="store_true", help="the same examples every run (a smoke test)")
     parser.add_argument("--profile", choices=["deep", "judged", "sound"], default="deep")
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="bench-verdict-oracle-")
@@ -43,11 +44,15 @@ def main(argv: list[str]) -> None:
     seen = collections.Counter()
 
     class Counted(base):
-        def check(self, directory=None, checkpoint=None):
-            doc = super().check(directory, checkpoint)
+        def check(self, directory=None, checkpoint=None, *extra):
+            doc = super().check(directory, checkpoint, *extra)
             if checkpoint is not None and str(checkpoint).endswith("peek.json"):
-                seen["states"] += 1
-                seen[doc["verdict"]] += 1
+                if extra:  # a WAIT asked again with --confirm-from-bookies
+                    seen["confirmed"] += 1
+                    seen["confirmed SAFE"] += doc["verdict"] == "SAFE"
+                else:
+                    seen["states"] += 1
+                    seen[doc["verdict"]] += 1
             return doc
 
         def teardown(self):
@@ -55,9 +60,9 @@ def main(argv: list[str]) -> None:
             super().teardown()
 
     options = settings(
-        max_examples=ROUND,
+        max_examples=args.examples,
         stateful_step_count=args.steps,
-        derandomize=False,
+        derandomize=args.derandomize,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -73,6 +78,7 @@ def main(argv: list[str]) -> None:
     verdicts = ", ".join(f"{v} {seen[v]}" for v in ("SAFE", "WAIT", "BLOCKED"))
     print(
         f"verdict_oracle: {base.__name__}, {seen['examples']} examples of up to {args.steps} steps, "
-        f"{seen['states']} states visited ({verdicts}) in {elapsed:.0f} s"
+        f"{seen['states']} states visited ({verdicts}; {seen['confirmed SAFE']} of the {seen['confirmed']} WAITs "
+        f"asked with --confirm-from-bookies were SAFE) in {elapsed:.0f} s"
     )
     print(outcome)
