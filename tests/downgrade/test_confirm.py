@@ -304,17 +304,23 @@ def test_a_wait_with_batching_not_off_everywhere_is_never_settled_by_a_reading()
     assert apply_confirmation(verdict, reading(read(7), read(9), read(12))) is verdict
 
 
-def test_the_engine_decides_a_wait_from_its_store(cli, tmp_path):
-    """Batching on and off again with no traffic in between: the pending-ack logs wait for their current ledgers
-    to roll (they may hold batched entries, as far as ledger ids tell), and the reading of the engine's store,
-    which finds none, settles it."""
-    directory = simulate_into(tmp_path / "engine", coordinators=1, transactions=20, seed=2)
+def batching_on_and_off(cli, path):
+    """A workload, then both logs' batching on and off again, each with a reload, and no traffic in between."""
+    directory = simulate_into(path, coordinators=1, transactions=20, seed=2)
     for state in ("--enable", "--disable"):
         for log in ("tc", "pending-ack"):
             switched = cli(
                 [f"set-txn-{log}-batch-log", state, "--reload", "--yes", "--force", "--engine-dir", directory]
             )
             assert switched.exit_code == 0, switched.stderr
+    return directory
+
+
+def test_the_engine_decides_a_wait_from_its_store(cli, tmp_path):
+    """Batching on and off again with no traffic in between: the pending-ack logs wait for their current ledgers
+    to roll (they may hold batched entries, as far as ledger ids tell), and the reading of the engine's store,
+    which finds none, settles it."""
+    directory = batching_on_and_off(cli, tmp_path / "engine")
     code, first = check(cli, directory)
     assert (code, first["verdict"]) == (5, WAIT)
     assert {i["cause"] for i in first["subscriptions"]} == {"ledger-not-rolled"}, first
@@ -334,13 +340,7 @@ def test_a_reading_never_drops_what_verify_entries_found(cli, tmp_path):
     reading settles stays WAIT while a dump holds an entry that does not decode (it may be batched)."""
     from pulsar_txn_cli.codec.dumps import dump_line
 
-    directory = simulate_into(tmp_path / "engine", coordinators=1, transactions=20, seed=2)
-    for state in ("--enable", "--disable"):
-        for log in ("tc", "pending-ack"):
-            switched = cli(
-                [f"set-txn-{log}-batch-log", state, "--reload", "--yes", "--force", "--engine-dir", directory]
-            )
-            assert switched.exit_code == 0, switched.stderr
+    directory = batching_on_and_off(cli, tmp_path / "engine")
     dumps = tmp_path / "dumps.jsonl"
     dumps.write_text(
         dump_line("pulsar/system/persistent/__transaction_log_0", 9, 0, b"\x0e\x01\x00\x01\xff\xff") + "\n"
