@@ -51,7 +51,16 @@ def test_the_verdict_follows_the_oracle(monkeypatch, tmp_path):
 # -- the shrunk counterexamples, as plain regression tests ------------------------------------------
 
 
-def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """The judged machine for one regression walk, in an isolated home, torn down after it."""
+    isolate(monkeypatch, tmp_path)
+    walk = VerdictOracle()
+    yield walk
+    walk.teardown()
+
+
+def test_regression_the_batch_index_stall_was_wait(machine):
     """The property test's shrunk counterexample on the code before the oracle was written: WAIT ("the ledger has not
     rolled over yet") while the oracle says traffic and time alone never clear the batched ledger.
 
@@ -62,19 +71,14 @@ def test_regression_the_batch_index_stall_was_wait(monkeypatch, tmp_path):
       5. set-txn-tc-batch-log --disable --reload --yes
       6. set-txn-pending-ack-batch-log --disable --reload --yes
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED", doc
-        assert doc["coordinators"][0]["cause"] == "open-across-switch"
-        machine.verdicts_follow_the_oracle()  # BLOCKED agrees with the oracle, and the fixes lead to WAIT
-        machine.client_ends("commit")  # the stall itself: still BLOCKED, never WAIT
-        assert machine.check()["verdict"] == "BLOCKED"
-        machine.verdicts_follow_the_oracle()
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED", doc
+    assert doc["coordinators"][0]["cause"] == "open-across-switch"
+    machine.verdicts_follow_the_oracle()  # BLOCKED agrees with the oracle, and the fixes lead to WAIT
+    machine.client_ends("commit")  # the stall itself: still BLOCKED, never WAIT
+    assert machine.check()["verdict"] == "BLOCKED"
+    machine.verdicts_follow_the_oracle()
 
 
 def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli, monkeypatch, tmp_path):
@@ -97,7 +101,7 @@ def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli,
         assert downgrade_oracle(engine)["batchedReachable"] is False
 
 
-def test_regression_fixes_of_step_1_alone_led_to_the_stall(monkeypatch, tmp_path):
+def test_regression_fixes_of_step_1_alone_led_to_the_stall(machine):
     """The property test's shrunk counterexample after the first fix: the TC log's transactions were open
     across the switch, but the pending-ack log batched again, so step 1 blocked first and its fix (turn
     pending-ack batching off) alone led to BLOCKED again. The stall is named from the start now.
@@ -106,21 +110,16 @@ def test_regression_fixes_of_step_1_alone_led_to_the_stall(monkeypatch, tmp_path
       7. engine config set acknowledgmentAtBatchIndexLevelEnabled false; engine reload
       8. set-txn-pending-ack-batch-log --enable --reload --yes
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
-        machine.batch_index_setting(False)
-        machine.any_switch("pa", True, True)
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED"
-        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
-        machine.verdicts_follow_the_oracle()
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+    machine.batch_index_setting(False)
+    machine.any_switch("pa", True, True)
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED"
+    assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+    machine.verdicts_follow_the_oracle()
 
 
-def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(monkeypatch, tmp_path):
+def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(machine):
     """The third shrunk counterexample: the stall had formed (the transactions committed) when the
     pending-ack log batched again; step 1's fix alone led to BLOCKED on the stall. Named from the start now.
 
@@ -128,21 +127,16 @@ def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(monkeypatch, t
       7. the client commits its 3 open transaction(s)
       8. set-txn-pending-ack-batch-log --enable --reload --yes
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
-        machine.client_ends("commit")
-        machine.any_switch("pa", True, True)
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED"
-        assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
-        machine.verdicts_follow_the_oracle()
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
+    machine.client_ends("commit")
+    machine.any_switch("pa", True, True)
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED"
+    assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+    machine.verdicts_follow_the_oracle()
 
 
-def test_regression_a_busy_cluster_hid_the_formed_stall(monkeypatch, tmp_path):
+def test_regression_a_busy_cluster_hid_the_formed_stall(machine):
     """The fourth shrunk counterexample: the stall had formed (the transactions held across the switch
     timed out), then new transactions opened; the stall needed no open transaction to be named, so the
     verdict said WAIT (`open-transaction`) on a busy cluster, which always has some. The cursor that stood
@@ -152,47 +146,37 @@ def test_regression_a_busy_cluster_hid_the_formed_stall(monkeypatch, tmp_path):
       7. engine advance 2h
       8. a client opens 2 transactions (timeout 30s) and acks in them
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
-        machine.verdicts_follow_the_oracle()  # the machine checks after every step (its invariant)
-        machine.time_passes("2h")
-        machine.verdicts_follow_the_oracle()
-        machine.open_transactions(2, "30s")
-        # On a broker time always moves between a transaction's opening and the next check; the
-        # engine's clock moves only when told to (slowTransactions lists those open for more than 0 ms).
-        machine.time_passes("1s")
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED", doc["problems"]
-        assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
-        machine.verdicts_follow_the_oracle()
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+    machine.verdicts_follow_the_oracle()  # the machine checks after every step (its invariant)
+    machine.time_passes("2h")
+    machine.verdicts_follow_the_oracle()
+    machine.open_transactions(2, "30s")
+    # On a broker time always moves between a transaction's opening and the next check; the
+    # engine's clock moves only when told to (slowTransactions lists those open for more than 0 ms).
+    machine.time_passes("1s")
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED", doc["problems"]
+    assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
+    machine.verdicts_follow_the_oracle()
 
 
-def test_a_switch_on_and_off_without_reload_fails_closed_and_its_fix_works(monkeypatch, tmp_path):
+def test_a_switch_on_and_off_without_reload_fails_closed_and_its_fix_works(machine):
     """With transactions held: steps 1-6 as above with batch-index acks on, then set-txn-tc-batch-log --enable,
     then set-txn-tc-batch-log --disable --force, both without --reload. The batch-log record cannot tell what a
     store runs with, so the verdict fails closed (BLOCKED) where traffic and time alone would clear every batched
     ledger; its fix (`--disable --reload --yes`), followed on a copy, leaves what the oracle says clears."""
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=True, coordinators=1, held=3, downgrading=True)
-        machine.open_transactions(3, "1h")
-        machine.time_passes("1s")
-        machine.verdicts_follow_the_oracle()
-        machine.any_switch("tc", True, False)
-        machine.verdicts_follow_the_oracle()
-        machine.any_switch("tc", False, False)
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED", doc["problems"]
-        assert any("whether batching is effective is unknown" in p for p in doc["problems"]), doc["problems"]
-        assert any("set-txn-tc-batch-log --disable --reload --yes" in f for f in doc["fixes"]), doc["fixes"]
-        machine.verdicts_follow_the_oracle()  # and the fix, followed on a copy, clears by the oracle
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=True, coordinators=1, held=3, downgrading=True)
+    machine.open_transactions(3, "1h")
+    machine.time_passes("1s")
+    machine.verdicts_follow_the_oracle()
+    machine.any_switch("tc", True, False)
+    machine.verdicts_follow_the_oracle()
+    machine.any_switch("tc", False, False)
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED", doc["problems"]
+    assert any("whether batching is effective is unknown" in p for p in doc["problems"]), doc["problems"]
+    assert any("set-txn-tc-batch-log --disable --reload --yes" in f for f in doc["fixes"]), doc["fixes"]
+    machine.verdicts_follow_the_oracle()  # and the fix, followed on a copy, clears by the oracle
 
 
 def test_regression_safe_turned_wait_when_idle_ledgers_rolled_over(cli, monkeypatch, tmp_path):
@@ -244,7 +228,7 @@ def test_regression_batching_back_on_between_two_checks_was_safe(monkeypatch, tm
         machine.teardown()
 
 
-def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_transactions(monkeypatch, tmp_path):
+def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_transactions(machine):
     """The deep profile's shrunk counterexample to the rule that a WAIT clears by itself: the stall had formed
     (batch-index acks off, records of transactions held across the switch in a batched entry), then the
     checkpoint was reset while clients held transactions open. The first check after the reset cannot tell
@@ -257,29 +241,24 @@ def test_regression_a_reset_checkpoint_cannot_yet_tell_the_stall_from_open_trans
       10. a client opens 4 transactions (timeout 30s); engine simulate -n 20; a client opens 2 more
       11. downgrade check -> WAIT
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
-        machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
-        machine.open_transactions(4, "30s")
-        assert machine.check()["verdict"] == "BLOCKED"
-        machine.downgrade_reset()
-        machine.open_transactions(4, "30s")
-        machine.workload(20)
-        machine.open_transactions(2, "30s")
-        doc = machine.check()
-        assert doc["verdict"] == "WAIT", doc["problems"]
-        machine.wait_ends_by_itself(doc)  # on a copy: BLOCKED by itself, as the oracle says no wait clears it
-        machine.time_passes("2h")  # and on the engine itself
-        doc = machine.check()
-        assert doc["verdict"] == "BLOCKED", doc["problems"]
-        assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=True)
+    machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
+    machine.open_transactions(4, "30s")
+    assert machine.check()["verdict"] == "BLOCKED"
+    machine.downgrade_reset()
+    machine.open_transactions(4, "30s")
+    machine.workload(20)
+    machine.open_transactions(2, "30s")
+    doc = machine.check()
+    assert doc["verdict"] == "WAIT", doc["problems"]
+    machine.wait_ends_by_itself(doc)  # on a copy: BLOCKED by itself, as the oracle says no wait clears it
+    machine.time_passes("2h")  # and on the engine itself
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED", doc["problems"]
+    assert any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
 
 
-def test_regression_a_cursor_before_the_open_transactions_records_was_called_pinned(monkeypatch, tmp_path):
+def test_regression_a_cursor_before_the_open_transactions_records_was_called_pinned(machine):
     """The deep profile's shrunk counterexample to BLOCKED: batching on and off with no transaction open across
     the switch, then a client opens two. The TC log's cursor stands at the last record before theirs, with no
     entry deleted after it, since it has nothing else to acknowledge; the check, its record made then, called
@@ -292,22 +271,17 @@ def test_regression_a_cursor_before_the_open_transactions_records_was_called_pin
       7. a client opens 2 transactions (timeout 30s) and acks in them
       8. downgrade check -> BLOCKED
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=False)
-        machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
-        machine.disable_and_reload(("tc", "pa"))
-        machine.open_transactions(2, "30s")
-        doc = machine.check()
-        assert doc["verdict"] == "WAIT", doc["problems"]
-        assert not any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
-        machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=1, held=3, downgrading=False)
+    machine.an_ordinary_quarter_hour(60)  # the client commits its 3; simulate -n 60; advance 15m
+    machine.disable_and_reload(("tc", "pa"))
+    machine.open_transactions(2, "30s")
+    doc = machine.check()
+    assert doc["verdict"] == "WAIT", doc["problems"]
+    assert not any(i["cause"] == "batch-index-deletion" for i in doc["coordinators"]), doc["coordinators"]
+    machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
 
 
-def test_regression_the_stalls_ghosts_after_its_fix_were_called_overdue(monkeypatch, tmp_path):
+def test_regression_the_stalls_ghosts_after_its_fix_were_called_overdue(machine):
     """The deep profile's counterexample to BLOCKED, shortened: the batch-index deletion stall, then its own fix
     (batch-index acks on, a restart). The restart's replay brings back as OPEN the transactions committed
     across the switch, long past their 30 s timeout; the engine left them open until time next passed, and
@@ -320,19 +294,14 @@ def test_regression_the_stalls_ghosts_after_its_fix_were_called_overdue(monkeypa
       6. engine config set acknowledgmentAtBatchIndexLevelEnabled true; engine reload
       7. downgrade check -> BLOCKED (overdue-transaction)
     """
-    isolate(monkeypatch, tmp_path)
-    machine = VerdictOracle()
-    try:
-        machine.start(batching=True, batch_index=False, coordinators=1, held=0, downgrading=False)
-        machine.an_ordinary_quarter_hour(60)
-        machine.open_transactions(4, "30s")
-        machine.disable_and_reload(("tc", "pa"))
-        machine.an_ordinary_quarter_hour(150)  # the client commits its 4 first
-        doc = machine.check()
-        assert [i["cause"] for i in doc["coordinators"]] == ["batch-index-deletion"], doc["coordinators"]
-        machine.batch_index_setting(True)
-        doc = machine.check()
-        assert doc["verdict"] == "WAIT" and not doc["fixes"], doc["problems"]
-        machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
-    finally:
-        machine.teardown()
+    machine.start(batching=True, batch_index=False, coordinators=1, held=0, downgrading=False)
+    machine.an_ordinary_quarter_hour(60)
+    machine.open_transactions(4, "30s")
+    machine.disable_and_reload(("tc", "pa"))
+    machine.an_ordinary_quarter_hour(150)  # the client commits its 4 first
+    doc = machine.check()
+    assert [i["cause"] for i in doc["coordinators"]] == ["batch-index-deletion"], doc["coordinators"]
+    machine.batch_index_setting(True)
+    doc = machine.check()
+    assert doc["verdict"] == "WAIT" and not doc["fixes"], doc["problems"]
+    machine.wait_ends_by_itself(doc)  # on a copy: SAFE with traffic and time, no operator
