@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.SortedMap;
+import java.util.TreeSet;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.api.MessageId;
@@ -194,6 +196,7 @@ public final class NackProbe {
         long nextTimerNs = -1;
         long maxBytes = 0;
         int runs = 0;
+        int slips = 0;
         // What the tracker's clock read at each add and timer run, so the model replays this run as it happened,
         // however the machine scheduled it: [ms, adds] for adds, [ms, 0] for a timer run.
         List<long[]> events = new ArrayList<>();
@@ -203,8 +206,11 @@ public final class NackProbe {
                 break;
             }
             for (long due = elapsedNs * rate / 1_000_000_000L; added < due; added++) {
-                record(events, System.currentTimeMillis(), 1);
+                long before = System.currentTimeMillis();
                 add.invoke(tracker, new MessageIdImpl(1000 + added / 50_000, added % 50_000, -1), 0);
+                long at = addedAt(tracker, before, delayMs);
+                slips += at == before ? 0 : 1;
+                record(events, at, 1);
             }
             if (nextTimerNs < 0 && !scheduledMs.isEmpty()) {
                 nextTimerNs = elapsedNs + scheduledMs.get(scheduledMs.size() - 1) * 1_000_000L;
@@ -212,8 +218,12 @@ public final class NackProbe {
             if (nextTimerNs >= 0 && elapsedNs >= nextTimerNs) {
                 maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(nacked(tracker)).totalSize());
                 int asked = scheduledMs.size();
-                record(events, System.currentTimeMillis(), 0);
+                long before = System.currentTimeMillis();
+                List<Long> held = keys(tracker);
                 trigger.invoke(tracker, (Timeout) null);
+                long at = firedAt(tracker, before, held);
+                slips += at == before ? 0 : 1;
+                record(events, at, 0);
                 runs++;
                 nextTimerNs = scheduledMs.size() > asked ? elapsedNs + scheduledMs.get(scheduledMs.size() - 1) * 1_000_000L : -1;
             }
@@ -222,7 +232,30 @@ public final class NackProbe {
         Object map = nacked(tracker);
         maxBytes = Math.max(maxBytes, GraphLayout.parseInstance(map).totalSize());
         System.out.println("{\"design\":\"" + (isNewDesign() ? "new" : "old") + "\",\"added\":" + added + ",\"timerRuns\":" + runs
-                + ",\"maxBytes\":" + maxBytes + ",\"startMs\":" + startMs + ",\"events\":" + eventsJson(events) + "}");
+                + ",\"maxBytes\":" + maxBytes + ",\"startMs\":" + startMs + ",\"clockSlips\":" + slips
+                + ",\"events\":" + eventsJson(events) + "}");
+    }
+
+    // The tracker reads the clock itself, inside the call. When the machine stalls the probe between its own read
+    // and that one, what the tracker did shows the later time: the bucket the add went to, the buckets the run
+    // removed. These give the time the tracker must have read, so the model replays what the tracker did.
+
+    static long addedAt(NegativeAcksTracker tracker, long before, long delayMs) throws Exception {
+        if (!isNewDesign()) {
+            return before;
+        }
+        long bucket = ((SortedMap<Long, ?>) nacked(tracker)).lastKey();  // times only grow: the newest bucket
+        return Math.max(before, bucket - delayMs);
+    }
+
+    static long firedAt(NegativeAcksTracker tracker, long before, List<Long> held) throws Exception {
+        TreeSet<Long> left = new TreeSet<>(keys(tracker));
+        long removed = held.stream().filter(k -> !left.contains(k)).mapToLong(Long::longValue).max().orElse(before);
+        return Math.max(before, removed);
+    }
+
+    static List<Long> keys(NegativeAcksTracker tracker) throws Exception {
+        return isNewDesign() ? new ArrayList<>(((SortedMap<Long, ?>) nacked(tracker)).keySet()) : List.of();
     }
 
     static void record(List<long[]> events, long ms, long adds) {
