@@ -212,8 +212,10 @@ def _engine_scenarios(c: Collector, d, tmp_path) -> None:
     c.run("downgrade", "check", *t, "-o", "json", expect=6)  # ... and in JSON
     c.run("upgrade", "check", *t, expect=(5, 6))
     c.run("upgrade", "check", *t, "-o", "json", expect=(5, 6))
-    c.run("set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes", *t, expect=0)
-    c.run("set-txn-tc-batch-log", "--enable", "--reload", "--yes", *t, expect=0)
+    # the BLOCKED check started the downgrade: batching on again is refused under --yes ("downgrade reset" first)
+    c.run("set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes", *t, expect=6)
+    c.run("set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes", "--force", *t, expect=0)
+    c.run("set-txn-tc-batch-log", "--enable", "--reload", "--yes", "--force", *t, expect=0)
     c.run("engine", "simulate", "-n", "60", "--concurrency", "5", *t, expect=0)
     _open_transaction(d)
     c.run("set-txn-tc-batch-log", "--disable", "--reload", "--yes", *t, expect=6)  # the switch guard

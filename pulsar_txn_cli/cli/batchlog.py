@@ -261,8 +261,8 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
 
 
 def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> None:
-    """Batching on again while `downgrade check` keeps a checkpoint for this target: the ledgers it
-    recorded no longer mark the last batched ones, so the downgrade starts over. Say so, name the
+    """Batching on again while `downgrade check` keeps a checkpoint for this target: batched entries written
+    now must be gone before the downgrade, so it starts over. Say so, name the
     checkpoint, ask on a terminal; refuse (exit 6) under --yes or without a terminal unless --force."""
     from pulsar_txn_cli.cli.advice import command
     from pulsar_txn_cli.downgrade import checkpoint as cp_store
@@ -273,9 +273,8 @@ def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> No
     target = admin.target.describe()
     env.warn(
         f"a downgrade is under way on {target} (its checkpoint: {path}): turning {log.key} on again writes batched "
-        "entries that a broker older than PIP-160 cannot read, and the last batched ledgers recorded there no "
-        "longer mark the last ones, so the downgrade starts over once batching is off again; to give the downgrade "
-        f"up, `{command('pulsar-txn downgrade reset', env)}` first"
+        "entries that a broker older than PIP-160 cannot read, so the downgrade starts over once batching is off "
+        f"again; to give the downgrade up, `{command('pulsar-txn downgrade reset', env)}` first"
     )
     _go_ahead_or_refuse(
         env,

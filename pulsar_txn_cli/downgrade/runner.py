@@ -35,8 +35,9 @@ def check(
     progress=None,
     verify: list[str] | None = None,
     confirm=None,
+    may_start: bool = True,
 ) -> CheckResult:
-    """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when its records changed, and
+    """Steps 1 and 2-1..2-7 once. The checkpoint is saved only when it changed, and
     atomically, so an interrupted check leaves the previous file intact. `confirm()`, when given,
     reads every remaining ledger (collect/scan.py, passed in from above) once the verdict is SAFE, or a
     WAIT that only stored entries keep from SAFE; what it read decides (downgrade/confirm.py). `verify`'s dumps
@@ -61,7 +62,11 @@ def check(
         result = apply_entry_scan(result, scan(verify))
     saved = False
     after = result.checkpoint
-    if after is not None and after != before and (before is not None or after.size):
+    # The first check that holds the downgrade back starts it even with no ledger recorded (batching still on,
+    # or no log readable yet), so `doctor` and the batching switches know it is under way; the exporter, which
+    # only watches (may_start=False), never starts one on a cluster that batches on purpose.
+    holds_back = may_start and result.verdict != v.SAFE
+    if after is not None and after != before and (before is not None or after.size or holds_back):
         cp_store.save(path, after)
         saved = True
     return CheckResult(result, observations, path, saved, requests_sent(admin), reading)

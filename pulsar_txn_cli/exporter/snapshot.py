@@ -46,7 +46,7 @@ def take(
     try:
         admin = connect()
         path = runner.checkpoint_path(admin, str(checkpoint) if checkpoint else None)
-        result = runner.check(admin, path, concurrency=concurrency)
+        result = runner.check(admin, path, concurrency=concurrency, may_start=False)
         now_ms = admin.now_ms()
         held = {
             ns: find_stuck_readers(admin, namespace=ns, now_ms=now_ms)

@@ -62,6 +62,25 @@ def test_once_exports_what_downgrade_check_sees(cli, engine_dir):
     assert value(found, "pulsar_txn_buffer_holders", topic=scenario.HELD) == 1
 
 
+def test_watching_a_target_that_batches_on_purpose_never_starts_a_downgrade(cli, monkeypatch, tmp_path):
+    """`downgrade check` BLOCKED with batching on starts a downgrade; the exporter, which only watches, does not:
+    the batching switches go on without asking, and `doctor` says no downgrade is under way."""
+    scenario.isolate(monkeypatch, tmp_path)
+    engine = ["--engine-dir", str(tmp_path / "engine")]
+    assert cli(["engine", "init", *engine]).exit_code == 0
+    assert cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", *engine]).exit_code == 0
+    exported = samples(cli(["exporter", "--once", *engine]).stdout)
+    assert value(exported, "pulsar_txn_downgrade_verdict", verdict="BLOCKED") == 1
+    doctor = cli(["doctor", *engine, "-o", "json"]).json()
+    assert [c["ran"] for c in doctor["checks"] if c["check"] == "downgrade"] == [False]
+    assert cli(["set-txn-pending-ack-batch-log", "--enable", "--reload", "--yes", *engine]).exit_code == 0
+    assert cli(["downgrade", "check", *engine, "-o", "json"]).exit_code == 6
+    doctor = cli(["doctor", *engine, "-o", "json"]).json()
+    assert ("downgrade", "error") in [(f["check"], f["severity"]) for f in doctor["findings"]]
+    again = cli(["set-txn-tc-batch-log", "--enable", "--reload", "--yes", *engine])
+    assert again.exit_code == 6 and "a downgrade is under way" in again.stderr, again.stderr
+
+
 def test_an_unobservable_target_exports_no_verdict(cli, monkeypatch, tmp_path):
     scenario.isolate(monkeypatch, tmp_path)
     result = cli(["exporter", "--once", "--admin-url", "http://127.0.0.1:9", "--request-timeout", "2"])
