@@ -262,8 +262,8 @@ def _set(log, enabled: bool, reload: bool, yes: bool, *, concurrency: int, force
 
 def _guard_downgrade_under_way(env, admin, log, *, yes: bool, force: bool) -> None:
     """Batching on again while `downgrade check` keeps a checkpoint for this target: batched entries written
-    now must be gone before the downgrade, so it starts over. Say so, name the
-    checkpoint, ask on a terminal; refuse (exit 6) under --yes or without a terminal unless --force."""
+    now must be gone before the downgrade, so it starts over. Say so, name the checkpoint, ask on a
+    terminal; refuse (exit 6) under --yes or without a terminal unless --force."""
     from pulsar_txn_cli.cli.advice import command
     from pulsar_txn_cli.downgrade import checkpoint as cp_store
 
