@@ -93,6 +93,18 @@ def ledger_tasks(stats, log: str, key: str) -> list[LedgerTask]:
     return tasks
 
 
+def trimmed_meanwhile(admin, keys: set[tuple[str, int]], concurrency: int) -> set[tuple[str, int]]:
+    """Of these (managed ledger, ledger id) that could not be read, the ones their logs no longer list: a log
+    whose consumed ledgers are trimmed may drop one between the listing and its read, which is gone, not a
+    failure. None of them when some log cannot be listed again (no failure can then be told from a trim)."""
+    if not keys:
+        return set()
+    tasks, problems = plan(admin, concurrency)
+    if problems:
+        return set()
+    return keys - {(t.managed_ledger, t.ledger_id) for t in tasks}
+
+
 def _position(text) -> tuple[int | None, int]:
     try:
         ledger, entry = str(text).split(":")

@@ -34,7 +34,7 @@ def collect(
     (script=, classpath=, timeout=); `spark_conf` to the Spark that writes to a URL;
     `note(message)` gets what the user should know."""
     from pulsar_txn_cli.collect import metadata
-    from pulsar_txn_cli.collect.plan import plan
+    from pulsar_txn_cli.collect.plan import plan, trimmed_meanwhile
     from pulsar_txn_cli.collect.sink import open_destination
 
     if concurrency < 1:
@@ -62,6 +62,8 @@ def collect(
             f"(metadata service {uri})"
         )
         read, failed = _read_all(destination, tasks, todo, uri, shell_options, concurrency, progress)
+    gone = trimmed_meanwhile(admin, {(f["managedLedger"], f["ledgerId"]) for f in failed}, concurrency)
+    failed = [f for f in failed if (f["managedLedger"], f["ledgerId"]) not in gone]
     shell_seconds = sum(r["seconds"] for r in read)
     return {
         "out": str(destination),
@@ -76,6 +78,7 @@ def collect(
         "entries": sum(r["entries"] for r in read),
         "bytes": sum(r["bytes"] for r in read),
         "failed": sorted(failed, key=lambda f: (f["managedLedger"], f["ledgerId"])),
+        "goneBeforeRead": len(gone),  # trimmed by their logs between the listing and the read
         "problems": problems,
         "concurrency": concurrency,
         "seconds": round(time.monotonic() - started, 2),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from pulsar_txn_cli.collect.plan import LedgerTask, plan
+from pulsar_txn_cli.collect.plan import LedgerTask, plan, trimmed_meanwhile
 from pulsar_txn_cli.collect.run import DEFAULT_CONCURRENCY
 from pulsar_txn_cli.downgrade.confirm import LedgerRead, Reading
 
@@ -98,13 +98,7 @@ def _read_one(shell, task: LedgerTask) -> LedgerRead:
 
 
 def _without_trimmed(admin, reads: list[LedgerRead], concurrency: int) -> tuple[list[LedgerRead], int]:
-    """(the reads less the failed ledgers that are no longer listed, how many those were). A ledger of a
-    log whose consumed ledgers are trimmed may go between the listing and its shell."""
-    if not any(r.error for r in reads):
-        return reads, 0
-    tasks, problems = plan(admin, concurrency)
-    if problems:
-        return reads, 0  # some log could not be listed again: no failure can be told apart from a trim
-    listed = {(t.managed_ledger, t.ledger_id) for t in tasks}
-    kept = [r for r in reads if not r.error or (r.managed_ledger, r.ledger_id) in listed]
+    """(the reads less the failed ledgers their logs no longer list, how many those were)."""
+    gone = trimmed_meanwhile(admin, {(r.managed_ledger, r.ledger_id) for r in reads if r.error}, concurrency)
+    kept = [r for r in reads if (r.managed_ledger, r.ledger_id) not in gone]
     return kept, len(reads) - len(kept)

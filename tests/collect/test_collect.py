@@ -60,6 +60,28 @@ def test_a_second_run_reads_only_what_is_missing(cli, fleet, monkeypatch):
     assert summary["alreadyCollected"] == summary["ledgers"] - len({victim} | open_ledgers)
 
 
+def test_a_ledger_trimmed_while_collecting_is_gone_not_failed(cli, fleet, monkeypatch):
+    """The trim is made by hand: the listing taken after the failure leaves the ledger out, as a log that trimmed
+    it meanwhile would (seen on a real broker: a pending-ack log trimmed a ledger before its shell ran)."""
+    from pulsar_txn_cli.collect import plan
+
+    victim = sorted(lid for _, lid in ledgers_of(fleet["dump"]))[0]
+    real_plan, listings = plan.plan, []
+
+    def trimmed_on_second_look(admin, concurrency):
+        tasks, problems = real_plan(admin, concurrency)
+        listings.append(len(tasks))
+        return [t for t in tasks if len(listings) == 1 or t.ledger_id != victim], problems
+
+    monkeypatch.setattr(plan, "plan", trimmed_on_second_look)
+    monkeypatch.setenv("STANDIN_FAIL", str(victim))
+    result = cli(args(fleet, fleet["tmp"] / "out", "-o", "json"))
+    assert result.exit_code == 0, result.stderr
+    summary = result.json()
+    assert (len(listings), summary["failed"], summary["goneBeforeRead"]) == (2, [], 1)
+    assert summary["read"] == summary["ledgers"] - 1
+
+
 def test_ctrl_c_keeps_the_completed_ledgers_and_the_next_run_finishes(fleet):
     out = fleet["tmp"] / "out"
     env = dict(os.environ, STANDIN_SLEEP="0.4")

@@ -121,8 +121,11 @@ def test_a_ledger_trimmed_between_the_listing_and_its_shell_is_gone_not_a_failur
             tasks = [t for t in tasks if t.ledger_id != victim.ledger_id]
         return tasks, problems
 
-    real_plan = scan.plan
+    from pulsar_txn_cli.collect import plan
+
+    real_plan = plan.plan
     monkeypatch.setattr(scan, "plan", trimmed_on_second_look)
+    monkeypatch.setattr(plan, "plan", trimmed_on_second_look)
     monkeypatch.setenv("STANDIN_FAIL", str(victim.ledger_id))
     reading = scan.read_remaining(url_admin(fleet["url"]), shell_options={"script": fleet["shell"]}, metadata_uri=URI)
     assert len(listings) == 2  # listed, then listed again because a ledger failed
