@@ -101,6 +101,15 @@ def test_a_fresh_engine_that_never_batched_is_safe_without_advice_to_unload(cli,
         assert downgrade_oracle(engine)["batchedReachable"] is False
 
 
+def pending_ack_batching_again_names_the_stall(machine) -> None:
+    """Step 8 of the two walks below, and what it must bring: BLOCKED, with the batch-index fix from the start."""
+    machine.any_switch("pa", True, True)
+    doc = machine.check()
+    assert doc["verdict"] == "BLOCKED"
+    assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
+    machine.verdicts_follow_the_oracle()
+
+
 def test_regression_fixes_of_step_1_alone_led_to_the_stall(machine):
     """The property test's shrunk counterexample after the first fix: the TC log's transactions were open
     across the switch, but the pending-ack log batched again, so step 1 blocked first and its fix (turn
@@ -112,11 +121,7 @@ def test_regression_fixes_of_step_1_alone_led_to_the_stall(machine):
     """
     machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
     machine.batch_index_setting(False)
-    machine.any_switch("pa", True, True)
-    doc = machine.check()
-    assert doc["verdict"] == "BLOCKED"
-    assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
-    machine.verdicts_follow_the_oracle()
+    pending_ack_batching_again_names_the_stall(machine)
 
 
 def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(machine):
@@ -129,11 +134,7 @@ def test_regression_fixes_of_step_1_alone_led_to_the_formed_stall(machine):
     """
     machine.start(batching=True, batch_index=False, coordinators=2, held=3, downgrading=True)
     machine.client_ends("commit")
-    machine.any_switch("pa", True, True)
-    doc = machine.check()
-    assert doc["verdict"] == "BLOCKED"
-    assert any("acknowledgmentAtBatchIndexLevelEnabled" in f for f in doc["fixes"]), doc["fixes"]
-    machine.verdicts_follow_the_oracle()
+    pending_ack_batching_again_names_the_stall(machine)
 
 
 def test_regression_a_busy_cluster_hid_the_formed_stall(machine):
