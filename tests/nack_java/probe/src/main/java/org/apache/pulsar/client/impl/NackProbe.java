@@ -77,12 +77,30 @@ public final class NackProbe {
         }
     }
 
+    // Looked up once: the churn loop asks for both at every add.
+    static final boolean NEW_DESIGN = hasField("negativeAckPrecisionBitCnt");
+    static final Field NACKED = accessible("nackedMessages");
+
     static boolean isNewDesign() {
+        return NEW_DESIGN;
+    }
+
+    static boolean hasField(String name) {
         try {
-            NegativeAcksTracker.class.getDeclaredField("negativeAckPrecisionBitCnt");
+            NegativeAcksTracker.class.getDeclaredField(name);
             return true;
         } catch (NoSuchFieldException e) {
             return false;
+        }
+    }
+
+    static Field accessible(String name) {
+        try {
+            Field field = NegativeAcksTracker.class.getDeclaredField(name);
+            field.setAccessible(true);
+            return field;
+        } catch (NoSuchFieldException e) {
+            throw new IllegalStateException(e);
         }
     }
 
@@ -115,9 +133,7 @@ public final class NackProbe {
     }
 
     static Object nacked(NegativeAcksTracker tracker) throws Exception {
-        Field field = NegativeAcksTracker.class.getDeclaredField("nackedMessages");
-        field.setAccessible(true);
-        return field.get(tracker);
+        return NACKED.get(tracker);
     }
 
     static MessageId id(long ledger, long entry, int batch, int index) {
