@@ -94,15 +94,16 @@ def ledger_tasks(stats, log: str, key: str) -> list[LedgerTask]:
 
 
 def trimmed_meanwhile(admin, keys: set[tuple[str, int]], concurrency: int) -> set[tuple[str, int]]:
-    """Of these (managed ledger, ledger id) that could not be read, the ones their logs no longer list: a log
-    whose consumed ledgers are trimmed may drop one between the listing and its read, which is gone, not a
-    failure. None of them when some log cannot be listed again (no failure can then be told from a trim)."""
+    """Of these (managed ledger, ledger id) that could not be read, the ones their own logs, listed again, no
+    longer list: a log whose consumed ledgers are trimmed may drop one between the listing and its read, which
+    is gone, not a failure. A ledger whose log cannot be listed again stays failed: nothing tells it from a
+    trim. Other logs that cannot be listed (an orphaned pending-ack log, say) change nothing here."""
     if not keys:
         return set()
-    tasks, problems = plan(admin, concurrency)
-    if problems:
-        return set()
-    return keys - {(t.managed_ledger, t.ledger_id) for t in tasks}
+    tasks, _ = plan(admin, concurrency)
+    listed = {t.managed_ledger for t in tasks}
+    still = {(t.managed_ledger, t.ledger_id) for t in tasks}
+    return {key for key in keys if key[0] in listed and key not in still}
 
 
 def _position(text) -> tuple[int | None, int]:
