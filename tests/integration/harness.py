@@ -798,10 +798,12 @@ class PulsarBroker:
             raise RuntimeError(f"readledger {ledger_id} exited {res.returncode}:\n{res.stdout[-5000:]}")
         return res.stdout
 
+    def workload_auth(self) -> dict[str, str]:
+        """How TxnWorkload authenticates: with the superuser's JWT when the broker asks for one."""
+        return {"token": self.token} if self.token else {}
+
     def workload_cmd(self, **kw: Any) -> list[str]:
-        args = {"service-url": self.service_url, "admin-url": self.admin_url}
-        if self.token:
-            args["token"] = self.token
+        args = {"service-url": self.service_url, "admin-url": self.admin_url, **self.workload_auth()}
         for k, v in kw.items():
             args[k.replace("_", "-")] = str(v)
         flat = [x for k, v in args.items() for x in (f"--{k}", v)]

@@ -11,6 +11,7 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.admin.PulsarAdminBuilder;
+import org.apache.pulsar.client.api.Authentication;
 import org.apache.pulsar.client.api.AuthenticationFactory;
 import org.apache.pulsar.client.api.ClientBuilder;
 import org.apache.pulsar.client.admin.PulsarAdminException;
@@ -274,7 +275,8 @@ public final class TxnWorkload {
                     }
                 }
                 System.out.println("{\"event\":\"done\",\"committed\":" + drained
-                        + ",\"aborted\":0,\"heldThenFinished\":0,\"drain\":" + drainRounds + "}");
+                        + ",\"aborted\":0,\"heldThenFinished\":0,\"drain\":" + drainRounds
+                        + ",\"seeded\":" + (seedMsgs + drainRounds) * topics.length + "}");
                 System.out.flush();
                 System.exit(0);
             }
@@ -493,14 +495,28 @@ public final class TxnWorkload {
         }
     }
 
-    /** A client builder; with --token TOKEN it authenticates with that JWT (a secured broker). */
-    static ClientBuilder clientBuilder(Map<String, String> a) {
+    /** A client builder that authenticates as authentication(a) says (a secured broker). */
+    static ClientBuilder clientBuilder(Map<String, String> a) throws Exception {
+        Authentication auth = authentication(a);
         ClientBuilder b = PulsarClient.builder();
-        return a.containsKey("token") ? b.authentication(AuthenticationFactory.token(a.get("token"))) : b;
+        return auth == null ? b : b.authentication(auth);
     }
 
-    static PulsarAdminBuilder adminBuilder(Map<String, String> a) {
+    static PulsarAdminBuilder adminBuilder(Map<String, String> a) throws Exception {
+        Authentication auth = authentication(a);
         PulsarAdminBuilder b = PulsarAdmin.builder();
-        return a.containsKey("token") ? b.authentication(AuthenticationFactory.token(a.get("token"))) : b;
+        return auth == null ? b : b.authentication(auth);
+    }
+
+    /**
+     * --token TOKEN: that JWT; --auth-plugin CLASS --auth-params PARAMS: a plugin that fetches its own
+     * credentials (OAuth2 client credentials, whose short-lived tokens a fixed --token would outlive);
+     * neither: none.
+     */
+    static Authentication authentication(Map<String, String> a) throws Exception {
+        if (a.containsKey("auth-plugin")) {
+            return AuthenticationFactory.create(a.get("auth-plugin"), a.getOrDefault("auth-params", ""));
+        }
+        return a.containsKey("token") ? AuthenticationFactory.token(a.get("token")) : null;
     }
 }
