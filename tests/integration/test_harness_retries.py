@@ -286,13 +286,18 @@ def test_finish_held_accepts_the_restarted_coordinators_not_found(tmp_path):
         {
             "/admin/v3/transactions/abortTransaction/0/38": not_found,
             "/admin/v3/transactions/abortTransaction/0/39": (204, b""),
+            # the same answer with no space before "not found", as a 4.0.7 coordinator also words it
+            "/admin/v3/transactions/abortTransaction/0/41": (
+                500,
+                b'{"reason":"The transaction with this txdID `(0,41)`not found "}',
+            ),
             "/admin/v3/transactions/abortTransaction/0/40": (500, b'{"reason":"Internal error: ledger closed"}'),
         }
     )
     try:
         broker = _DeadlockedBroker(coordinator.server.server_port)
-        lines = harness.finish_held(broker, _held_run(tmp_path, 38, 39))
-        assert [r["least"] for r in lines] == [38, 39] and broker.restarts == 1
+        lines = harness.finish_held(broker, _held_run(tmp_path, 38, 39, 41))
+        assert [r["least"] for r in lines] == [38, 39, 41] and broker.restarts == 1
         # any other 500 leaves the transaction's fate unknown: a failure, naming it
         with pytest.raises(RuntimeError, match=r"aborting held \(0,40\) after the restart: 500 .*ledger closed"):
             harness.finish_held(broker, _held_run(tmp_path, 38, 40))
