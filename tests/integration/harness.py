@@ -323,8 +323,9 @@ def finish_held(target, run: "WorkloadRun", action: str = "abort", timeout: floa
 
 def ended_or_gone(status: int, body: Any) -> bool:
     """An abort's answer that leaves nothing open: 2xx aborted; 4xx, or the 500 "The transaction with this
-    txdID `(0,38)` not found" (also "`(1,5)`not found") a restarted 4.0.7 coordinator answers (seen in CI), for a transaction it no
-    longer has (it had ended before the restart). Any other 5xx leaves it unknown: a failure."""
+    txdID `(0,38)` not found" (also "`(1,5)`not found") a restarted 4.0.7 coordinator answers (seen in CI),
+    for a transaction it no longer has (it had ended before the restart). Any other 5xx leaves it unknown:
+    a failure."""
     if status < 500:
         return True
     return status == 500 and re.search(r"transaction with this txdID .*not found", str(body), re.I) is not None
